@@ -1,0 +1,46 @@
+#pragma once
+// avout::postgres::Store: atom values and ref versions kept in PostgreSQL tables (libpqxx).
+
+#include <avout/backend.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace avout::postgres {
+
+/// Settings of a PostgreSQL store.
+struct StoreOptions {
+  std::string url = "postgresql://127.0.0.1/avout";  ///< libpq connection URI
+  std::string table_prefix = "avout_";               ///< tables <prefix>atoms, <prefix>ref_values
+  std::chrono::seconds connect_timeout{5};           ///< per connection attempt
+  std::size_t max_value_size = 64u << 20;            ///< larger values are ValueTooLarge
+  std::size_t pool_size = 8;                         ///< idle connections kept
+};
+
+/// Values in PostgreSQL; creates its tables on first use. Compare-and-set is one conditional
+/// UPDATE; a ref version is durable when the INSERT returns. Thread safe.
+class Store final : public avout::Store {
+ public:
+  /// Connects lazily to `url` with default options.
+  explicit Store(const std::string& url);
+  /// Connects lazily with the given options.
+  explicit Store(StoreOptions options);
+  ~Store() override;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  std::string description() const override;
+  std::size_t max_value_size() const override;
+  std::unique_ptr<AtomState> atom_state(const std::string& name) override;
+  std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
+
+  /// Implementation (public only so the private sources can name it).
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace avout::postgres

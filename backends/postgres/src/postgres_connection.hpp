@@ -1,0 +1,38 @@
+#pragma once
+// The one owner of libpqxx connections: a pool that throws a broken connection away (libpqxx
+// 6's reactivation is unreliable) and the translation of pqxx exceptions into BackendError,
+// with the password stripped from every message.
+
+#include <pqxx/pqxx>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace avout::postgres::detail {
+
+/// The URL without its password, for messages.
+std::string redact(const std::string& url);
+
+class Pool {
+ public:
+  /// `prepare` runs once on each new connection (table creation).
+  Pool(std::string url, std::size_t keep, std::function<void(pqxx::connection&)> prepare);
+  /// Runs `work` on a pooled connection; pqxx errors become BackendError naming `what`.
+  void run(const std::string& what, const std::function<void(pqxx::connection&)>& work);
+  const std::string& description() const { return description_; }
+
+ private:
+  std::unique_ptr<pqxx::connection> open();
+
+  std::string url_;
+  std::string description_;
+  std::size_t keep_;
+  std::function<void(pqxx::connection&)> prepare_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+};
+
+}  // namespace avout::postgres::detail

@@ -1,0 +1,209 @@
+#include "postgres_connection.hpp"
+
+#include <avout/errors.hpp>
+#include <avout/postgres.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <optional>
+
+namespace avout::postgres {
+
+namespace {
+
+std::string with_connect_timeout(const std::string& url, std::chrono::seconds timeout) {
+  if (url.find("connect_timeout=") != std::string::npos) return url;
+  return url + (url.find('?') == std::string::npos ? "?" : "&") +
+         "connect_timeout=" + std::to_string(timeout.count());
+}
+
+pqxx::binarystring binary(const Bytes& value) {
+  return pqxx::binarystring(value.data(), value.size());
+}
+
+Bytes bytes_of(const pqxx::field& field) {
+  const pqxx::binarystring data(field);
+  return Bytes(data.begin(), data.end());
+}
+
+// Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog: retry once.
+void create_tables(pqxx::connection& connection, const std::string& prefix) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      pqxx::work work(connection);
+      work.exec("CREATE TABLE IF NOT EXISTS " + prefix +
+                "atoms (name text PRIMARY KEY, value bytea NOT NULL, version bigint NOT NULL)");
+      work.exec("CREATE TABLE IF NOT EXISTS " + prefix +
+                "ref_values (name text NOT NULL, point text NOT NULL, value bytea NOT NULL, "
+                "PRIMARY KEY (name, point))");
+      work.commit();
+      return;
+    } catch (const pqxx::sql_error&) {
+      if (attempt >= 3) throw;
+    }
+  }
+}
+
+}  // namespace
+
+struct Store::Impl {
+  StoreOptions options;
+  std::string atoms;
+  std::string ref_values;
+  detail::Pool pool;
+
+  explicit Impl(StoreOptions given)
+      : options(std::move(given)),
+        atoms(options.table_prefix + "atoms"),
+        ref_values(options.table_prefix + "ref_values"),
+        pool(with_connect_timeout(options.url, options.connect_timeout), options.pool_size,
+             [prefix = options.table_prefix](pqxx::connection& c) { create_tables(c, prefix); }) {
+    for (char c : options.table_prefix) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+        throw InvalidName("postgres table prefix may hold letters, digits and '_' only");
+      }
+    }
+  }
+
+  void check_size(const Bytes& value, const std::string& name) const {
+    if (value.size() > options.max_value_size) {
+      throw ValueTooLarge(pool.description() + " " + name + ": value of " +
+                          std::to_string(value.size()) + " bytes exceeds the limit of " +
+                          std::to_string(options.max_value_size));
+    }
+  }
+};
+
+namespace {
+
+class PostgresAtomState final : public AtomState {
+ public:
+  PostgresAtomState(std::shared_ptr<Store::Impl> impl, std::string name)
+      : impl_(std::move(impl)), name_(std::move(name)) {}
+
+  Versioned get() override {
+    Versioned found;
+    impl_->pool.run("read atom " + name_, [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      auto rows = work.exec_params("SELECT value, version FROM " + impl_->atoms + " WHERE name = $1",
+                                   name_);
+      if (!rows.empty()) found = Versioned{bytes_of(rows[0][0]), rows[0][1].c_str()};
+    });
+    return found;
+  }
+
+  bool compare_and_set(const Versioned& expected, Bytes next) override {
+    impl_->check_size(next, name_);
+    bool written = false;
+    impl_->pool.run("compare-and-set atom " + name_, [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      pqxx::result result;
+      if (!expected.exists()) {
+        result = work.exec_params("INSERT INTO " + impl_->atoms +
+                                      " (name, value, version) VALUES ($1, $2, 1) "
+                                      "ON CONFLICT (name) DO NOTHING",
+                                  name_, binary(next));
+      } else {
+        long long version = 0;
+        std::from_chars(expected.version.data(), expected.version.data() + expected.version.size(),
+                        version);
+        result = work.exec_params("UPDATE " + impl_->atoms +
+                                      " SET value = $1, version = version + 1 "
+                                      "WHERE name = $2 AND version = $3",
+                                  binary(next), name_, version);
+      }
+      written = result.affected_rows() == 1;
+    });
+    return written;
+  }
+
+ private:
+  std::shared_ptr<Store::Impl> impl_;
+  std::string name_;
+};
+
+class PostgresReferenceData final : public ReferenceData {
+ public:
+  PostgresReferenceData(std::shared_ptr<Store::Impl> impl, std::string name)
+      : impl_(std::move(impl)), name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+
+  void set(Bytes value, const Point& point) override {
+    impl_->check_size(value, name_);
+    bool inserted = false;
+    impl_->pool.run("store ref " + name_ + " point " + point.id, [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      auto result = work.exec_params("INSERT INTO " + impl_->ref_values +
+                                         " (name, point, value) VALUES ($1, $2, $3) "
+                                         "ON CONFLICT DO NOTHING",
+                                     name_, point.id, binary(value));
+      inserted = result.affected_rows() == 1;
+    });
+    if (!inserted) {
+      throw BackendError(impl_->pool.description() + " ref " + name_ + ": point " + point.id +
+                         " already stored");
+    }
+  }
+
+  Bytes get(const Point& point) override {
+    std::optional<Bytes> found;
+    impl_->pool.run("read ref " + name_ + " point " + point.id, [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      auto rows = work.exec_params("SELECT value FROM " + impl_->ref_values +
+                                       " WHERE name = $1 AND point = $2",
+                                   name_, point.id);
+      if (!rows.empty()) found = bytes_of(rows[0][0]);
+    });
+    if (!found) {
+      throw MissingPoint(impl_->pool.description() + " ref " + name_ + ": no value at point " +
+                         point.id);
+    }
+    return std::move(*found);
+  }
+
+  void erase(const Point& point) override {
+    impl_->pool.run("erase ref " + name_ + " point " + point.id, [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      work.exec_params("DELETE FROM " + impl_->ref_values + " WHERE name = $1 AND point = $2",
+                       name_, point.id);
+    });
+  }
+
+  std::vector<Point> points() override {
+    std::vector<Point> found;
+    impl_->pool.run("list ref " + name_, [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      auto rows = work.exec_params("SELECT point FROM " + impl_->ref_values + " WHERE name = $1",
+                                   name_);
+      for (const auto& row : rows) found.push_back(Point{row[0].c_str()});
+    });
+    return found;
+  }
+
+ private:
+  std::shared_ptr<Store::Impl> impl_;
+  std::string name_;
+};
+
+}  // namespace
+
+Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
+
+Store::Store(StoreOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+
+Store::~Store() = default;
+
+std::string Store::description() const { return impl_->pool.description(); }
+
+std::size_t Store::max_value_size() const { return impl_->options.max_value_size; }
+
+std::unique_ptr<AtomState> Store::atom_state(const std::string& name) {
+  return std::make_unique<PostgresAtomState>(impl_, name);
+}
+
+std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
+  return std::make_unique<PostgresReferenceData>(impl_, name);
+}
+
+}  // namespace avout::postgres

@@ -1,0 +1,48 @@
+#pragma once
+// avout::redis::Store: atom values and ref versions kept in Redis (hiredis underneath).
+
+#include <avout/backend.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace avout::redis {
+
+/// Settings of a Redis store.
+struct StoreOptions {
+  std::string url = "tcp://127.0.0.1:6379";         ///< tcp://[:password@]host:port
+  std::chrono::milliseconds connect_timeout{2000};  ///< per connection attempt
+  std::chrono::milliseconds command_timeout{5000};  ///< per command; then BackendError
+  std::string key_prefix = "avout:";                ///< every key starts with this
+  std::size_t max_value_size = 64u << 20;           ///< larger values are ValueTooLarge
+  std::size_t pool_size = 8;                        ///< idle connections kept
+};
+
+/// Values in Redis. Compare-and-set runs as one server-side script, so it is atomic. A ref
+/// version is acknowledged when Redis replied; it survives a Redis restart only with
+/// appendonly and appendfsync always. Thread safe.
+class Store final : public avout::Store {
+ public:
+  /// Connects lazily to `url` (tcp://[:password@]host:port) with default options.
+  explicit Store(const std::string& url);
+  /// Connects lazily with the given options.
+  explicit Store(StoreOptions options);
+  ~Store() override;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  std::string description() const override;
+  std::size_t max_value_size() const override;
+  std::unique_ptr<AtomState> atom_state(const std::string& name) override;
+  std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
+
+  /// Implementation (public only so the private sources can name it).
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace avout::redis

@@ -1,0 +1,165 @@
+#include "redis_connection.hpp"
+
+#include <avout/errors.hpp>
+#include <avout/redis.hpp>
+
+namespace avout::redis {
+
+using detail::Reply;
+
+namespace {
+
+// KEYS[1] the atom's hash; ARGV[1] the expected version ("" = absent), ARGV[2] the value.
+constexpr std::string_view compare_and_set_script = R"lua(
+local version = redis.call('HGET', KEYS[1], 'n')
+if ARGV[1] == '' then
+  if version then return 0 end
+elseif version ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'n', tostring((tonumber(version) or 0) + 1))
+return 1
+)lua";
+
+// KEYS[1] the point's key, KEYS[2] the ref's set of points; ARGV[1] value, ARGV[2] point.
+constexpr std::string_view set_point_script = R"lua(
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('SADD', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+)lua";
+
+constexpr std::string_view erase_point_script = R"lua(
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+return 1
+)lua";
+
+std::string_view text_of(const redisReply* reply) { return {reply->str, reply->len}; }
+
+}  // namespace
+
+struct Store::Impl {
+  StoreOptions options;
+  detail::Pool pool;
+  Impl(StoreOptions given, detail::Endpoint endpoint)
+      : options(std::move(given)), pool(std::move(endpoint), options.pool_size) {}
+
+  void check_size(const Bytes& value, const std::string& key) const {
+    if (value.size() > options.max_value_size) {
+      throw ValueTooLarge(pool.endpoint().description + " " + key + ": value of " +
+                          std::to_string(value.size()) + " bytes exceeds the limit of " +
+                          std::to_string(options.max_value_size));
+    }
+  }
+};
+
+namespace {
+
+class RedisAtomState final : public AtomState {
+ public:
+  RedisAtomState(std::shared_ptr<Store::Impl> impl, std::string key)
+      : impl_(std::move(impl)), key_(std::move(key)) {}
+
+  Versioned get() override {
+    Reply reply = impl_->pool.command({"HMGET", key_, "v", "n"}, key_);
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[1]->type != REDIS_REPLY_STRING) {
+      return Versioned{};
+    }
+    const auto value = text_of(reply->element[0]);
+    return Versioned{to_bytes(value), std::string(text_of(reply->element[1]))};
+  }
+
+  bool compare_and_set(const Versioned& expected, Bytes next) override {
+    impl_->check_size(next, key_);
+    Reply reply = impl_->pool.command(
+        {"EVAL", compare_and_set_script, "1", key_, expected.version, as_chars(next)}, key_);
+    return reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+  }
+
+ private:
+  std::shared_ptr<Store::Impl> impl_;
+  std::string key_;
+};
+
+class RedisReferenceData final : public ReferenceData {
+ public:
+  RedisReferenceData(std::shared_ptr<Store::Impl> impl, std::string name)
+      : impl_(std::move(impl)),
+        name_(std::move(name)),
+        points_key_(impl_->options.key_prefix + "ref-points:" + name_) {}
+
+  std::string name() const override { return name_; }
+
+  void set(Bytes value, const Point& point) override {
+    const std::string key = point_key(point);
+    impl_->check_size(value, key);
+    Reply reply = impl_->pool.command(
+        {"EVAL", set_point_script, "2", key, points_key_, as_chars(value), point.id}, key);
+    if (reply->type != REDIS_REPLY_INTEGER || reply->integer != 1) {
+      throw BackendError(impl_->pool.endpoint().description + " " + key +
+                         ": point already stored");
+    }
+  }
+
+  Bytes get(const Point& point) override {
+    const std::string key = point_key(point);
+    Reply reply = impl_->pool.command({"GET", key}, key);
+    if (reply->type != REDIS_REPLY_STRING) {
+      throw MissingPoint(impl_->pool.endpoint().description + " ref " + name_ +
+                         ": no value at point " + point.id);
+    }
+    return to_bytes(text_of(reply.get()));
+  }
+
+  void erase(const Point& point) override {
+    const std::string key = point_key(point);
+    impl_->pool.command({"EVAL", erase_point_script, "2", key, points_key_, point.id}, key);
+  }
+
+  std::vector<Point> points() override {
+    Reply reply = impl_->pool.command({"SMEMBERS", points_key_}, points_key_);
+    std::vector<Point> found;
+    for (std::size_t i = 0; i < reply->elements; ++i) {
+      found.push_back(Point{std::string(text_of(reply->element[i]))});
+    }
+    return found;
+  }
+
+ private:
+  std::string point_key(const Point& point) const {
+    return impl_->options.key_prefix + "ref:" + name_ + ":" + point.id;
+  }
+  std::shared_ptr<Store::Impl> impl_;
+  std::string name_;
+  std::string points_key_;
+};
+
+}  // namespace
+
+Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
+
+Store::Store(StoreOptions options) {
+  auto endpoint = detail::parse_url(options.url);
+  endpoint.connect_timeout = options.connect_timeout;
+  endpoint.command_timeout = options.command_timeout;
+  impl_ = std::make_shared<Impl>(std::move(options), std::move(endpoint));
+}
+
+Store::~Store() = default;
+
+std::string Store::description() const { return impl_->pool.endpoint().description; }
+
+std::size_t Store::max_value_size() const { return impl_->options.max_value_size; }
+
+std::unique_ptr<AtomState> Store::atom_state(const std::string& name) {
+  return std::make_unique<RedisAtomState>(impl_, impl_->options.key_prefix + "atom:" + name);
+}
+
+std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
+  return std::make_unique<RedisReferenceData>(impl_, name);
+}
+
+}  // namespace avout::redis

@@ -1,0 +1,153 @@
+#include <avout/client.hpp>
+#include <avout/errors.hpp>
+#include <avout/zookeeper.hpp>
+
+#include <charconv>
+
+namespace avout::zookeeper {
+
+namespace {
+
+void check_size(const Bytes& value, const std::string& path) {
+  if (value.size() > max_node_value) {
+    throw ValueTooLarge("zookeeper " + path + ": value of " + std::to_string(value.size()) +
+                        " bytes exceeds the node limit of " + std::to_string(max_node_value));
+  }
+}
+
+std::int32_t parse_version(const std::string& version, const std::string& path) {
+  std::int32_t parsed = 0;
+  auto [end, error] = std::from_chars(version.data(), version.data() + version.size(), parsed);
+  if (error != std::errc() || end != version.data() + version.size()) {
+    throw InvalidName("zookeeper " + path + ": \"" + version + "\" is not a node version");
+  }
+  return parsed;
+}
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// An atom's value: one node; its ZooKeeper data version is the CAS version.
+class NodeAtomState final : public AtomState {
+ public:
+  NodeAtomState(ZooKeeperSession& session, std::string path)
+      : session_(session), path_(std::move(path)) {}
+
+  Versioned get() override {
+    try {
+      auto node = session_.get(path_);
+      return Versioned{std::move(node.data), std::to_string(node.stat.version)};
+    } catch (const NoNode&) {
+      return Versioned{};
+    }
+  }
+
+  bool compare_and_set(const Versioned& expected, Bytes next) override {
+    check_size(next, path_);
+    try {
+      if (!expected.exists()) {
+        session_.create_recursive(parent_of(path_));
+        session_.create(path_, next, CreateMode::persistent);
+      } else {
+        session_.set(path_, next, parse_version(expected.version, path_));
+      }
+      return true;
+    } catch (const NodeExists&) {
+      return false;
+    } catch (const BadVersion&) {
+      return false;
+    } catch (const NoNode&) {
+      return false;
+    }
+  }
+
+  std::string zookeeper_path() const override { return path_; }
+
+ private:
+  ZooKeeperSession& session_;
+  std::string path_;
+};
+
+// A ref's versions: one child node per point under the ref's value folder.
+class NodeReferenceData final : public ReferenceData {
+ public:
+  NodeReferenceData(ZooKeeperSession& session, std::string name, std::string folder)
+      : session_(session), name_(std::move(name)), folder_(std::move(folder)) {}
+
+  std::string name() const override { return name_; }
+
+  void set(Bytes value, const Point& point) override {
+    check_size(value, folder_);
+    const std::string path = join_path(folder_, point.id);
+    try {
+      session_.create(path, value, CreateMode::persistent);
+    } catch (const NoNode&) {
+      session_.create_recursive(folder_);
+      session_.create(path, value, CreateMode::persistent);
+    } catch (const NodeExists&) {
+      throw BackendError("zookeeper " + path + ": point already stored");
+    }
+  }
+
+  Bytes get(const Point& point) override {
+    const std::string path = join_path(folder_, point.id);
+    try {
+      return session_.get(path).data;
+    } catch (const NoNode&) {
+      throw MissingPoint("zookeeper ref " + name_ + ": no value at point " + point.id);
+    }
+  }
+
+  void erase(const Point& point) override {
+    try {
+      session_.remove(join_path(folder_, point.id), -1);
+    } catch (const NoNode&) {
+    }
+  }
+
+  std::vector<Point> points() override {
+    std::vector<Point> found;
+    try {
+      for (auto& child : session_.children(folder_)) found.push_back(Point{std::move(child)});
+    } catch (const NoNode&) {
+    }
+    return found;
+  }
+
+ private:
+  ZooKeeperSession& session_;
+  std::string name_;
+  std::string folder_;
+};
+
+}  // namespace
+
+Store::Store(ZooKeeperSession& session, std::string root)
+    : session_(session), root_(std::move(root)) {
+  validate_path(root_);
+}
+
+std::string Store::description() const { return "zookeeper " + session_.options().hosts; }
+
+std::unique_ptr<AtomState> Store::atom_state(const std::string& name) {
+  validate_path(name);
+  return std::make_unique<NodeAtomState>(session_, root_ + "/atoms" + name);
+}
+
+std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
+  validate_path(name);
+  return std::make_unique<NodeReferenceData>(session_, name, root_ + "/ref-values" + name);
+}
+
+}  // namespace avout::zookeeper
+
+namespace avout::detail {
+
+std::unique_ptr<avout::Store> make_zookeeper_store(ZooKeeperSession& session,
+                                                   const std::string& root) {
+  return std::make_unique<zookeeper::Store>(session, root);
+}
+
+}  // namespace avout::detail

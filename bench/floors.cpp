@@ -1,0 +1,89 @@
+#include "floors.hpp"
+
+#include <avout/zookeeper_session.hpp>
+
+#include <hiredis/hiredis.h>
+#include <pqxx/pqxx>
+
+#include <memory>
+#include <stdexcept>
+
+namespace avout::bench {
+
+namespace {
+
+struct RedisDeleter {
+  void operator()(redisContext* context) const { redisFree(context); }
+};
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+
+void redis_command(redisContext* context, const char* format, const char* value = nullptr) {
+  std::unique_ptr<redisReply, ReplyDeleter> reply(
+      static_cast<redisReply*>(value ? redisCommand(context, format, value)
+                                     : redisCommand(context, format)));
+  if (!reply || reply->type == REDIS_REPLY_ERROR) throw std::runtime_error("raw redis failed");
+}
+
+}  // namespace
+
+Floors measure_floors(const Settings& settings, const std::string& zookeeper,
+                      const std::string& redis_url, const std::string& postgres_url) {
+  Floors floors;
+  std::vector<Result> rows;
+  const int n = settings.iterations(2000);
+  {
+    ZooKeeperSession session(SessionOptions{.hosts = zookeeper});
+    session.create_recursive("/bench-floor/a");
+    for (const char* child : {"/bench-floor/b", "/bench-floor/c", "/bench-floor/d"}) {
+      session.create_recursive(child);
+    }
+    const Bytes data(8, 1);
+    rows.push_back(summarize("zookeeper get", time_each(n, [&] { session.get("/bench-floor/a"); })));
+    floors.zookeeper_get = rows.back().p50_ms;
+    rows.push_back(summarize("zookeeper set", time_each(n, [&] { session.set("/bench-floor/a", data); })));
+    floors.zookeeper_set = rows.back().p50_ms;
+    rows.push_back(summarize("zookeeper multi (4 sets)", time_each(n, [&] {
+      session.multi({op::SetData{"/bench-floor/a", data, -1}, op::SetData{"/bench-floor/b", data, -1},
+                     op::SetData{"/bench-floor/c", data, -1}, op::SetData{"/bench-floor/d", data, -1}});
+    })));
+    floors.zookeeper_multi = rows.back().p50_ms;
+    rows.push_back(summarize("zookeeper get + versioned set", time_each(n, [&] {
+      auto node = session.get("/bench-floor/a");
+      session.set("/bench-floor/a", data, node.stat.version);
+    })));
+    floors.zookeeper_get_set = rows.back().p50_ms;
+  }
+  {
+    const auto colon = redis_url.rfind(':');
+    const std::string host = redis_url.substr(6, colon - 6);
+    const int port = std::stoi(redis_url.substr(colon + 1));
+    std::unique_ptr<redisContext, RedisDeleter> context(redisConnect(host.c_str(), port));
+    if (!context || context->err) throw std::runtime_error("raw redis connect failed");
+    rows.push_back(summarize("redis GET + SET", time_each(n, [&] {
+      redis_command(context.get(), "GET bench-floor");
+      redis_command(context.get(), "SET bench-floor %s", "12345678");
+    })));
+    floors.redis_get_set = rows.back().p50_ms;
+  }
+  {
+    pqxx::connection connection(postgres_url);
+    {
+      pqxx::work setup(connection);
+      setup.exec("CREATE TABLE IF NOT EXISTS bench_floor (id int primary key, value bigint)");
+      setup.exec("INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING");
+      setup.commit();
+    }
+    rows.push_back(summarize("postgres SELECT + UPDATE (autocommit)", time_each(n, [&] {
+      pqxx::nontransaction statement(connection);
+      statement.exec("SELECT value FROM bench_floor WHERE id = 1");
+      statement.exec("UPDATE bench_floor SET value = value + 1 WHERE id = 1");
+    })));
+    floors.postgres_get_set = rows.back().p50_ms;
+  }
+  print_table("floors: raw round trips, this run", rows);
+  return floors;
+}
+
+}  // namespace avout::bench

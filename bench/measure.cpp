@@ -1,0 +1,108 @@
+#include "measure.hpp"
+
+#include "support/processes.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <stdexcept>
+
+namespace avout::bench {
+
+namespace {
+double percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto index = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1));
+  return sorted[index];
+}
+}  // namespace
+
+std::vector<double> time_each(int count, const std::function<void()>& operation) {
+  std::vector<double> latencies;
+  latencies.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    operation();
+    latencies.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return latencies;
+}
+
+Result summarize(const std::string& workload, std::vector<double> latencies_ms) {
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  const double total = std::accumulate(latencies_ms.begin(), latencies_ms.end(), 0.0);
+  Result result;
+  result.workload = workload;
+  result.operations_per_second =
+      total > 0 ? 1000.0 * static_cast<double>(latencies_ms.size()) / total : 0;
+  result.p50_ms = percentile(latencies_ms, 0.5);
+  result.p99_ms = percentile(latencies_ms, 0.99);
+  return result;
+}
+
+Result run_processes(const std::string& workload, int processes,
+                     const std::function<std::vector<double>(int)>& body) {
+  std::vector<int> pipes;
+  std::vector<pid_t> children;
+  const auto start = std::chrono::steady_clock::now();
+  for (int index = 0; index < processes; ++index) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      int code = 0;
+      try {
+        auto latencies = body(index);
+        const auto bytes = latencies.size() * sizeof(double);
+        if (write(fds[1], latencies.data(), bytes) != static_cast<ssize_t>(bytes)) code = 3;
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "bench child %d: %s\n", index, error.what());
+        code = 1;
+      }
+      _exit(code);
+    }
+    close(fds[1]);
+    pipes.push_back(fds[0]);
+    children.push_back(pid);
+  }
+  std::vector<double> all;
+  for (int fd : pipes) {
+    double sample;
+    while (read(fd, &sample, sizeof sample) == sizeof sample) all.push_back(sample);
+    close(fd);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      throw std::runtime_error(workload + ": a benchmark process failed");
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Result result = summarize(workload, all);
+  result.operations_per_second = static_cast<double>(all.size()) / seconds;
+  return result;
+}
+
+void print_table(const std::string& title, const std::vector<Result>& results) {
+  std::printf("\n== %s ==\n", title.c_str());
+  std::printf("%-44s %10s %9s %9s %8s %9s  %s\n", "workload", "ops/s", "p50 ms", "p99 ms",
+              "zk req", "x floor", "floor (p50)");
+  for (const auto& r : results) {
+    char ratio[32] = "-";
+    if (r.floor_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.p50_ms / r.floor_ms);
+    std::printf("%-44s %10.0f %9.3f %9.3f %8.2f %9s  %s%s\n", r.workload.c_str(),
+                r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests, ratio,
+                r.floor_name.c_str(),
+                r.floor_ms > 0 ? (" " + std::to_string(r.floor_ms).substr(0, 5) + " ms").c_str() : "");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace avout::bench

@@ -1,0 +1,79 @@
+#include "workloads.hpp"
+
+#include <random>
+
+namespace avout::bench {
+
+namespace {
+std::string unique(const std::string& stem) {
+  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
+}
+
+// Refs named prefix/0..k-1, all in store `kind` (3: spread over the three stores).
+std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int k, int kind) {
+  std::vector<Ref<long>> refs;
+  for (int i = 0; i < k; ++i) {
+    refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
+                                           stores.store(kind == 3 ? i % 3 : kind)));
+  }
+  return refs;
+}
+}  // namespace
+
+void run_stm_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
+  std::vector<Result> rows;
+  const int n = settings.iterations(500);
+  Stores stores(servers);
+  for (int kind = 0; kind < 4; ++kind) {
+    const std::string where = kind == 3 ? "mixed" : store_name(kind);
+    for (int k : {1, 2, 4, 8}) {
+      auto refs = make_refs(stores, unique("stm-" + where), k, kind);
+      auto measure = [&](const std::string& label, double floor, const std::string& floor_name,
+                         const std::function<void()>& transaction) {
+        transaction();  // warm: the next attempts prefetch this read set
+        const auto before = stores.client.session().statistics().requests;
+        Result row = summarize(label + ", k=" + std::to_string(k) + ", " + where,
+                               time_each(n, transaction));
+        row.zookeeper_requests =
+            static_cast<double>(stores.client.session().statistics().requests - before) / n;
+        row.floor_ms = floor;
+        row.floor_name = floor_name;
+        rows.push_back(row);
+      };
+      measure("read-only txn", floors.zookeeper_get, "zookeeper get", [&] {
+        stores.client.dosync([&] {
+          long sum = 0;
+          for (auto& ref : refs) sum += ref.deref();
+          return sum;
+        });
+      });
+      measure("read-write txn", floors.zookeeper_multi, "zookeeper multi", [&] {
+        stores.client.dosync([&] {
+          for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
+        });
+      });
+    }
+  }
+  print_table("stm: uncontended transactions over k refs", rows);
+
+  const std::string bank = unique("stm-bank");
+  { (void)make_refs(stores, bank, 20, 3); }
+  const int transfers = settings.iterations(250);
+  Result contended = run_processes("bank transfer, 8 processes, 20 mixed refs", 8, [&](int index) {
+    Stores own(servers);
+    auto accounts = make_refs(own, bank, 20, 3);
+    std::mt19937 random(static_cast<unsigned>(index) + 1);
+    return time_each(transfers, [&] {
+      const auto from = random() % 20, to = (from + 1 + random() % 19) % 20;
+      own.client.dosync([&] {
+        accounts[from].alter([](long v) { return v - 1; });
+        accounts[to].alter([](long v) { return v + 1; });
+      });
+    });
+  });
+  contended.floor_ms = floors.zookeeper_multi;
+  contended.floor_name = "zookeeper multi";
+  print_table("stm: contended bank", {contended});
+}
+
+}  // namespace avout::bench

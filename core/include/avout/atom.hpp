@@ -1,0 +1,141 @@
+#pragma once
+// avout::DistributedAtom<T> (alias avout::Atom<T>): one value shared by many processes,
+// changed by compare-and-set. Copies of an Atom share one identity, validator and watches.
+
+#include <avout/codec.hpp>
+#include <avout/detail/atom_core.hpp>
+#include <avout/errors.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace avout {
+
+class Client;
+
+/// A distributed atom holding a T. Thread safe.
+template <Encodable T>
+class DistributedAtom {
+ public:
+  /// Decides whether a new value may be stored.
+  using Validator = std::function<bool(const T&)>;
+  /// Called with (old value, new value) after a change, in every process watching.
+  using Watch = std::function<void(const T&, const T&)>;
+
+  /// The newest stored value.
+  T deref() const { return decode_payload(core_->read()); }
+  /// Same as deref().
+  T operator*() const { return deref(); }
+
+  /// Replaces the value with f(value, args...), retrying while other writers get in first;
+  /// returns the value it stored. `f` may run several times: keep it free of side effects.
+  template <typename F, typename... Args>
+  T swap(F&& f, Args&&... args) {
+    return swap_vals(std::forward<F>(f), std::forward<Args>(args)...).second;
+  }
+  /// Like swap, but returns {old value, new value}.
+  template <typename F, typename... Args>
+  std::pair<T, T> swap_vals(F&& f, Args&&... args) {
+    return update([&](const T& old) { return static_cast<T>(f(old, args...)); });
+  }
+  /// Sets the value unconditionally; returns it.
+  T reset(const T& value) { return reset_vals(value).second; }
+  /// Sets the value unconditionally; returns {old value, new value}.
+  std::pair<T, T> reset_vals(const T& value) {
+    return update([&](const T&) { return value; });
+  }
+  /// Sets `next` only if the current value equals `expected`; true when it did.
+  bool compare_and_set(const T& expected, const T& next) {
+    const Bytes expected_bytes = encode(expected);
+    check(next);
+    Bytes next_bytes = encode(next);
+    for (std::size_t attempt = 0; attempt < core_->retry_limit(); ++attempt) {
+      auto snapshot = core_->read();
+      if (snapshot.envelope.payload != expected_bytes) return false;
+      if (core_->write(snapshot, next_bytes)) return true;
+    }
+    throw RetryLimitExceeded("atom " + core_->name() + ": compare_and_set gave up");
+  }
+
+  /// Installs a validator (this handle and its copies only); throws ValidationError, and
+  /// keeps the old one, when the current value fails it.
+  void set_validator(Validator validator) {
+    if (validator && !validator(deref())) {
+      throw ValidationError("atom " + core_->name() + ": current value fails the validator");
+    }
+    std::lock_guard lock(shared_->mutex);
+    shared_->validator = std::move(validator);
+  }
+  /// Adds (or replaces) the watch called `key`. It runs on the client's callback thread
+  /// after a change by any process; changes in quick succession may coalesce into one call
+  /// with the newest value.
+  void add_watch(const std::string& key, Watch watch) {
+    core_->add_watch(key, [watch = std::move(watch)](const Bytes& old_bytes,
+                                                     const Bytes& new_bytes) {
+      watch(decode<T>(old_bytes), decode<T>(new_bytes));
+    });
+  }
+  /// Removes the watch called `key`.
+  void remove_watch(const std::string& key) { core_->remove_watch(key); }
+  /// The atom's name.
+  const std::string& name() const { return core_->name(); }
+
+ private:
+  friend class Client;
+  explicit DistributedAtom(std::shared_ptr<detail::AtomCore> core)
+      : core_(std::move(core)), shared_(std::make_shared<Shared>()) {}
+
+  struct Shared {
+    std::mutex mutex;
+    Validator validator;
+  };
+
+  void create_if_absent(const T& initial) {
+    auto snapshot = core_->read();
+    if (snapshot.stored.exists()) return;
+    check(initial);
+    core_->write(snapshot, encode(initial));  // false: another process created it first
+  }
+
+  template <typename Next>
+  std::pair<T, T> update(Next next_value) {
+    for (std::size_t attempt = 0; attempt < core_->retry_limit(); ++attempt) {
+      auto snapshot = core_->read();
+      T old = decode_payload(snapshot);
+      T next = next_value(old);
+      check(next);
+      if (core_->write(snapshot, encode(next))) return {std::move(old), std::move(next)};
+    }
+    throw RetryLimitExceeded("atom " + core_->name() + ": gave up after " +
+                             std::to_string(core_->retry_limit()) + " attempts");
+  }
+
+  T decode_payload(const detail::AtomSnapshot& snapshot) const {
+    if (!snapshot.stored.exists()) {
+      throw BackendError("atom " + core_->name() + ": no value stored (deleted underneath?)");
+    }
+    return decode<T>(snapshot.envelope.payload);
+  }
+
+  void check(const T& value) {
+    Validator validator;
+    {
+      std::lock_guard lock(shared_->mutex);
+      validator = shared_->validator;
+    }
+    if (validator && !validator(value)) {
+      throw ValidationError("atom " + core_->name() + ": the validator rejected the new value");
+    }
+  }
+
+  std::shared_ptr<detail::AtomCore> core_;
+  std::shared_ptr<Shared> shared_;
+};
+
+/// Short name of DistributedAtom.
+template <Encodable T>
+using Atom = DistributedAtom<T>;
+
+}  // namespace avout

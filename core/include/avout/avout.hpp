@@ -1,0 +1,11 @@
+#pragma once
+// Everything of avout's core API in one include: Client, Atom, errors, codecs, the backend
+// interfaces and the ZooKeeper session.
+
+#include <avout/atom.hpp>
+#include <avout/backend.hpp>
+#include <avout/client.hpp>
+#include <avout/codec.hpp>
+#include <avout/errors.hpp>
+#include <avout/ref.hpp>
+#include <avout/zookeeper_session.hpp>

@@ -1,0 +1,78 @@
+#pragma once
+// The two interfaces a value store implements (DESIGN.md section 4), and the Store that makes
+// them. ZooKeeper coordinates; a store only keeps bytes. Implementations must be thread safe:
+// one object may be used by several threads at once.
+
+#include <avout/bytes.hpp>
+
+#include <compare>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace avout {
+
+/// A value with the store's opaque version of it; an empty version means "no value yet".
+struct Versioned {
+  Bytes value;          ///< the stored bytes (empty when absent)
+  std::string version;  ///< opaque to the core; compared only by the store that made it
+
+  /// True when the cell holds a value.
+  bool exists() const noexcept { return !version.empty(); }
+};
+
+/// One compare-and-set cell: the storage of an atom.
+class AtomState {
+ public:
+  virtual ~AtomState() = default;
+  /// The current bytes and version; an absent cell gives a Versioned with an empty version.
+  virtual Versioned get() = 0;
+  /// Stores `next` only if the cell still has `expected.version` (empty: only if absent).
+  /// Returns false when the version moved on. Throws ValueTooLarge before writing anything
+  /// when `next` exceeds the store's limit, BackendError when the store fails.
+  virtual bool compare_and_set(const Versioned& expected, Bytes next) = 0;
+  /// Optional: when the cell is itself a ZooKeeper node, its path, so watches use it directly
+  /// instead of a separate notification node. Other stores keep the default (empty).
+  virtual std::string zookeeper_path() const { return {}; }
+};
+
+/// A unique commit point: where one committed (or pending) version of a ref is stored.
+struct Point {
+  std::string id;  ///< unique across all processes and time; [A-Za-z0-9-] only
+  /// Points order by id (only for stable listings; ids carry no time order).
+  auto operator<=>(const Point&) const = default;
+};
+
+/// A ref's stored versions, one per point.
+class ReferenceData {
+ public:
+  virtual ~ReferenceData() = default;
+  /// The ref's name, as given to Store::reference_data.
+  virtual std::string name() const = 0;
+  /// Creates the value at `point`; durable and acknowledged on return. Never overwrites:
+  /// a point that already exists throws BackendError. ValueTooLarge before writing anything.
+  virtual void set(Bytes value, const Point& point) = 0;
+  /// The value at `point`; throws MissingPoint when the store has no value there.
+  virtual Bytes get(const Point& point) = 0;
+  /// Removes the value at `point` (no error when it is already gone).
+  virtual void erase(const Point& point) = 0;
+  /// Every point stored for this ref (for garbage collection).
+  virtual std::vector<Point> points() = 0;
+};
+
+/// A place values live: makes the cells and version sets for names.
+class Store {
+ public:
+  virtual ~Store() = default;
+  /// A short name of the store kind and address for messages ("redis tcp://127.0.0.1:6379").
+  virtual std::string description() const = 0;
+  /// The largest value, in bytes, the store accepts.
+  virtual std::size_t max_value_size() const = 0;
+  /// The CAS cell for the atom called `name` (a ZooKeeper-style path such as "/counter").
+  virtual std::unique_ptr<AtomState> atom_state(const std::string& name) = 0;
+  /// The version set of the ref called `name`.
+  virtual std::unique_ptr<ReferenceData> reference_data(const std::string& name) = 0;
+};
+
+}  // namespace avout

@@ -1,0 +1,142 @@
+#pragma once
+// avout::Client: one ZooKeeper session (renewed after expiry) and the factory of atoms, refs,
+// locks and agents. Thread safe; copying is not allowed, share it by reference.
+
+#include <avout/atom.hpp>
+#include <avout/backend.hpp>
+#include <avout/ref.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace avout {
+
+/// Settings of a Client. Durations: 0 is never a valid value.
+struct ClientOptions {
+  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"
+  std::string chroot{};                              ///< all paths below this node; must exist
+  std::chrono::milliseconds session_timeout{10000};  ///< ZooKeeper session timeout
+  std::chrono::milliseconds connect_timeout{10000};  ///< wait for the first session
+  std::optional<std::string> digest{};               ///< "user:password": created nodes get a
+                                                     ///< creator-only ACL
+  std::string root = "/avout";                       ///< where avout keeps coordination nodes
+  std::size_t retry_limit = 10000;                   ///< swaps/transactions give up after this
+  std::size_t max_history = 10;                      ///< older versions each ref keeps
+};
+
+namespace detail {
+class CallbackExecutor;
+/// Makes the ZooKeeper value store of a client (defined by the avout::zookeeper library).
+std::unique_ptr<Store> make_zookeeper_store(ZooKeeperSession& session, const std::string& root);
+}  // namespace detail
+
+/// A connection to an avout deployment: ZooKeeper for coordination, stores for values.
+class Client {
+ public:
+  /// Connects to ZooKeeper at `hosts` with default options.
+  explicit Client(const std::string& hosts);
+  /// Connects with the given options; throws ConnectionLoss when no session comes up in time.
+  explicit Client(ClientOptions options);
+  /// Closes the session; atoms and other objects made by this client must not outlive it.
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  /// The atom `name` whose value lives in ZooKeeper; created with `initial` if new.
+  template <Encodable T>
+  Atom<T> atom(const std::string& name, const T& initial) {
+    return atom<T>(name, initial, default_store());
+  }
+  /// The atom `name` whose value lives in `store`; created with `initial` if new. Only one
+  /// of many concurrent creators writes its initial value.
+  template <Encodable T>
+  Atom<T> atom(const std::string& name, const T& initial, Store& store) {
+    auto core = attach_atom(name, store);
+    Atom<T> attached(std::move(core));
+    attached.create_if_absent(initial);
+    return attached;
+  }
+
+  /// The ref `name` whose values live in ZooKeeper; created with `initial` if new.
+  template <Encodable T>
+  Ref<T> ref(const std::string& name, const T& initial) {
+    return ref<T>(name, initial, default_store());
+  }
+  /// The ref `name` whose values live in `store`; created with `initial` if new.
+  template <Encodable T>
+  Ref<T> ref(const std::string& name, const T& initial, Store& store) {
+    return Ref<T>(stm_->attach(name, store, encode(initial)));
+  }
+
+  /// Runs `body` as a transaction and returns what it returns. Every ref read inside sees
+  /// one snapshot; all writes commit atomically across stores, or the body runs again
+  /// (keep it free of side effects). A dosync inside a dosync joins the outer one. Throws
+  /// RetryLimitExceeded after options().retry_limit attempts; the body's own exceptions
+  /// abort the transaction and pass through unchanged.
+  template <typename F>
+  std::invoke_result_t<F&> dosync(F&& body) {
+    using Result = std::invoke_result_t<F&>;
+    if (auto* outer = detail::Transaction::current()) {
+      if (&outer->stm() != stm_.get()) throw Error("dosync: another client's transaction runs");
+      return body();
+    }
+    std::vector<std::shared_ptr<detail::RefCore>> prefetch;
+    for (std::size_t attempt = 0; attempt < options_.retry_limit; ++attempt) {
+      try {
+        detail::Transaction transaction(*stm_, prefetch);
+        try {
+          if constexpr (std::is_void_v<Result>) {
+            body();
+            transaction.commit();
+            return;
+          } else {
+            Result result = body();
+            transaction.commit();
+            return result;
+          }
+        } catch (const detail::RetryAttempt&) {
+          prefetch = transaction.touched();
+          throw;
+        }
+      } catch (const detail::RetryAttempt&) {
+        stm_->count_retry();
+        back_off(attempt);
+      } catch (const SessionExpired&) {
+        back_off(attempt);  // the client is opening a new session: try on that one
+      }
+    }
+    throw RetryLimitExceeded("dosync gave up after " + std::to_string(options_.retry_limit) +
+                             " attempts");
+  }
+
+  /// Transactions this client committed and attempts it retried.
+  std::pair<std::uint64_t, std::uint64_t> transaction_counts() const {
+    return {stm_->commits(), stm_->retries()};
+  }
+
+  /// The ZooKeeper session all coordination runs through.
+  ZooKeeperSession& session();
+  /// The store used when none is given: values in ZooKeeper nodes.
+  Store& default_store();
+  /// The options this client was made with.
+  const ClientOptions& options() const;
+
+ private:
+  std::shared_ptr<detail::AtomCore> attach_atom(const std::string& name, Store& store);
+  static void back_off(std::size_t attempt);
+
+  ClientOptions options_;
+  std::unique_ptr<ZooKeeperSession> session_;
+  std::unique_ptr<Store> zookeeper_store_;
+  std::shared_ptr<detail::CallbackExecutor> callbacks_;
+  std::unique_ptr<detail::StmContext> stm_;
+};
+
+}  // namespace avout

@@ -1,0 +1,367 @@
+#pragma once
+// avout::Codec<T>: how values become bytes in a store and back.
+//
+// Format (self-describing, so tools can print any built-in value without knowing T): each
+// value is one tag byte and a payload.
+//   0x01 signed integer    8 bytes little endian (two's complement)
+//   0x02 unsigned integer  8 bytes little endian
+//   0x03 float64           8 bytes IEEE 754 little endian (float is stored as double)
+//   0x04 bool              1 byte, 0 or 1
+//   0x05 string            varint length, then the bytes
+//   0x06 bytes             varint length, then the bytes
+//   0x07 list              varint count, then each element
+//   0x08 map               varint count, then key and value alternately (no duplicate keys)
+//   0x09 optional          1 byte present flag (0/1), then the value when present
+//   0x0a user              varint length, then opaque bytes of a user's own codec
+// Varints are LEB128, at most 10 bytes. Decoding checks every length against the bytes left,
+// every integer against the target type's range, and nesting depth (64), so malformed input
+// gives CodecError, never undefined behaviour or a huge allocation.
+//
+// A user type opts in with a specialization that writes and reads through the user tag:
+//   template <> struct avout::Codec<Point> {
+//     static void encode(const Point& p, avout::Bytes& out) {
+//       avout::codec::write_user(out, avout::encode(std::vector<long>{p.x, p.y}));
+//     }
+//     static Point decode(avout::codec::Reader& in) {
+//       auto xy = avout::decode<std::vector<long>>(avout::codec::read_user(in));
+//       if (xy.size() != 2) throw avout::CodecError("Point: two coordinates expected");
+//       return {xy[0], xy[1]};
+//     }
+//   };
+
+#include <avout/bytes.hpp>
+#include <avout/errors.hpp>
+
+#include <bit>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace avout {
+
+template <typename T>
+struct Codec;
+
+namespace codec {
+
+/// Tag bytes of the format above.
+enum class Tag : std::uint8_t {
+  signed_integer = 0x01,
+  unsigned_integer = 0x02,
+  float64 = 0x03,
+  boolean = 0x04,
+  string = 0x05,
+  bytes = 0x06,
+  list = 0x07,
+  map = 0x08,
+  optional = 0x09,
+  user = 0x0a,
+};
+
+/// Deepest nesting of lists, maps and optionals a decoder accepts.
+inline constexpr int max_depth = 64;
+
+/// A bounds-checked cursor over encoded bytes; every overrun is a CodecError.
+class Reader {
+ public:
+  /// Reads from `bytes`, which must outlive the reader.
+  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+  /// One byte.
+  std::uint8_t byte() {
+    need(1);
+    return bytes_[at_++];
+  }
+  /// `count` raw bytes.
+  std::span<const std::uint8_t> take(std::size_t count) {
+    need(count);
+    auto part = bytes_.subspan(at_, count);
+    at_ += count;
+    return part;
+  }
+  /// A little-endian 64-bit word.
+  std::uint64_t word() {
+    auto part = take(8);
+    std::uint64_t value = 0;
+    for (int i = 7; i >= 0; --i) value = (value << 8) | part[static_cast<std::size_t>(i)];
+    return value;
+  }
+  /// A LEB128 varint of at most 10 bytes.
+  std::uint64_t varint() {
+    std::uint64_t value = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      const std::uint8_t next = byte();
+      if (shift == 63 && next > 1) throw CodecError("codec: varint overflows 64 bits");
+      value |= std::uint64_t{next & 0x7fu} << shift;
+      if ((next & 0x80u) == 0) return value;
+    }
+    throw CodecError("codec: varint longer than 10 bytes");
+  }
+  /// A length or count that cannot exceed the bytes left (each item takes at least one).
+  std::size_t length() {
+    const std::uint64_t value = varint();
+    if (value > remaining()) throw CodecError("codec: length exceeds the bytes left");
+    return static_cast<std::size_t>(value);
+  }
+  /// Consumes the tag byte, which must be `expected`.
+  void expect(Tag expected, const char* type) {
+    const std::uint8_t tag = byte();
+    if (tag != static_cast<std::uint8_t>(expected)) {
+      throw CodecError(std::string("codec: expected ") + type + ", found tag " +
+                       std::to_string(tag));
+    }
+  }
+  /// Bytes not yet read.
+  std::size_t remaining() const { return bytes_.size() - at_; }
+  /// Enters a nested container; CodecError past max_depth.
+  void enter() {
+    if (++depth_ > max_depth) throw CodecError("codec: nesting deeper than 64");
+  }
+  /// Leaves a nested container.
+  void leave() { --depth_; }
+
+ private:
+  void need(std::size_t count) const {
+    if (count > remaining()) throw CodecError("codec: truncated value");
+  }
+  std::span<const std::uint8_t> bytes_;
+  std::size_t at_ = 0;
+  int depth_ = 0;
+};
+
+/// Appends a LEB128 varint.
+inline void write_varint(Bytes& out, std::uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<std::uint8_t>(value | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<std::uint8_t>(value));
+}
+
+/// Appends a little-endian 64-bit word.
+inline void write_word(Bytes& out, std::uint64_t value) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+}
+
+/// Appends a tag and length-prefixed bytes.
+inline void write_blob(Bytes& out, Tag tag, const std::uint8_t* data, std::size_t size) {
+  out.push_back(static_cast<std::uint8_t>(tag));
+  write_varint(out, size);
+  out.insert(out.end(), data, data + size);
+}
+
+/// Writes a user codec's opaque bytes under the user tag.
+inline void write_user(Bytes& out, const Bytes& opaque) {
+  write_blob(out, Tag::user, opaque.data(), opaque.size());
+}
+
+/// Reads bytes written by write_user.
+inline Bytes read_user(Reader& in) {
+  in.expect(Tag::user, "a user value");
+  auto part = in.take(in.length());
+  return Bytes(part.begin(), part.end());
+}
+
+/// Renders any encoded value for people: 42, "text", [1, 2], {"a": 1}, nil, 0x0a0b.
+std::string describe(const Bytes& bytes);
+
+}  // namespace codec
+
+/// A type avout can store: it has a Codec specialization.
+template <typename T>
+concept Encodable = requires(const T& value, Bytes& out, codec::Reader& in) {
+  { Codec<T>::encode(value, out) };
+  { Codec<T>::decode(in) } -> std::same_as<T>;
+};
+
+/// The bytes of `value`.
+template <Encodable T>
+Bytes encode(const T& value) {
+  Bytes out;
+  Codec<T>::encode(value, out);
+  return out;
+}
+
+/// The value encoded in `bytes`; CodecError when they are not exactly one valid T.
+template <Encodable T>
+T decode(std::span<const std::uint8_t> bytes) {
+  codec::Reader in(bytes);
+  T value = Codec<T>::decode(in);
+  if (in.remaining() != 0) throw CodecError("codec: trailing bytes after the value");
+  return value;
+}
+
+/// See decode(span).
+template <Encodable T>
+T decode(const Bytes& bytes) {
+  return decode<T>(std::span<const std::uint8_t>(bytes.data(), bytes.size()));
+}
+
+/// Integers (not bool): stored as 64-bit, range-checked on the way back.
+template <std::integral T>
+  requires(!std::same_as<T, bool>)
+struct Codec<T> {
+  static void encode(const T& value, Bytes& out) {
+    if constexpr (std::is_signed_v<T>) {
+      out.push_back(static_cast<std::uint8_t>(codec::Tag::signed_integer));
+      codec::write_word(out, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
+    } else {
+      out.push_back(static_cast<std::uint8_t>(codec::Tag::unsigned_integer));
+      codec::write_word(out, static_cast<std::uint64_t>(value));
+    }
+  }
+  static T decode(codec::Reader& in) {
+    const std::uint8_t tag = in.byte();
+    const std::uint64_t word = in.word();
+    if (tag == static_cast<std::uint8_t>(codec::Tag::signed_integer)) {
+      const auto value = static_cast<std::int64_t>(word);
+      if (!std::in_range<T>(value)) throw CodecError("codec: integer out of the type's range");
+      return static_cast<T>(value);
+    }
+    if (tag == static_cast<std::uint8_t>(codec::Tag::unsigned_integer)) {
+      if (!std::in_range<T>(word)) throw CodecError("codec: integer out of the type's range");
+      return static_cast<T>(word);
+    }
+    throw CodecError("codec: expected an integer, found tag " + std::to_string(tag));
+  }
+};
+
+/// float and double: stored as IEEE double.
+template <std::floating_point T>
+struct Codec<T> {
+  static void encode(const T& value, Bytes& out) {
+    out.push_back(static_cast<std::uint8_t>(codec::Tag::float64));
+    codec::write_word(out, std::bit_cast<std::uint64_t>(static_cast<double>(value)));
+  }
+  static T decode(codec::Reader& in) {
+    in.expect(codec::Tag::float64, "a floating point number");
+    const double value = std::bit_cast<double>(in.word());
+    if constexpr (!std::same_as<T, double>) {
+      if (std::isfinite(value) && std::fabs(value) > static_cast<double>(std::numeric_limits<T>::max())) {
+        throw CodecError("codec: floating point value out of the type's range");
+      }
+    }
+    return static_cast<T>(value);
+  }
+};
+
+/// bool: one byte, 0 or 1.
+template <>
+struct Codec<bool> {
+  static void encode(const bool& value, Bytes& out) {
+    out.push_back(static_cast<std::uint8_t>(codec::Tag::boolean));
+    out.push_back(value ? 1 : 0);
+  }
+  static bool decode(codec::Reader& in) {
+    in.expect(codec::Tag::boolean, "a bool");
+    const std::uint8_t value = in.byte();
+    if (value > 1) throw CodecError("codec: a bool byte must be 0 or 1");
+    return value == 1;
+  }
+};
+
+/// std::string: length-prefixed bytes.
+template <>
+struct Codec<std::string> {
+  static void encode(const std::string& value, Bytes& out) {
+    codec::write_blob(out, codec::Tag::string,
+                      reinterpret_cast<const std::uint8_t*>(value.data()), value.size());
+  }
+  static std::string decode(codec::Reader& in) {
+    in.expect(codec::Tag::string, "a string");
+    auto part = in.take(in.length());
+    return std::string(part.begin(), part.end());
+  }
+};
+
+/// Bytes (std::vector<std::uint8_t>): length-prefixed raw bytes.
+template <>
+struct Codec<Bytes> {
+  static void encode(const Bytes& value, Bytes& out) {
+    codec::write_blob(out, codec::Tag::bytes, value.data(), value.size());
+  }
+  static Bytes decode(codec::Reader& in) {
+    in.expect(codec::Tag::bytes, "bytes");
+    auto part = in.take(in.length());
+    return Bytes(part.begin(), part.end());
+  }
+};
+
+/// std::vector of an encodable type (other than bytes): a counted list.
+template <Encodable T>
+  requires(!std::same_as<T, std::uint8_t>)
+struct Codec<std::vector<T>> {
+  static void encode(const std::vector<T>& value, Bytes& out) {
+    out.push_back(static_cast<std::uint8_t>(codec::Tag::list));
+    codec::write_varint(out, value.size());
+    for (const auto& element : value) Codec<T>::encode(element, out);
+  }
+  static std::vector<T> decode(codec::Reader& in) {
+    in.expect(codec::Tag::list, "a list");
+    const std::size_t count = in.length();
+    in.enter();
+    std::vector<T> value;
+    value.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) value.push_back(Codec<T>::decode(in));
+    in.leave();
+    return value;
+  }
+};
+
+/// std::map of encodable keys and values: a counted sequence of pairs, keys unique.
+template <Encodable K, Encodable V>
+struct Codec<std::map<K, V>> {
+  static void encode(const std::map<K, V>& value, Bytes& out) {
+    out.push_back(static_cast<std::uint8_t>(codec::Tag::map));
+    codec::write_varint(out, value.size());
+    for (const auto& [key, mapped] : value) {
+      Codec<K>::encode(key, out);
+      Codec<V>::encode(mapped, out);
+    }
+  }
+  static std::map<K, V> decode(codec::Reader& in) {
+    in.expect(codec::Tag::map, "a map");
+    const std::size_t count = in.length();
+    in.enter();
+    std::map<K, V> value;
+    for (std::size_t i = 0; i < count; ++i) {
+      K key = Codec<K>::decode(in);
+      V mapped = Codec<V>::decode(in);
+      if (!value.emplace(std::move(key), std::move(mapped)).second) {
+        throw CodecError("codec: duplicate map key");
+      }
+    }
+    in.leave();
+    return value;
+  }
+};
+
+/// std::optional of an encodable type: a presence byte, then the value.
+template <Encodable T>
+struct Codec<std::optional<T>> {
+  static void encode(const std::optional<T>& value, Bytes& out) {
+    out.push_back(static_cast<std::uint8_t>(codec::Tag::optional));
+    out.push_back(value ? 1 : 0);
+    if (value) Codec<T>::encode(*value, out);
+  }
+  static std::optional<T> decode(codec::Reader& in) {
+    in.expect(codec::Tag::optional, "an optional");
+    const std::uint8_t present = in.byte();
+    if (present > 1) throw CodecError("codec: an optional's flag must be 0 or 1");
+    if (present == 0) return std::nullopt;
+    in.enter();
+    std::optional<T> value = Codec<T>::decode(in);
+    in.leave();
+    return value;
+  }
+};
+
+}  // namespace avout

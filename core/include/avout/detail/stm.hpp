@@ -1,0 +1,183 @@
+#pragma once
+// The type-independent machinery of refs and transactions (DESIGN.md section 5): ref heads in
+// ZooKeeper, values at unique points in stores, one commit multi per transaction.
+
+#include <avout/backend.hpp>
+#include <avout/detail/value_watcher.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace avout::detail {
+
+class CallbackExecutor;
+
+/// One older committed version of a ref: the zxid of its commit and where its value is.
+struct HeadEntry {
+  std::int64_t zxid = 0;  ///< commit zxid
+  Point point;            ///< where the value is stored
+};
+
+/// A ref head's data. The newest version's commit zxid is the head node's own mzxid.
+struct HeadRecord {
+  Point newest;                    ///< point of the newest committed value
+  std::vector<HeadEntry> history;  ///< older versions, newest first
+};
+
+/// Encodes a head record.
+Bytes encode_head(const HeadRecord& record);
+/// Decodes a head record; CodecError naming `path` when malformed.
+HeadRecord decode_head(const Bytes& bytes, const std::string& path);
+
+/// Settings of the transaction engine.
+struct StmOptions {
+  std::size_t retry_limit = 10000;  ///< attempts before RetryLimitExceeded
+  std::size_t max_history = 10;     ///< older versions each head keeps for snapshot reads
+};
+
+class StmContext;
+
+/// One ref: its head node, its value store, its validator and watches.
+class RefCore : public std::enable_shared_from_this<RefCore> {
+ public:
+  RefCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
+          StmContext& stm);
+  const std::string& name() const { return name_; }
+  const std::string& head_path() const { return head_path_; }
+  ReferenceData& data() { return *data_; }
+  std::size_t max_value_size() const { return max_value_size_; }
+  StmContext& stm() { return stm_; }
+
+  /// The newest committed value (outside transactions).
+  Bytes read_latest();
+  /// Installs a validator for this handle (empty: none).
+  void set_validator(std::function<bool(const Bytes&)> validator);
+  /// Throws ValidationError when the validator rejects `value`.
+  void validate(const Bytes& value);
+  /// See ValueWatcher.
+  void add_watch(const std::string& key, BytesWatch watch) { watcher_->add(key, std::move(watch)); }
+  /// See ValueWatcher.
+  void remove_watch(const std::string& key) { watcher_->remove(key); }
+
+ private:
+  std::string name_;
+  std::string head_path_;
+  std::shared_ptr<ReferenceData> data_;
+  std::size_t max_value_size_;
+  StmContext& stm_;
+  std::mutex validator_mutex_;
+  std::function<bool(const Bytes&)> validator_;
+  std::shared_ptr<ValueWatcher> watcher_;
+};
+
+/// Per-client state of the transaction engine: paths, the session, a cache of immutable
+/// values by point, and statistics.
+class StmContext {
+ public:
+  StmContext(ZooKeeperSession& session, const std::string& root,
+             std::shared_ptr<CallbackExecutor> callbacks, StmOptions options);
+  ZooKeeperSession& session() { return session_; }
+  const StmOptions& options() const { return options_; }
+  const std::string& clock_path() const { return clock_path_; }
+  std::string head_path(const std::string& name) const { return heads_root_ + name; }
+  std::string marker_path(const std::string& attempt) const;
+  std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
+
+  /// Attaches to the ref `name` in `store`, creating it with `initial` when it is new.
+  std::shared_ptr<RefCore> attach(const std::string& name, Store& store, const Bytes& initial);
+
+  /// The value at `point` of `ref`, from the cache or the store (values never change).
+  /// nullopt when the store has no value there.
+  std::optional<Bytes> fetch(RefCore& ref, const Point& point);
+  /// Remembers a value just written at `point`.
+  void remember(const Point& point, const Bytes& value);
+
+  /// Transactions committed, attempts retried (for benchmarks and tests).
+  std::uint64_t commits() const { return commits_; }
+  std::uint64_t retries() const { return retries_; }
+  void count_commit() { ++commits_; }
+  void count_retry() { ++retries_; }
+
+ private:
+  ZooKeeperSession& session_;
+  std::string root_;
+  std::string clock_path_;
+  std::string heads_root_;
+  std::string markers_root_;
+  std::shared_ptr<CallbackExecutor> callbacks_;
+  StmOptions options_;
+
+  std::mutex cache_mutex_;
+  std::unordered_map<std::string, Bytes> cache_;  // point id -> value
+  std::atomic<std::uint64_t> commits_{0};
+  std::atomic<std::uint64_t> retries_{0};
+};
+
+/// Thrown inside a transaction to unwind the user's function for another attempt. Not an
+/// avout::Error: user code that catches avout::Error does not swallow it.
+struct RetryAttempt {
+  std::string reason;
+};
+
+/// A fresh unique point id.
+Point new_point();
+
+/// One attempt of a transaction: its read point, the refs it read, wrote, ensured and
+/// commuted, and the commit.
+class Transaction {
+ public:
+  /// The transaction running on this thread, or null.
+  static Transaction* current();
+
+  Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  /// The ref's value in this transaction (its own write, else as of the read point).
+  const Bytes& read(RefCore& ref);
+  /// Sets the ref's value in this transaction.
+  void write(RefCore& ref, Bytes value);
+  /// Protects the ref from writes by others until commit; returns its value.
+  const Bytes& ensure(RefCore& ref);
+  /// Applies `function` now and again at commit to the newest value; returns its result now.
+  Bytes commute(RefCore& ref, std::function<Bytes(const Bytes&)> function);
+  /// Commits, or throws RetryAttempt (ValidationError, backend errors pass through).
+  void commit();
+  /// The refs this attempt touched (prefetched by the next attempt).
+  std::vector<std::shared_ptr<RefCore>> touched() const;
+  StmContext& stm() { return stm_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<RefCore> ref;
+    NodeStat head_stat;
+    HeadRecord head;
+    std::optional<Bytes> value;  // in-transaction value once read or written
+    bool written = false;
+    bool ensured = false;
+    std::vector<std::function<Bytes(const Bytes&)>> commutes;
+  };
+  Entry& entry(RefCore& ref);
+  void load_head(Entry& entry, NodeData node);
+  Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
+  void require_unchanged_since_read_point(const Entry& entry);
+  void check_session() const;
+
+  StmContext& stm_;
+  Transaction* outer_;
+  std::uint64_t generation_;
+  std::int64_t read_point_ = 0;
+  std::map<RefCore*, Entry> entries_;
+};
+
+}  // namespace avout::detail

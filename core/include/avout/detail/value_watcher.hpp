@@ -1,0 +1,47 @@
+#pragma once
+// Cross-process watches of one stored value (an atom or a ref): a persistent ZooKeeper watch
+// announces changes; the value is then read on the client's callback thread and each watch is
+// called with (old bytes, new bytes). Changes in quick succession may coalesce.
+
+#include <avout/bytes.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace avout::detail {
+
+class CallbackExecutor;
+
+/// Receives (old payload, new payload) when a watched value changes.
+using BytesWatch = std::function<void(const Bytes&, const Bytes&)>;
+
+class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
+ public:
+  /// `read` gives the current value's bytes; it runs on the callback thread.
+  ValueWatcher(ZooKeeperSession& session, std::string watch_path, std::string name,
+               std::function<Bytes()> read, std::shared_ptr<CallbackExecutor> callbacks);
+  /// Adds or replaces the watch `key`.
+  void add(const std::string& key, BytesWatch watch);
+  /// Removes the watch `key` (no error when absent).
+  void remove(const std::string& key);
+
+ private:
+  void on_change();
+
+  ZooKeeperSession& session_;
+  std::string watch_path_;
+  std::string name_;
+  std::function<Bytes()> read_;
+  std::shared_ptr<CallbackExecutor> callbacks_;
+
+  std::mutex mutex_;  // guards the members below
+  std::map<std::string, BytesWatch> watches_;
+  std::shared_ptr<void> subscription_;
+  Bytes last_seen_;
+};
+
+}  // namespace avout::detail

@@ -1,0 +1,134 @@
+#pragma once
+// The one error hierarchy of avout. Every failure a caller can see is one of these types;
+// C error codes (ZooKeeper, hiredis, libpq) are translated into them at one border per client.
+
+#include <stdexcept>
+#include <string>
+
+namespace avout {
+
+/// Base of every error avout throws.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The connection to ZooKeeper dropped before a reply came: the operation's outcome is unknown.
+class ConnectionLoss : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The ZooKeeper session expired: its ephemeral nodes, watches and held locks are gone.
+class SessionExpired : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A transactional call (alter, commute, ensure, ref_set) was made outside dosync on this thread.
+class NoTransaction : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A transaction or swap gave up after its configured number of retries.
+class RetryLimitExceeded : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A validator rejected a new value; nothing was changed.
+class ValidationError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Bytes read from a store are not a valid encoding of the requested type.
+class CodecError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A value is larger than its store accepts; nothing was written.
+class ValueTooLarge : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A value store (Redis, PostgreSQL, a user's own) failed; the message carries the store's own.
+class BackendError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A store has no value at the requested commit point (ReferenceData::get).
+class MissingPoint : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
+/// A lock this process believed it held was lost (its session expired or its node vanished).
+class LockLost : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A wait ran past its deadline.
+class Timeout : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A name or path given to avout is not acceptable (empty, relative, "..", bad characters).
+class InvalidName : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A ZooKeeper call failed with a result code that is about the node, not the connection.
+class ZooKeeperError : public Error {
+ public:
+  /// Keeps the raw ZooKeeper result code and the path involved.
+  ZooKeeperError(const std::string& message, int code, std::string path)
+      : Error(message), code_(code), path_(std::move(path)) {}
+  /// The raw ZooKeeper result code (ZNONODE, ZBADVERSION, ...).
+  int code() const noexcept { return code_; }
+  /// The path of the node the failing operation named.
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  int code_;
+  std::string path_;
+};
+
+/// The node does not exist.
+class NoNode : public ZooKeeperError {
+ public:
+  using ZooKeeperError::ZooKeeperError;
+};
+
+/// The node already exists.
+class NodeExists : public ZooKeeperError {
+ public:
+  using ZooKeeperError::ZooKeeperError;
+};
+
+/// The node's version did not match the expected one.
+class BadVersion : public ZooKeeperError {
+ public:
+  using ZooKeeperError::ZooKeeperError;
+};
+
+/// The node still has children.
+class NotEmpty : public ZooKeeperError {
+ public:
+  using ZooKeeperError::ZooKeeperError;
+};
+
+/// The session lacks the permission (ACL) or credentials the operation needs.
+class NoAuth : public ZooKeeperError {
+ public:
+  using ZooKeeperError::ZooKeeperError;
+};
+
+}  // namespace avout

@@ -1,0 +1,111 @@
+#pragma once
+// avout::TransactionReference<T> (alias avout::Ref<T>): a value changed only inside
+// Client::dosync, together with other refs, whatever stores they live in.
+
+#include <avout/codec.hpp>
+#include <avout/detail/stm.hpp>
+#include <avout/errors.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace avout {
+
+class Client;
+
+/// A transactional reference holding a T. Thread safe; copies share one identity.
+template <Encodable T>
+class TransactionReference {
+ public:
+  /// Inside dosync: the value as of the transaction's snapshot (or its own write).
+  /// Outside: the newest committed value.
+  T deref() const {
+    if (auto* transaction = detail::Transaction::current()) {
+      return decode<T>(same_client(transaction)->read(*core_));
+    }
+    return decode<T>(core_->read_latest());
+  }
+  /// Same as deref().
+  T operator*() const { return deref(); }
+
+  /// Sets the value to f(value, args...) in the running transaction; returns it.
+  template <typename F, typename... Args>
+  T alter(F&& f, Args&&... args) {
+    auto* transaction = require_transaction();
+    T next = static_cast<T>(f(decode<T>(transaction->read(*core_)), args...));
+    transaction->write(*core_, encode(next));
+    return next;
+  }
+  /// Applies f(value, args...) now and again at commit to the newest value, so concurrent
+  /// commutes never make the transaction retry; returns the value as of now.
+  template <typename F, typename... Args>
+  T commute(F&& f, Args&&... args) {
+    auto* transaction = require_transaction();
+    auto apply = [f = std::decay_t<F>(std::forward<F>(f)),
+                  bound = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)](
+                     const Bytes& current) {
+      return encode(static_cast<T>(std::apply(
+          [&](const auto&... arguments) { return f(decode<T>(current), arguments...); }, bound)));
+    };
+    return decode<T>(transaction->commute(*core_, std::move(apply)));
+  }
+  /// Keeps other transactions from changing this ref until the running one commits.
+  T ensure() { return decode<T>(require_transaction()->ensure(*core_)); }
+  /// Sets the value in the running transaction; returns it.
+  T ref_set(const T& value) {
+    require_transaction()->write(*core_, encode(value));
+    return value;
+  }
+
+  /// Installs a validator for this handle and its copies, checked before every commit that
+  /// changes the ref; throws ValidationError (keeping the old one) when the current value fails.
+  void set_validator(std::function<bool(const T&)> validator) {
+    if (validator && !validator(deref())) {
+      throw ValidationError("ref " + core_->name() + ": current value fails the validator");
+    }
+    if (!validator) return core_->set_validator({});
+    core_->set_validator([validator](const Bytes& bytes) { return validator(decode<T>(bytes)); });
+  }
+  /// Adds (or replaces) the watch `key`, called with (old, new) after commits by any process
+  /// on the client's callback thread; quick successive commits may coalesce.
+  void add_watch(const std::string& key, std::function<void(const T&, const T&)> watch) {
+    core_->add_watch(key, [watch = std::move(watch)](const Bytes& old_bytes,
+                                                     const Bytes& new_bytes) {
+      watch(decode<T>(old_bytes), decode<T>(new_bytes));
+    });
+  }
+  /// Removes the watch `key`.
+  void remove_watch(const std::string& key) { core_->remove_watch(key); }
+  /// The ref's name.
+  const std::string& name() const { return core_->name(); }
+
+ private:
+  friend class Client;
+  explicit TransactionReference(std::shared_ptr<detail::RefCore> core) : core_(std::move(core)) {}
+
+  detail::Transaction* same_client(detail::Transaction* transaction) const {
+    if (&transaction->stm() != &core_->stm()) {
+      throw Error("ref " + core_->name() + " belongs to another client than the running dosync");
+    }
+    return transaction;
+  }
+  detail::Transaction* require_transaction() const {
+    auto* transaction = detail::Transaction::current();
+    if (transaction == nullptr) {
+      throw NoTransaction("ref " + core_->name() + ": alter, commute, ensure and ref_set need "
+                          "a running dosync on this thread");
+    }
+    return same_client(transaction);
+  }
+
+  std::shared_ptr<detail::RefCore> core_;
+};
+
+/// Short name of TransactionReference.
+template <Encodable T>
+using Ref = TransactionReference<T>;
+
+}  // namespace avout

@@ -1,0 +1,239 @@
+#pragma once
+// The ZooKeeper session wrapper: the one owner of the C client's handle. Every coordination
+// call of avout runs through it; C result codes become avout's typed errors here.
+//
+// Threading contract: every member is thread safe. Completion and watch callbacks run on the
+// ZooKeeper client's event thread, one at a time; they must be cheap and must not block on
+// another ZooKeeper reply (they may issue async calls). A callback that throws is caught and
+// reported through the session's error reporter; it never reaches the C client.
+
+#include <avout/bytes.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace avout {
+
+/// A node's metadata as ZooKeeper reports it.
+struct NodeStat {
+  std::int64_t czxid = 0;           ///< zxid of the create
+  std::int64_t mzxid = 0;           ///< zxid of the last data change
+  std::int64_t pzxid = 0;           ///< zxid of the last child change
+  std::int64_t ctime = 0;           ///< creation time, ms since epoch
+  std::int64_t mtime = 0;           ///< last modification time, ms since epoch
+  std::int32_t version = 0;         ///< data version
+  std::int32_t cversion = 0;        ///< child list version
+  std::int64_t ephemeral_owner = 0; ///< owning session id, 0 when persistent
+  std::int32_t data_length = 0;     ///< bytes of data
+  std::int32_t num_children = 0;    ///< number of children
+};
+
+/// A node's data and metadata.
+struct NodeData {
+  Bytes data;     ///< the node's bytes
+  NodeStat stat;  ///< its metadata at the time of the read
+};
+
+/// How a node is created.
+enum class CreateMode { persistent, ephemeral, persistent_sequential, ephemeral_sequential };
+
+/// The state of the session as watchers see it.
+enum class SessionState {
+  connected,     ///< a server accepted the session (first connect or reconnect)
+  disconnected,  ///< the connection dropped; the session may still be alive
+  expired,       ///< the session is gone: its ephemerals, watches and locks are lost
+  auth_failed,   ///< the server refused the credentials
+};
+
+/// What a node watch saw.
+enum class WatchEventType { created, deleted, changed, children_changed, session_lost };
+
+/// One watch notification.
+struct WatchEvent {
+  WatchEventType type;  ///< what happened
+  std::string path;     ///< the watched node
+};
+
+/// Receives watch notifications on the ZooKeeper event thread.
+using WatchCallback = std::function<void(const WatchEvent&)>;
+
+/// Operations of a `multi`: all succeed together or none is applied.
+namespace op {
+/// Creates a node.
+struct Create {
+  std::string path;                         ///< node to create
+  Bytes data;                               ///< its data
+  CreateMode mode = CreateMode::persistent; ///< persistence and sequencing
+};
+/// Deletes a node at an exact version.
+struct Remove {
+  std::string path;      ///< node to delete
+  std::int32_t version;  ///< required version (never -1 in avout's own commits)
+};
+/// Replaces a node's data at an exact version.
+struct SetData {
+  std::string path;      ///< node to change
+  Bytes data;            ///< new data
+  std::int32_t version;  ///< required version
+};
+/// Checks a node's version without changing it.
+struct Check {
+  std::string path;      ///< node to check
+  std::int32_t version;  ///< required version
+};
+}  // namespace op
+
+/// One operation of a multi.
+using Operation = std::variant<op::Create, op::Remove, op::SetData, op::Check>;
+
+/// The result of one operation in a successful multi.
+struct OperationResult {
+  std::string created_path;  ///< for Create: the actual path (with a sequence suffix)
+  NodeStat stat;             ///< for SetData: the node's new metadata
+};
+
+/// The outcome of a multi that ran to a definite result.
+struct MultiResult {
+  bool committed = false;                ///< true when every operation was applied
+  std::size_t failed_index = 0;          ///< when not committed: the first failing operation
+  int failed_code = 0;                   ///< when not committed: its raw ZooKeeper code
+  std::vector<OperationResult> results;  ///< when committed: one per operation
+  /// Throws the typed error of the failing operation (does nothing when committed).
+  void throw_if_failed(const std::vector<Operation>& operations) const;
+};
+
+/// Connection settings of a session.
+struct SessionOptions {
+  std::string hosts = "127.0.0.1:2181";               ///< "host:port,host:port"
+  std::string chroot{};                                ///< e.g. "/app"; empty: none. Must exist.
+  std::chrono::milliseconds session_timeout{10000};    ///< negotiated with the server
+  std::chrono::milliseconds connect_timeout{10000};    ///< wait for the first connect
+  std::optional<std::string> digest{};                 ///< "user:password" digest credentials;
+                                                       ///< when set, created nodes get a
+                                                       ///< creator-only ACL
+};
+
+/// Counters of the requests a session sent (for benchmarks: operations per user operation).
+struct SessionStatistics {
+  std::uint64_t requests = 0;        ///< requests sent (a multi counts once)
+  std::uint64_t multi_operations = 0;///< operations inside multis
+};
+
+/// A ZooKeeper session that renews itself: after an expiry it opens a new session and tells
+/// its listeners. Calls made while no session is up fail with ConnectionLoss or SessionExpired.
+class ZooKeeperSession {
+ public:
+  /// Connects and waits up to `connect_timeout` for the session; throws ConnectionLoss on
+  /// timeout and NoNode when the chroot does not exist.
+  explicit ZooKeeperSession(SessionOptions options);
+  /// Closes the session (its ephemeral nodes vanish at once).
+  ~ZooKeeperSession();
+  ZooKeeperSession(const ZooKeeperSession&) = delete;
+  ZooKeeperSession& operator=(const ZooKeeperSession&) = delete;
+
+  /// The current session's id (changes after an expiry).
+  std::int64_t session_id() const;
+  /// Incremented each time a new session replaces an expired one.
+  std::uint64_t generation() const;
+  /// True while the handle is connected to a server.
+  bool connected() const;
+  /// The options this session was opened with.
+  const SessionOptions& options() const;
+
+  /// Registers a listener of session state changes; returns an id for remove_listener.
+  /// Listeners run on the ZooKeeper event thread, or on the renewal thread for `connected`
+  /// after an expiry.
+  std::uint64_t add_listener(std::function<void(SessionState)> listener);
+  /// Unregisters a listener; after return it is never called again.
+  void remove_listener(std::uint64_t id);
+
+  // ---- asynchronous calls: pipelined, replies in request order -------------------------
+  /// Reads a node; the future throws NoNode when absent. `watch` (optional) fires once on
+  /// the next change or deletion of the node.
+  std::future<NodeData> get_async(const std::string& path, WatchCallback watch = {});
+  /// The node's metadata, or nullopt when absent. `watch` fires on create, change or delete.
+  std::future<std::optional<NodeStat>> exists_async(const std::string& path,
+                                                    WatchCallback watch = {});
+  /// Sets data at `version` (-1: any); gives the new metadata.
+  std::future<NodeStat> set_async(const std::string& path, const Bytes& data,
+                                  std::int32_t version);
+  /// Creates a node; gives the created path (with a sequence suffix for sequential modes).
+  std::future<std::string> create_async(const std::string& path, const Bytes& data,
+                                        CreateMode mode);
+  /// Deletes a node at `version` (-1: any).
+  std::future<void> remove_async(const std::string& path, std::int32_t version);
+  /// The names (not paths) of a node's children. `watch` fires on the next child change.
+  std::future<std::vector<std::string>> children_async(const std::string& path,
+                                                       WatchCallback watch = {});
+  /// Runs operations atomically; the future throws only for connection-level failures
+  /// (ConnectionLoss: outcome unknown; SessionExpired), never for a failing operation.
+  std::future<MultiResult> multi_async(const std::vector<Operation>& operations);
+  /// Makes the connected server catch up with the leader; later reads on this session see
+  /// every write committed before the sync.
+  std::future<void> sync_async(const std::string& path = "/");
+
+  // ---- synchronous calls: the async call and a bounded wait ------------------------------
+  /// See get_async.
+  NodeData get(const std::string& path, WatchCallback watch = {});
+  /// See exists_async.
+  std::optional<NodeStat> exists(const std::string& path, WatchCallback watch = {});
+  /// See set_async.
+  NodeStat set(const std::string& path, const Bytes& data, std::int32_t version = -1);
+  /// See create_async.
+  std::string create(const std::string& path, const Bytes& data,
+                     CreateMode mode = CreateMode::persistent);
+  /// Creates `path` and any missing parents as empty persistent nodes; no error if present.
+  void create_recursive(const std::string& path);
+  /// See remove_async.
+  void remove(const std::string& path, std::int32_t version = -1);
+  /// See children_async.
+  std::vector<std::string> children(const std::string& path, WatchCallback watch = {});
+  /// See multi_async.
+  MultiResult multi(const std::vector<Operation>& operations);
+  /// See sync_async.
+  void sync(const std::string& path = "/");
+
+  /// Waits for an async reply, bounded by twice the session timeout (the client itself
+  /// reports a dead connection sooner); throws ConnectionLoss past that.
+  template <typename T>
+  T wait(std::future<T>& reply) const {
+    if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
+    return reply.get();
+  }
+
+  /// Watches a node for as long as the returned handle lives: the callback gets every
+  /// created/changed/deleted event (changes in quick succession may coalesce into one) and
+  /// `session_lost` when a session expires (then the watch is re-armed on the new session).
+  std::shared_ptr<void> watch_persistently(const std::string& path, WatchCallback callback);
+
+  /// Requests sent so far.
+  SessionStatistics statistics() const;
+
+  /// Expires this session on purpose (tests and fault drills): opens a second handle on the
+  /// same session id and closes it, as ZooKeeper's own tests do.
+  void expire_for_testing();
+
+  /// Opaque implementation (public only so the private source files can name it).
+  struct Impl;
+
+ private:
+  std::chrono::milliseconds reply_timeout() const;
+  [[noreturn]] void throw_no_reply() const;
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Joins a parent path and a child name ("/a" + "b" = "/a/b", "/" + "b" = "/b").
+std::string join_path(const std::string& parent, const std::string& child);
+
+/// Throws InvalidName unless `path` is an absolute ZooKeeper path avout accepts: starts with
+/// '/', no empty, "." or ".." segments, no trailing '/', printable characters only.
+void validate_path(const std::string& path);
+
+}  // namespace avout

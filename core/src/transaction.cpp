@@ -1,0 +1,304 @@
+#include <avout/detail/stm.hpp>
+#include <avout/errors.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace avout::detail {
+
+namespace {
+thread_local Transaction* running = nullptr;
+
+// A definite "did it land?" for a commit multi whose reply was lost (rule 6): the marker
+// created in op 0 exists exactly when the multi was applied. Returns nullopt when ZooKeeper
+// stays unreachable past the session's reply timeout.
+std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker) {
+  const auto deadline = std::chrono::steady_clock::now() + session.options().session_timeout * 3;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      auto synced = session.sync_async(marker);
+      auto found = session.exists_async(marker);
+      session.wait(synced);
+      return session.wait(found).has_value();
+    } catch (const ConnectionLoss&) {
+    } catch (const SessionExpired&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+void erase_quietly(RefCore& ref, const Point& point) {
+  try {
+    ref.data().erase(point);
+  } catch (const Error&) {
+    // Left for gc: an unreferenced point is garbage, never visible.
+  }
+}
+}  // namespace
+
+Transaction* Transaction::current() { return running; }
+
+Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch)
+    : stm_(stm), outer_(running), generation_(stm.session().generation()) {
+  // Rule 2: sync, then the read point, then the heads, pipelined on one session.
+  auto& session = stm_.session();
+  auto synced = session.sync_async(stm_.clock_path());
+  auto clock = session.exists_async(stm_.clock_path());
+  std::vector<std::future<NodeData>> heads;
+  heads.reserve(prefetch.size());
+  for (const auto& ref : prefetch) heads.push_back(session.get_async(ref->head_path()));
+  session.wait(synced);
+  auto clock_stat = session.wait(clock);
+  if (!clock_stat) throw BackendError("stm clock " + stm_.clock_path() + " is missing");
+  read_point_ = clock_stat->mzxid;
+  for (std::size_t i = 0; i < prefetch.size(); ++i) {
+    Entry& fresh = entries_[prefetch[i].get()];
+    fresh.ref = prefetch[i];
+    load_head(fresh, session.wait(heads[i]));
+  }
+  check_session();
+  running = this;
+}
+
+Transaction::~Transaction() { running = outer_; }
+
+void Transaction::check_session() const {
+  if (stm_.session().generation() != generation_) {
+    throw RetryAttempt{"the ZooKeeper session was renewed during the attempt"};
+  }
+}
+
+void Transaction::load_head(Entry& target, NodeData node) {
+  target.head_stat = node.stat;
+  target.head = decode_head(node.data, target.ref->head_path());
+}
+
+Transaction::Entry& Transaction::entry(RefCore& ref) {
+  auto found = entries_.find(&ref);
+  if (found != entries_.end()) return found->second;
+  Entry& fresh = entries_[&ref];
+  fresh.ref = ref.shared_from_this();
+  load_head(fresh, stm_.session().get(ref.head_path()));
+  check_session();
+  return fresh;
+}
+
+Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
+  const Point* point = nullptr;
+  if (target.head_stat.mzxid <= read_point_) {
+    point = &target.head.newest;
+  } else {
+    for (const auto& older : target.head.history) {
+      if (older.zxid <= read_point_) {
+        point = &older.point;
+        break;
+      }
+    }
+  }
+  if (point == nullptr) {
+    if (!newest_on_miss) {
+      throw RetryAttempt{"ref " + target.ref->name() + ": no version old enough in its history"};
+    }
+    point = &target.head.newest;
+  }
+  if (auto value = stm_.fetch(*target.ref, *point)) return std::move(*value);
+  // Rule 8: a missing value is a history miss only when the head moved past it.
+  auto node = stm_.session().get(target.ref->head_path());
+  auto now = decode_head(node.data, target.ref->head_path());
+  bool referenced = now.newest == *point;
+  for (const auto& older : now.history) referenced = referenced || older.point == *point;
+  if (referenced) {
+    throw BackendError("ref " + target.ref->name() + ": value at point " + point->id +
+                       " is missing from its store while the head references it");
+  }
+  throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading"};
+}
+
+const Bytes& Transaction::read(RefCore& ref) {
+  Entry& target = entry(ref);
+  if (!target.value) target.value = value_at_read_point(target, false);
+  return *target.value;
+}
+
+void Transaction::require_unchanged_since_read_point(const Entry& target) {
+  // Rule 3: a written or ensured ref must not have changed after the snapshot.
+  if (target.head_stat.mzxid > read_point_) {
+    throw RetryAttempt{"ref " + target.ref->name() + " changed after the read point"};
+  }
+}
+
+void Transaction::write(RefCore& ref, Bytes value) {
+  Entry& target = entry(ref);
+  require_unchanged_since_read_point(target);
+  if (value.size() > ref.max_value_size()) {
+    throw ValueTooLarge("ref " + ref.name() + ": value of " + std::to_string(value.size()) +
+                        " bytes exceeds the store's limit of " +
+                        std::to_string(ref.max_value_size()));
+  }
+  target.value = std::move(value);
+  target.written = true;
+}
+
+const Bytes& Transaction::ensure(RefCore& ref) {
+  Entry& target = entry(ref);
+  require_unchanged_since_read_point(target);
+  target.ensured = true;
+  // Commutes made before ensure are now checked at the read version like a write.
+  if (!target.commutes.empty()) target.written = true;
+  return read(ref);
+}
+
+Bytes Transaction::commute(RefCore& ref, std::function<Bytes(const Bytes&)> function) {
+  Entry& target = entry(ref);
+  if (!target.value) target.value = value_at_read_point(target, true);
+  target.value = function(*target.value);
+  // On a written or ensured ref, a commute is an alter: its version is checked anyway.
+  if (target.written || target.ensured) target.written = true;
+  else target.commutes.push_back(std::move(function));
+  return *target.value;
+}
+
+std::vector<std::shared_ptr<RefCore>> Transaction::touched() const {
+  std::vector<std::shared_ptr<RefCore>> refs;
+  for (const auto& [key, target] : entries_) refs.push_back(target.ref);
+  return refs;
+}
+
+void Transaction::commit() {
+  std::vector<Entry*> fixed;     // written or ensured: checked at the version read
+  std::vector<Entry*> commuted;  // commuted only: recomputed from the newest value
+  for (auto& [key, target] : entries_) {
+    if (target.written || target.ensured) fixed.push_back(&target);
+    else if (!target.commutes.empty()) commuted.push_back(&target);
+  }
+  if (fixed.empty() && commuted.empty()) return;  // read-only: the snapshot was consistent
+  auto& session = stm_.session();
+  check_session();
+
+  // Values of written refs are final now: validate and store them under fresh points.
+  struct Staged {
+    Entry* target;
+    Point point;
+    HeadRecord next;
+    std::vector<Point> trimmed;
+  };
+  auto stage = [&](Entry* target, const HeadRecord& head, std::int64_t head_zxid,
+                   const Bytes& value) {
+    target->ref->validate(value);
+    Staged staged{target, new_point(), HeadRecord{}, {}};
+    staged.next.newest = staged.point;
+    staged.next.history.push_back(HeadEntry{head_zxid, head.newest});
+    for (const auto& older : head.history) staged.next.history.push_back(older);
+    while (staged.next.history.size() > stm_.options().max_history) {
+      staged.trimmed.push_back(staged.next.history.back().point);
+      staged.next.history.pop_back();
+    }
+    target->ref->data().set(value, staged.point);
+    stm_.remember(staged.point, value);
+    return staged;
+  };
+  std::vector<Staged> written;
+  auto discard = [&](std::vector<Staged>& staged) {
+    for (auto& s : staged) erase_quietly(*s.target->ref, s.point);
+    staged.clear();
+  };
+  try {
+    for (Entry* target : fixed) {
+      if (target->written) {
+        written.push_back(stage(target, target->head, target->head_stat.mzxid, *target->value));
+      }
+    }
+  } catch (...) {
+    discard(written);
+    throw;
+  }
+
+  const std::string attempt = new_point().id;
+  const std::string marker = stm_.marker_path(attempt);
+  for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
+    // Rule 4: commuted refs start again from their newest value, under fresh points.
+    std::vector<Staged> recomputed;
+    std::vector<NodeStat> commuted_stats;
+    try {
+      std::vector<std::future<NodeData>> heads;
+      for (Entry* target : commuted) heads.push_back(session.get_async(target->ref->head_path()));
+      for (std::size_t i = 0; i < commuted.size(); ++i) {
+        Entry* target = commuted[i];
+        NodeData node = session.wait(heads[i]);
+        HeadRecord head = decode_head(node.data, target->ref->head_path());
+        auto base = stm_.fetch(*target->ref, head.newest);
+        if (!base) throw RetryAttempt{"ref " + target->ref->name() + ": newest value missing"};
+        Bytes value = std::move(*base);
+        for (auto& function : target->commutes) value = function(value);
+        recomputed.push_back(stage(target, head, node.stat.mzxid, value));
+        commuted_stats.push_back(node.stat);
+      }
+    } catch (...) {
+      discard(recomputed);
+      discard(written);
+      throw;
+    }
+
+    // Rule 5: marker, written/ensured heads, commuted heads, clock.
+    std::vector<Operation> operations;
+    operations.push_back(op::Create{marker, {}, CreateMode::persistent});
+    std::size_t next_written = 0;
+    for (Entry* target : fixed) {
+      if (target->written) {
+        operations.push_back(op::SetData{target->ref->head_path(),
+                                         encode_head(written[next_written++].next),
+                                         target->head_stat.version});
+      } else {
+        operations.push_back(op::Check{target->ref->head_path(), target->head_stat.version});
+      }
+    }
+    const std::size_t first_commuted = operations.size();
+    for (std::size_t i = 0; i < recomputed.size(); ++i) {
+      operations.push_back(op::SetData{recomputed[i].target->ref->head_path(),
+                                       encode_head(recomputed[i].next),
+                                       commuted_stats[i].version});
+    }
+    operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
+
+    std::optional<bool> landed;
+    MultiResult result;
+    try {
+      result = session.multi(operations);
+      landed = result.committed;
+    } catch (const ConnectionLoss&) {
+      landed = resolve_commit(session, marker);
+    } catch (const SessionExpired&) {
+      landed = resolve_commit(session, marker);
+    }
+    if (!landed) {
+      // Unknown: the points may be referenced, so they stay; gc judges them later.
+      throw ConnectionLoss("transaction commit: outcome unknown (ZooKeeper unreachable); "
+                           "marker " + marker);
+    }
+    if (*landed) {
+      // Rule 9: trimmed values go only now that the commit is known to have landed.
+      for (auto* staged : {&written, &recomputed}) {
+        for (auto& s : *staged) {
+          for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
+        }
+      }
+      (void)session.remove_async(marker, 0);
+      stm_.count_commit();
+      return;
+    }
+    discard(recomputed);
+    const bool only_commutes_conflicted =
+        !result.committed && result.failed_index >= first_commuted &&
+        result.failed_index < first_commuted + commuted.size();
+    if (!only_commutes_conflicted) {
+      discard(written);
+      throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
+    }
+    stm_.count_retry();
+  }
+  discard(written);
+  throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
+}
+
+}  // namespace avout::detail

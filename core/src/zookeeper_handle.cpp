@@ -1,0 +1,103 @@
+#include "zookeeper_handle.hpp"
+
+#include <avout/errors.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <mutex>
+
+namespace avout::detail {
+
+namespace {
+
+// The C client logs every connection attempt to stderr by default; keep only errors, once.
+void quiet_client_log() {
+  static std::once_flag once;
+  std::call_once(once, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR); });
+}
+
+std::string connect_string(const SessionOptions& options) {
+  return options.hosts + options.chroot;
+}
+
+WatchEventType event_type(int type) {
+  if (type == ZOO_CREATED_EVENT) return WatchEventType::created;
+  if (type == ZOO_DELETED_EVENT) return WatchEventType::deleted;
+  if (type == ZOO_CHANGED_EVENT) return WatchEventType::changed;
+  if (type == ZOO_CHILD_EVENT) return WatchEventType::children_changed;
+  return WatchEventType::session_lost;
+}
+
+}  // namespace
+
+void run_callback_safely(const std::function<void()>& body, const char* what) {
+  try {
+    body();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "avout: %s threw: %s\n", what, error.what());
+  } catch (...) {
+    std::fprintf(stderr, "avout: %s threw a non-standard exception\n", what);
+  }
+}
+
+Handle::Handle(const SessionOptions& options, StateListener on_state, const clientid_t* session)
+    : on_state_(std::move(on_state)) {
+  quiet_client_log();
+  handle_ = zookeeper_init(connect_string(options).c_str(), &Handle::on_session_event,
+                           static_cast<int>(options.session_timeout.count()), session, this, 0);
+  if (handle_ == nullptr) {
+    throw ConnectionLoss("zookeeper: cannot start a session for \"" + connect_string(options) +
+                         "\" (bad host list?)");
+  }
+}
+
+Handle::~Handle() {
+  // zookeeper_close joins the C client's threads: after it no callback runs, so the watch
+  // records the server never fired can be freed with the map.
+  zookeeper_close(handle_);
+}
+
+std::int64_t Handle::session_id() const { return zoo_client_id(handle_)->client_id; }
+
+WatchRecord* Handle::add_watch(std::string path, WatchCallback callback) {
+  auto record = std::make_unique<WatchRecord>(WatchRecord{std::move(callback), std::move(path)});
+  WatchRecord* raw = record.get();
+  std::lock_guard lock(watches_mutex_);
+  watches_.emplace(raw, std::move(record));
+  return raw;
+}
+
+std::unique_ptr<WatchRecord> Handle::take_watch(WatchRecord* record) {
+  std::lock_guard lock(watches_mutex_);
+  auto found = watches_.find(record);
+  if (found == watches_.end()) return nullptr;
+  auto owned = std::move(found->second);
+  watches_.erase(found);
+  return owned;
+}
+
+void Handle::drop_watch(WatchRecord* record) { take_watch(record); }
+
+void Handle::on_watch_event(zhandle_t* zh, int type, int state, const char* path, void* context) {
+  auto* handle = static_cast<Handle*>(const_cast<void*>(zoo_get_context(zh)));
+  auto* key = static_cast<WatchRecord*>(context);
+  // The C client shows every registered watcher each session event; only the end of the
+  // session concerns a one-shot watch (a reconnect keeps it armed on the server).
+  if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE &&
+      state != ZOO_AUTH_FAILED_STATE) {
+    return;
+  }
+  auto record = handle->take_watch(key);
+  if (!record || !record->callback) return;
+  WatchEvent event{event_type(type), path != nullptr && *path ? path : record->path};
+  run_callback_safely([&] { record->callback(event); }, "watch callback");
+}
+
+void Handle::on_session_event(zhandle_t* zh, int type, int state, const char*, void* context) {
+  if (type != ZOO_SESSION_EVENT) return;
+  auto* handle = static_cast<Handle*>(context != nullptr ? context
+                                                         : const_cast<void*>(zoo_get_context(zh)));
+  run_callback_safely([&] { handle->on_state_(state); }, "session listener");
+}
+
+}  // namespace avout::detail

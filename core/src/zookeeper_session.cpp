@@ -1,0 +1,546 @@
+#include "zookeeper_c.hpp"
+#include "zookeeper_errors.hpp"
+#include "zookeeper_handle.hpp"
+#include "zookeeper_replies.hpp"
+
+#include <avout/errors.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace avout {
+
+using detail::Handle;
+using detail::Reply;
+
+namespace {
+
+int create_flags(CreateMode mode) {
+  switch (mode) {
+    case CreateMode::persistent: return ZOO_PERSISTENT;
+    case CreateMode::ephemeral: return ZOO_EPHEMERAL;
+    case CreateMode::persistent_sequential: return ZOO_PERSISTENT_SEQUENTIAL;
+    case CreateMode::ephemeral_sequential: return ZOO_EPHEMERAL_SEQUENTIAL;
+  }
+  return ZOO_PERSISTENT;
+}
+
+int length_of(const Bytes& data) { return static_cast<int>(data.size()); }
+const char* chars_of(const Bytes& data) { return reinterpret_cast<const char*>(data.data()); }
+
+// A persistent watch: a one-shot exists-watch re-armed each time it fires.
+struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
+  std::string path;
+  WatchCallback callback;
+  std::atomic<bool> active{true};
+  std::recursive_mutex calling;  // held while the user callback runs; the owner waits on it
+
+  void arm(Handle* handle);
+  void deliver(const WatchEvent& event) {
+    std::lock_guard lock(calling);
+    if (!active) return;
+    detail::run_callback_safely([&] { callback(event); }, "persistent watch callback");
+  }
+};
+
+struct PersistentArm {
+  std::weak_ptr<PersistentWatch> watch;
+  Handle* handle;
+  detail::WatchRecord* record;
+};
+
+void complete_persistent_arm(int rc, const Stat*, const void* data) {
+  std::unique_ptr<PersistentArm> arm(static_cast<PersistentArm*>(const_cast<void*>(data)));
+  if (rc == ZOK || rc == ZNONODE) return;  // armed
+  arm->handle->drop_watch(arm->record);
+  auto watch = arm->watch.lock();
+  if (!watch || !watch->active) return;
+  if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
+    // Not armed, and a change may have gone unseen: tell the user to look, and try again
+    // (the request waits in the client until it reconnects).
+    watch->deliver(WatchEvent{WatchEventType::changed, watch->path});
+    watch->arm(arm->handle);
+  }
+  // Session gone: the renewal re-arms on the next session.
+}
+
+void PersistentWatch::arm(Handle* handle) {
+  std::weak_ptr<PersistentWatch> weak = weak_from_this();
+  auto* record = handle->add_watch(path, [weak, handle](const WatchEvent& event) {
+    auto self = weak.lock();
+    if (!self || !self->active) return;
+    self->deliver(event);
+    if (event.type != WatchEventType::session_lost) self->arm(handle);
+  });
+  auto* context = new PersistentArm{weak, handle, record};
+  const int rc = zoo_awexists(handle->get(), path.c_str(), &Handle::on_watch_event, record,
+                              &complete_persistent_arm, context);
+  if (rc != ZOK) complete_persistent_arm(rc, nullptr, context);
+}
+
+// Keeps a persistent watch alive; on destruction waits for a running callback to finish.
+struct PersistentSubscription {
+  std::shared_ptr<PersistentWatch> watch;
+  explicit PersistentSubscription(std::shared_ptr<PersistentWatch> watched)
+      : watch(std::move(watched)) {}
+  PersistentSubscription(const PersistentSubscription&) = delete;
+  PersistentSubscription& operator=(const PersistentSubscription&) = delete;
+  ~PersistentSubscription() {
+    watch->active = false;
+    std::lock_guard wait_for_running_callback(watch->calling);
+  }
+};
+
+}  // namespace
+
+struct ZooKeeperSession::Impl {
+  SessionOptions options;
+
+  mutable std::mutex mutex;  // guards everything below up to `listeners`
+  std::condition_variable changed;
+  std::shared_ptr<Handle> handle;
+  std::uint64_t generation = 0;  // of `handle`
+  int state = 0;                 // last state of `handle`
+  int candidate_state = 0;       // last state of a handle being opened (generation + 1)
+  bool closing = false;
+  std::thread renewer;
+
+  std::recursive_mutex dispatching;  // held while listeners run
+  std::map<std::uint64_t, std::function<void(SessionState)>> listeners;
+  std::uint64_t next_listener = 1;
+
+  std::mutex persistent_mutex;
+  std::vector<std::weak_ptr<PersistentWatch>> persistent;
+
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> multi_operations{0};
+
+  std::shared_ptr<Handle> current() const {
+    std::lock_guard lock(mutex);
+    return handle;
+  }
+
+  void dispatch(SessionState session_state) {
+    std::lock_guard lock(dispatching);
+    for (auto& [id, listener] : listeners) {
+      detail::run_callback_safely([&] { listener(session_state); }, "session listener");
+    }
+  }
+
+  void on_state(std::uint64_t handle_generation, int new_state) {
+    {
+      std::lock_guard lock(mutex);
+      if (handle_generation == generation + 1) {
+        candidate_state = new_state;
+        changed.notify_all();
+        return;
+      }
+      if (handle_generation != generation) return;  // a replaced handle
+      state = new_state;
+      changed.notify_all();
+    }
+    if (new_state == ZOO_CONNECTED_STATE) dispatch(SessionState::connected);
+    else if (new_state == ZOO_EXPIRED_SESSION_STATE) dispatch(SessionState::expired);
+    else if (new_state == ZOO_AUTH_FAILED_STATE) dispatch(SessionState::auth_failed);
+    else if (new_state == ZOO_CONNECTING_STATE) dispatch(SessionState::disconnected);
+  }
+
+  // Opens the handle of generation `handle_generation` and waits until it is connected and
+  // authenticated; throws ConnectionLoss after connect_timeout.
+  std::shared_ptr<Handle> open(std::uint64_t handle_generation) {
+    auto opened = std::make_shared<Handle>(
+        options, [this, handle_generation](int s) { on_state(handle_generation, s); }, nullptr);
+    const bool is_first = handle_generation == 0;
+    std::unique_lock lock(mutex);
+    const bool up = changed.wait_for(lock, options.connect_timeout, [&] {
+      const int s = is_first ? state : candidate_state;
+      return closing || s == ZOO_CONNECTED_STATE || s == ZOO_AUTH_FAILED_STATE;
+    });
+    const int s = is_first ? state : candidate_state;
+    lock.unlock();
+    if (!up || s != ZOO_CONNECTED_STATE) {
+      throw ConnectionLoss("zookeeper: no session with " + options.hosts + " within " +
+                           std::to_string(options.connect_timeout.count()) + " ms");
+    }
+    if (options.digest) authenticate(*opened);
+    return opened;
+  }
+
+  void authenticate(Handle& target) {
+    auto* reply = new Reply<void>{{}, "add_auth", "", nullptr, nullptr};
+    auto done = reply->promise.get_future();
+    const int rc = zoo_add_auth(target.get(), "digest", options.digest->c_str(),
+                                static_cast<int>(options.digest->size()),
+                                &detail::complete_void, reply);
+    if (rc != ZOK) detail::complete_void(rc, reply);
+    if (done.wait_for(options.connect_timeout) != std::future_status::ready) {
+      throw ConnectionLoss("zookeeper: no reply to add_auth within the connect timeout");
+    }
+    done.get();
+    target.use_creator_acl();
+  }
+
+  void renew_forever() {
+    std::unique_lock lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] {
+        return closing || state == ZOO_EXPIRED_SESSION_STATE;
+      });
+      if (closing) return;
+      candidate_state = 0;
+      const std::uint64_t next = generation + 1;
+      lock.unlock();
+      std::shared_ptr<Handle> renewed;
+      try {
+        renewed = open(next);
+      } catch (const Error&) {
+        // ZooKeeper unreachable: try again shortly (the failed handle closes here).
+        lock.lock();
+        changed.wait_for(lock, std::chrono::milliseconds(200), [&] { return closing; });
+        continue;
+      }
+      lock.lock();
+      if (closing) return;
+      std::shared_ptr<Handle> expired = std::move(handle);
+      handle = renewed;
+      generation = next;
+      state = ZOO_CONNECTED_STATE;
+      lock.unlock();
+      expired.reset();  // closes the dead handle here, never on the C client's threads
+      rearm_persistent_watches(*renewed);
+      dispatch(SessionState::connected);
+      lock.lock();
+    }
+  }
+
+  // Stops the renewal thread and closes the handle (idempotent).
+  void shut_down() {
+    {
+      std::lock_guard lock(mutex);
+      closing = true;
+      changed.notify_all();
+    }
+    if (renewer.joinable()) renewer.join();
+    std::shared_ptr<Handle> closed;
+    {
+      std::lock_guard lock(mutex);
+      closed = std::move(handle);
+    }
+  }
+
+  void rearm_persistent_watches(Handle& target) {
+    std::lock_guard lock(persistent_mutex);
+    std::erase_if(persistent, [](const auto& weak) { return weak.expired(); });
+    for (auto& weak : persistent) {
+      if (auto watch = weak.lock(); watch && watch->active) watch->arm(&target);
+    }
+  }
+};
+
+ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<Impl>()) {
+  if (!options.chroot.empty()) validate_path(options.chroot);
+  impl_->options = std::move(options);
+  impl_->handle = impl_->open(0);
+  impl_->renewer = std::thread([impl = impl_.get()] { impl->renew_forever(); });
+  if (!impl_->options.chroot.empty()) {
+    try {
+      if (!exists("/")) {
+        throw NoNode("zookeeper: chroot " + impl_->options.chroot + " does not exist", ZNONODE,
+                     impl_->options.chroot);
+      }
+    } catch (...) {
+      impl_->shut_down();
+      throw;
+    }
+  }
+}
+
+ZooKeeperSession::~ZooKeeperSession() { impl_->shut_down(); }
+
+std::int64_t ZooKeeperSession::session_id() const { return impl_->current()->session_id(); }
+
+std::uint64_t ZooKeeperSession::generation() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->generation;
+}
+
+bool ZooKeeperSession::connected() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->state == ZOO_CONNECTED_STATE;
+}
+
+const SessionOptions& ZooKeeperSession::options() const { return impl_->options; }
+
+std::uint64_t ZooKeeperSession::add_listener(std::function<void(SessionState)> listener) {
+  std::lock_guard lock(impl_->dispatching);
+  const std::uint64_t id = impl_->next_listener++;
+  impl_->listeners.emplace(id, std::move(listener));
+  return id;
+}
+
+void ZooKeeperSession::remove_listener(std::uint64_t id) {
+  std::lock_guard lock(impl_->dispatching);
+  impl_->listeners.erase(id);
+}
+
+namespace {
+
+// Issues one async call on the current handle; a refused call completes at once.
+template <typename T, typename Call, typename Completion>
+std::future<T> issue(ZooKeeperSession::Impl& impl, const char* operation, const std::string& path,
+                     WatchCallback watch, Completion completion, Call call) {
+  auto handle = impl.current();
+  auto* reply = new Reply<T>{{}, operation, path, nullptr, nullptr};
+  auto future = reply->promise.get_future();
+  if (watch) {
+    reply->handle = handle.get();
+    reply->watch = handle->add_watch(path, std::move(watch));
+  }
+  impl.requests.fetch_add(1, std::memory_order_relaxed);
+  const int rc = call(handle.get(), reply->watch, reply);
+  if (rc != ZOK) completion(rc, reply);
+  return future;
+}
+
+}  // namespace
+
+std::future<NodeData> ZooKeeperSession::get_async(const std::string& path, WatchCallback watch) {
+  return issue<NodeData>(
+      *impl_, "get", path, std::move(watch),
+      [](int rc, void* r) { detail::complete_data(rc, nullptr, 0, nullptr, r); },
+      [&](Handle* h, detail::WatchRecord* w, void* r) {
+        return zoo_awget(h->get(), path.c_str(), w ? &Handle::on_watch_event : nullptr, w,
+                         &detail::complete_data, r);
+      });
+}
+
+std::future<std::optional<NodeStat>> ZooKeeperSession::exists_async(const std::string& path,
+                                                                    WatchCallback watch) {
+  return issue<std::optional<NodeStat>>(
+      *impl_, "exists", path, std::move(watch),
+      [](int rc, void* r) { detail::complete_exists(rc, nullptr, r); },
+      [&](Handle* h, detail::WatchRecord* w, void* r) {
+        return zoo_awexists(h->get(), path.c_str(), w ? &Handle::on_watch_event : nullptr, w,
+                            &detail::complete_exists, r);
+      });
+}
+
+std::future<NodeStat> ZooKeeperSession::set_async(const std::string& path, const Bytes& data,
+                                                  std::int32_t version) {
+  return issue<NodeStat>(
+      *impl_, "set", path, {}, [](int rc, void* r) { detail::complete_stat(rc, nullptr, r); },
+      [&](Handle* h, detail::WatchRecord*, void* r) {
+        return zoo_aset(h->get(), path.c_str(), chars_of(data), length_of(data), version,
+                        &detail::complete_stat, r);
+      });
+}
+
+std::future<std::string> ZooKeeperSession::create_async(const std::string& path,
+                                                        const Bytes& data, CreateMode mode) {
+  return issue<std::string>(
+      *impl_, "create", path, {},
+      [](int rc, void* r) { detail::complete_string(rc, nullptr, r); },
+      [&](Handle* h, detail::WatchRecord*, void* r) {
+        return zoo_acreate(h->get(), path.c_str(), chars_of(data), length_of(data),
+                           h->create_acl(), create_flags(mode), &detail::complete_string, r);
+      });
+}
+
+std::future<void> ZooKeeperSession::remove_async(const std::string& path, std::int32_t version) {
+  return issue<void>(
+      *impl_, "delete", path, {}, [](int rc, void* r) { detail::complete_void(rc, r); },
+      [&](Handle* h, detail::WatchRecord*, void* r) {
+        return zoo_adelete(h->get(), path.c_str(), version, &detail::complete_void, r);
+      });
+}
+
+std::future<std::vector<std::string>> ZooKeeperSession::children_async(const std::string& path,
+                                                                       WatchCallback watch) {
+  return issue<std::vector<std::string>>(
+      *impl_, "children", path, std::move(watch),
+      [](int rc, void* r) { detail::complete_strings(rc, nullptr, r); },
+      [&](Handle* h, detail::WatchRecord* w, void* r) {
+        return zoo_awget_children(h->get(), path.c_str(),
+                                  w ? &Handle::on_watch_event : nullptr, w,
+                                  &detail::complete_strings, r);
+      });
+}
+
+std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
+  auto handle = impl_->current();
+  auto* reply = new Reply<std::string>{{}, "sync", path, nullptr, nullptr};
+  auto synced = reply->promise.get_future().share();
+  impl_->requests.fetch_add(1, std::memory_order_relaxed);
+  const int rc = zoo_async(handle->get(), path.c_str(), &detail::complete_string, reply);
+  if (rc != ZOK) detail::complete_string(rc, nullptr, reply);
+  return std::async(std::launch::deferred, [synced] { synced.get(); });
+}
+
+std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operation>& operations) {
+  auto handle = impl_->current();
+  auto reply = std::make_unique<detail::MultiReply>();
+  const std::size_t count = operations.size();
+  reply->operations.resize(count);
+  reply->results.resize(count);
+  reply->paths.reserve(count);
+  reply->data.reserve(count);
+  reply->created_paths.reserve(count);
+  reply->stats.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    zoo_op_t& target = reply->operations[i];
+    std::visit(
+        [&](const auto& operation) {
+          using T = std::decay_t<decltype(operation)>;
+          const char* path = reply->paths.emplace_back(operation.path).c_str();
+          if constexpr (std::is_same_v<T, op::Create>) {
+            const Bytes& data = reply->data.emplace_back(operation.data);
+            auto& buffer = reply->created_paths.emplace_back(operation.path.size() + 64, '\0');
+            zoo_create_op_init(&target, path, chars_of(data), length_of(data),
+                               handle->create_acl(), create_flags(operation.mode), buffer.data(),
+                               static_cast<int>(buffer.size()));
+          } else if constexpr (std::is_same_v<T, op::Remove>) {
+            zoo_delete_op_init(&target, path, operation.version);
+          } else if constexpr (std::is_same_v<T, op::SetData>) {
+            const Bytes& data = reply->data.emplace_back(operation.data);
+            zoo_set_op_init(&target, path, chars_of(data), length_of(data), operation.version,
+                            &reply->stats[i]);
+          } else {
+            zoo_check_op_init(&target, path, operation.version);
+          }
+        },
+        operations[i]);
+  }
+  auto future = reply->promise.get_future();
+  impl_->requests.fetch_add(1, std::memory_order_relaxed);
+  impl_->multi_operations.fetch_add(count, std::memory_order_relaxed);
+  auto* raw = reply.release();
+  const int rc = zoo_amulti(handle->get(), static_cast<int>(count), raw->operations.data(),
+                            raw->results.data(), &detail::complete_multi, raw);
+  if (rc != ZOK) detail::complete_multi(rc, raw);
+  return future;
+}
+
+NodeData ZooKeeperSession::get(const std::string& path, WatchCallback watch) {
+  auto reply = get_async(path, std::move(watch));
+  return wait(reply);
+}
+
+std::optional<NodeStat> ZooKeeperSession::exists(const std::string& path, WatchCallback watch) {
+  auto reply = exists_async(path, std::move(watch));
+  return wait(reply);
+}
+
+NodeStat ZooKeeperSession::set(const std::string& path, const Bytes& data, std::int32_t version) {
+  auto reply = set_async(path, data, version);
+  return wait(reply);
+}
+
+std::string ZooKeeperSession::create(const std::string& path, const Bytes& data,
+                                     CreateMode mode) {
+  auto reply = create_async(path, data, mode);
+  return wait(reply);
+}
+
+void ZooKeeperSession::create_recursive(const std::string& path) {
+  validate_path(path);
+  if (path == "/") return;
+  // Create every prefix, pipelined; NodeExists on a prefix is the expected case.
+  std::vector<std::future<std::string>> replies;
+  for (std::size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
+    const std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
+    replies.push_back(create_async(prefix, {}, CreateMode::persistent));
+    if (slash == std::string::npos) break;
+  }
+  for (auto& reply : replies) {
+    try {
+      wait(reply);
+    } catch (const NodeExists&) {
+    }
+  }
+}
+
+void ZooKeeperSession::remove(const std::string& path, std::int32_t version) {
+  auto reply = remove_async(path, version);
+  wait(reply);
+}
+
+std::vector<std::string> ZooKeeperSession::children(const std::string& path, WatchCallback watch) {
+  auto reply = children_async(path, std::move(watch));
+  return wait(reply);
+}
+
+MultiResult ZooKeeperSession::multi(const std::vector<Operation>& operations) {
+  auto reply = multi_async(operations);
+  return wait(reply);
+}
+
+void ZooKeeperSession::sync(const std::string& path) {
+  auto reply = sync_async(path);
+  wait(reply);
+}
+
+std::chrono::milliseconds ZooKeeperSession::reply_timeout() const {
+  return std::max(impl_->options.session_timeout * 2, std::chrono::milliseconds(5000));
+}
+
+void ZooKeeperSession::throw_no_reply() const {
+  throw ConnectionLoss("zookeeper: no reply within " + std::to_string(reply_timeout().count()) +
+                       " ms");
+}
+
+std::shared_ptr<void> ZooKeeperSession::watch_persistently(const std::string& path,
+                                                           WatchCallback callback) {
+  auto watch = std::make_shared<PersistentWatch>();
+  watch->path = path;
+  watch->callback = std::move(callback);
+  {
+    std::lock_guard lock(impl_->persistent_mutex);
+    impl_->persistent.push_back(watch);
+  }
+  watch->arm(impl_->current().get());
+  return std::make_shared<PersistentSubscription>(watch);
+}
+
+SessionStatistics ZooKeeperSession::statistics() const {
+  return SessionStatistics{impl_->requests.load(), impl_->multi_operations.load()};
+}
+
+void ZooKeeperSession::expire_for_testing() {
+  auto handle = impl_->current();
+  clientid_t session = *zoo_client_id(handle->get());
+  std::mutex mutex;
+  std::condition_variable connected;
+  bool up = false;
+  {
+    Handle twin(
+        impl_->options,
+        [&](int s) {
+          if (s != ZOO_CONNECTED_STATE) return;
+          std::lock_guard lock(mutex);
+          up = true;
+          connected.notify_all();
+        },
+        &session);
+    std::unique_lock lock(mutex);
+    if (!connected.wait_for(lock, impl_->options.connect_timeout, [&] { return up; })) {
+      throw ConnectionLoss("zookeeper: could not attach to the session to expire it");
+    }
+  }  // closing the twin ends the session on the server
+}
+
+void MultiResult::throw_if_failed(const std::vector<Operation>& operations) const {
+  if (committed) return;
+  std::string path;
+  if (failed_index < operations.size()) {
+    path = std::visit([](const auto& operation) { return operation.path; },
+                      operations[failed_index]);
+  }
+  detail::throw_zookeeper_error(failed_code,
+                                "multi (operation " + std::to_string(failed_index) + ")", path);
+}
+
+}  // namespace avout
