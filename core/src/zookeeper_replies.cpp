@@ -45,6 +45,8 @@ void complete_void(int rc, const void* data) {
   reply->promise.set_value();
 }
 
+void complete_sync(int rc, const char*, const void* data) { complete_void(rc, data); }
+
 void complete_strings(int rc, const String_vector* strings, const void* data) {
   auto reply = take<std::vector<std::string>>(data);
   reply->drop_unset_watch(rc == ZOK);

@@ -45,6 +45,8 @@ void complete_exists(int rc, const Stat* stat, const void* data);
 void complete_stat(int rc, const Stat* stat, const void* data);
 void complete_string(int rc, const char* value, const void* data);
 void complete_void(int rc, const void* data);
+/// zoo_async reports the path synced; only success matters (a Reply<void>).
+void complete_sync(int rc, const char* path, const void* data);
 void complete_strings(int rc, const String_vector* strings, const void* data);
 
 /// The buffers a multi request writes its results into, alive until its completion.

@@ -372,12 +372,12 @@ std::future<std::vector<std::string>> ZooKeeperSession::children_async(const std
 
 std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
   auto handle = impl_->current();
-  auto* reply = new Reply<std::string>{{}, "sync", path, nullptr, nullptr};
-  auto synced = reply->promise.get_future().share();
+  auto* reply = new Reply<void>{{}, "sync", path, nullptr, nullptr};
+  auto synced = reply->promise.get_future();
   impl_->requests.fetch_add(1, std::memory_order_relaxed);
-  const int rc = zoo_async(handle->get(), path.c_str(), &detail::complete_string, reply);
-  if (rc != ZOK) detail::complete_string(rc, nullptr, reply);
-  return std::async(std::launch::deferred, [synced] { synced.get(); });
+  const int rc = zoo_async(handle->get(), path.c_str(), &detail::complete_sync, reply);
+  if (rc != ZOK) detail::complete_sync(rc, nullptr, reply);
+  return synced;
 }
 
 std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operation>& operations) {
