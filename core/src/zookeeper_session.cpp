@@ -512,6 +512,14 @@ SessionStatistics ZooKeeperSession::statistics() const {
 void ZooKeeperSession::expire_for_testing() {
   auto handle = impl_->current();
   clientid_t session = *zoo_client_id(handle->get());
+  // Point our handle at a closed port first: otherwise it reconnects to the session while
+  // the twin below is connected and the twin's close no longer ends the session.
+  zoo_set_servers(handle->get(), "127.0.0.1:1");
+  {
+    std::unique_lock lock(impl_->mutex);
+    impl_->changed.wait_for(lock, impl_->options.connect_timeout,
+                            [&] { return impl_->state != ZOO_CONNECTED_STATE; });
+  }
   std::mutex mutex;
   std::condition_variable connected;
   bool up = false;
@@ -527,9 +535,11 @@ void ZooKeeperSession::expire_for_testing() {
         &session);
     std::unique_lock lock(mutex);
     if (!connected.wait_for(lock, impl_->options.connect_timeout, [&] { return up; })) {
+      zoo_set_servers(handle->get(), impl_->options.hosts.c_str());
       throw ConnectionLoss("zookeeper: could not attach to the session to expire it");
     }
   }  // closing the twin ends the session on the server
+  zoo_set_servers(handle->get(), impl_->options.hosts.c_str());
 }
 
 void MultiResult::throw_if_failed(const std::vector<Operation>& operations) const {
