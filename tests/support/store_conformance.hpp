@@ -1,0 +1,122 @@
+#pragma once
+// The backend conformance cases: one set, run against every store (ZooKeeper, Redis,
+// PostgreSQL) and runnable against a user's own. Include this header in a doctest file and
+// call run_store_conformance(factory) inside a TEST_CASE; `factory` makes a fresh Store
+// connected to a running server.
+
+#include <avout/backend.hpp>
+#include <avout/errors.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace avout::testing {
+
+/// Makes a Store for the cases.
+using StoreFactory = std::function<std::unique_ptr<Store>()>;
+
+inline std::string conformance_name(const std::string& stem) {
+  static std::mt19937_64 random{std::random_device{}()};
+  return "/conformance/" + stem + "-" + std::to_string(random() % 1000000000);
+}
+
+/// Atom cells: absent reads, create-once, stale CAS, concurrent increments, size limit.
+inline void run_atom_state_conformance(const StoreFactory& make_store) {
+  auto store = make_store();
+  auto cell = store->atom_state(conformance_name("cell"));
+  const Versioned absent = cell->get();
+  CHECK_FALSE(absent.exists());
+  CHECK(cell->compare_and_set(absent, to_bytes("one")));
+  CHECK_FALSE(cell->compare_and_set(absent, to_bytes("again")));  // created once only
+  const Versioned first = cell->get();
+  REQUIRE(first.exists());
+  CHECK(first.value == to_bytes("one"));
+  CHECK(cell->compare_and_set(first, to_bytes("two")));
+  CHECK_FALSE(cell->compare_and_set(first, to_bytes("stale")));
+  CHECK(cell->get().value == to_bytes("two"));
+  CHECK(cell->compare_and_set(cell->get(), Bytes{}));  // an empty value is a value
+  CHECK(cell->get().exists());
+
+  // A value over the limit is refused before anything is written.
+  const Versioned before = cell->get();
+  CHECK_THROWS_AS(cell->compare_and_set(before, Bytes(store->max_value_size() + 1, 'x')),
+                  ValueTooLarge);
+  CHECK(cell->get().version == before.version);
+
+  // Odd names are distinct cells.
+  const std::string odd = conformance_name("with space 'quote' \"dq\" ünï/slash");
+  auto odd_cell = store->atom_state(odd);
+  CHECK(odd_cell->compare_and_set(Versioned{}, to_bytes("odd")));
+  CHECK(store->atom_state(odd)->get().value == to_bytes("odd"));
+
+  // Eight threads, read-CAS loops: no increment lost.
+  const std::string counter = conformance_name("counter");
+  REQUIRE(store->atom_state(counter)->compare_and_set(Versioned{}, to_bytes("0")));
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      try {
+        auto own = make_store();
+        auto state = own->atom_state(counter);
+        for (int i = 0; i < 100; ++i) {
+          while (true) {
+            const Versioned now = state->get();
+            const long value = std::stol(std::string(as_chars(now.value)));
+            if (state->compare_and_set(now, to_bytes(std::to_string(value + 1)))) break;
+          }
+        }
+      } catch (...) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(failures == 0);
+  CHECK(std::string(as_chars(store->atom_state(counter)->get().value)) == "800");
+}
+
+/// Ref versions: set/get/erase/points, create-only, typed miss.
+inline void run_reference_data_conformance(const StoreFactory& make_store) {
+  auto store = make_store();
+  const std::string name = conformance_name("ref");
+  auto data = store->reference_data(name);
+  CHECK(data->name() == name);
+  CHECK(data->points().empty());
+  const Point a{"point-a"};
+  const Point b{"point-b"};
+  data->set(to_bytes("A"), a);
+  data->set(Bytes{}, b);
+  CHECK(data->get(a) == to_bytes("A"));
+  CHECK(data->get(b).empty());
+  CHECK_THROWS_AS(data->set(to_bytes("again"), a), BackendError);
+  CHECK(data->get(a) == to_bytes("A"));
+  auto points = data->points();
+  std::sort(points.begin(), points.end());
+  CHECK(points == std::vector<Point>{a, b});
+  data->erase(a);
+  data->erase(a);  // erasing twice is no error
+  CHECK_THROWS_AS(data->get(a), MissingPoint);
+  CHECK(data->points() == std::vector<Point>{b});
+  CHECK_THROWS_AS(data->set(Bytes(store->max_value_size() + 1, 'x'), Point{"big"}), ValueTooLarge);
+  CHECK_THROWS_AS(data->get(Point{"big"}), MissingPoint);
+  // Another ref's points are its own.
+  auto other = store->reference_data(name + "-other");
+  CHECK_THROWS_AS(other->get(b), MissingPoint);
+}
+
+/// Both kinds of cases.
+inline void run_store_conformance(const StoreFactory& make_store) {
+  SUBCASE("atom state") { run_atom_state_conformance(make_store); }
+  SUBCASE("reference data") { run_reference_data_conformance(make_store); }
+}
+
+}  // namespace avout::testing
