@@ -56,10 +56,7 @@ bool AtomCore::write(const AtomSnapshot& expected, Bytes payload) {
     next.recent_writers.erase(next.recent_writers.begin());
   }
   Bytes bytes = encode_envelope(next);
-  if (bytes.size() > max_value_size_) {
-    throw ValueTooLarge("atom " + name_ + ": value of " + std::to_string(bytes.size()) +
-                        " bytes exceeds the store's limit of " + std::to_string(max_value_size_));
-  }
+  require_fits(bytes.size(), max_value_size_, "atom " + name_);
   bool written = false;
   try {
     written = state_->compare_and_set(expected.stored, std::move(bytes));

@@ -136,10 +136,7 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
   auto ref = std::make_shared<RefCore>(name, std::shared_ptr<ReferenceData>(store.reference_data(name)),
                                        store.max_value_size(), *this);
   if (session_.exists(ref->head_path())) return ref;
-  if (initial.size() > store.max_value_size()) {
-    throw ValueTooLarge("ref " + name + ": initial value of " + std::to_string(initial.size()) +
-                        " bytes exceeds the store's limit");
-  }
+  require_fits(initial.size(), store.max_value_size(), "ref " + name);
   // Creating a ref is a commit (rule 1): the head and the clock change in one multi.
   const std::string head = ref->head_path();
   session_.create_recursive(head.substr(0, head.rfind('/')));

@@ -131,11 +131,7 @@ void Transaction::require_unchanged_since_read_point(const Entry& target) {
 void Transaction::write(RefCore& ref, Bytes value) {
   Entry& target = entry(ref);
   require_unchanged_since_read_point(target);
-  if (value.size() > ref.max_value_size()) {
-    throw ValueTooLarge("ref " + ref.name() + ": value of " + std::to_string(value.size()) +
-                        " bytes exceeds the store's limit of " +
-                        std::to_string(ref.max_value_size()));
-  }
+  require_fits(value.size(), ref.max_value_size(), "ref " + ref.name());
   target.value = std::move(value);
   target.written = true;
 }

@@ -66,11 +66,7 @@ struct Store::Impl {
   }
 
   void check_size(const Bytes& value, const std::string& name) const {
-    if (value.size() > options.max_value_size) {
-      throw ValueTooLarge(pool.description() + " " + name + ": value of " +
-                          std::to_string(value.size()) + " bytes exceeds the limit of " +
-                          std::to_string(options.max_value_size));
-    }
+    require_fits(value.size(), options.max_value_size, pool.description() + " " + name);
   }
 };
 

@@ -47,11 +47,7 @@ struct Store::Impl {
       : options(std::move(given)), pool(std::move(endpoint), options.pool_size) {}
 
   void check_size(const Bytes& value, const std::string& key) const {
-    if (value.size() > options.max_value_size) {
-      throw ValueTooLarge(pool.endpoint().description + " " + key + ": value of " +
-                          std::to_string(value.size()) + " bytes exceeds the limit of " +
-                          std::to_string(options.max_value_size));
-    }
+    require_fits(value.size(), options.max_value_size, pool.endpoint().description + " " + key);
   }
 };
 

@@ -9,10 +9,7 @@ namespace avout::zookeeper {
 namespace {
 
 void check_size(const Bytes& value, const std::string& path) {
-  if (value.size() > max_node_value) {
-    throw ValueTooLarge("zookeeper " + path + ": value of " + std::to_string(value.size()) +
-                        " bytes exceeds the node limit of " + std::to_string(max_node_value));
-  }
+  require_fits(value.size(), max_node_value, "zookeeper " + path);
 }
 
 std::int32_t parse_version(const std::string& version, const std::string& path) {

@@ -4,6 +4,7 @@
 
 #include <avout/codec.hpp>
 #include <avout/detail/atom_core.hpp>
+#include <avout/detail/typed_watch.hpp>
 #include <avout/errors.hpp>
 
 #include <functional>
@@ -72,10 +73,7 @@ class DistributedAtom {
   /// after a change by any process; changes in quick succession may coalesce into one call
   /// with the newest value.
   void add_watch(const std::string& key, Watch watch) {
-    core_->add_watch(key, [watch = std::move(watch)](const Bytes& old_bytes,
-                                                     const Bytes& new_bytes) {
-      watch(decode<T>(old_bytes), decode<T>(new_bytes));
-    });
+    core_->add_watch(key, detail::typed_watch<T>(std::move(watch)));
   }
   /// Removes the watch called `key`.
   void remove_watch(const std::string& key) { core_->remove_watch(key); }

@@ -4,6 +4,7 @@
 // one object may be used by several threads at once.
 
 #include <avout/bytes.hpp>
+#include <avout/errors.hpp>
 
 #include <compare>
 #include <cstddef>
@@ -21,6 +22,15 @@ struct Versioned {
   /// True when the cell holds a value.
   bool exists() const noexcept { return !version.empty(); }
 };
+
+/// Throws ValueTooLarge, naming `what`, when `size` bytes exceed `limit`. Stores and the
+/// core call it before writing anything.
+inline void require_fits(std::size_t size, std::size_t limit, const std::string& what) {
+  if (size > limit) {
+    throw ValueTooLarge(what + ": value of " + std::to_string(size) +
+                        " bytes exceeds the limit of " + std::to_string(limit));
+  }
+}
 
 /// One compare-and-set cell: the storage of an atom.
 class AtomState {

@@ -4,6 +4,7 @@
 
 #include <avout/codec.hpp>
 #include <avout/detail/stm.hpp>
+#include <avout/detail/typed_watch.hpp>
 #include <avout/errors.hpp>
 
 #include <functional>
@@ -72,10 +73,7 @@ class TransactionReference {
   /// Adds (or replaces) the watch `key`, called with (old, new) after commits by any process
   /// on the client's callback thread; quick successive commits may coalesce.
   void add_watch(const std::string& key, std::function<void(const T&, const T&)> watch) {
-    core_->add_watch(key, [watch = std::move(watch)](const Bytes& old_bytes,
-                                                     const Bytes& new_bytes) {
-      watch(decode<T>(old_bytes), decode<T>(new_bytes));
-    });
+    core_->add_watch(key, detail::typed_watch<T>(std::move(watch)));
   }
   /// Removes the watch `key`.
   void remove_watch(const std::string& key) { core_->remove_watch(key); }
