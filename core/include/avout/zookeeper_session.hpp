@@ -217,13 +217,15 @@ class ZooKeeperSession {
   SessionStatistics statistics() const;
 
   /// Expires this session on purpose (tests and fault drills): opens a second handle on the
-  /// same session id and closes it, as ZooKeeper's own tests do.
+  /// same session id and closes it, as ZooKeeper's own tests do. Returns once the expiry
+  /// was seen (the renewal may still be under way); throws Timeout when it could not be done.
   void expire_for_testing();
 
   /// Opaque implementation (public only so the private source files can name it).
   struct Impl;
 
  private:
+  void expire_once();
   std::chrono::milliseconds reply_timeout() const;
   [[noreturn]] void throw_no_reply() const;
   std::shared_ptr<Impl> impl_;
