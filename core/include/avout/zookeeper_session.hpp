@@ -149,7 +149,8 @@ class ZooKeeperSession {
 
   /// Registers a listener of session state changes; returns an id for remove_listener.
   /// Listeners run on the ZooKeeper event thread, or on the renewal thread for `connected`
-  /// after an expiry.
+  /// after an expiry. A listener added right after construction may still receive the
+  /// first connect's `connected`.
   std::uint64_t add_listener(std::function<void(SessionState)> listener);
   /// Unregisters a listener; after return it is never called again.
   void remove_listener(std::uint64_t id);
