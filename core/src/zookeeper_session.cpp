@@ -511,19 +511,16 @@ SessionStatistics ZooKeeperSession::statistics() const {
 
 void ZooKeeperSession::expire_for_testing() {
   const std::uint64_t before = generation();
-  auto ended = [&] {
-    std::lock_guard lock(impl_->mutex);
+  auto ended = [&] {  // call with impl_->mutex held
     return impl_->generation != before || impl_->state == ZOO_EXPIRED_SESSION_STATE;
   };
   // The twin's close races with our own reconnect on a loaded machine: try a few times.
-  for (int attempt = 0; attempt < 5 && !ended(); ++attempt) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
     expire_once();
     std::unique_lock lock(impl_->mutex);
-    impl_->changed.wait_for(lock, impl_->options.session_timeout, [&] {
-      return impl_->generation != before || impl_->state == ZOO_EXPIRED_SESSION_STATE;
-    });
+    if (impl_->changed.wait_for(lock, impl_->options.session_timeout, ended)) return;
   }
-  if (!ended()) throw Timeout("zookeeper: the session could not be expired on purpose");
+  throw Timeout("zookeeper: the session could not be expired on purpose");
 }
 
 void ZooKeeperSession::expire_once() {
@@ -532,6 +529,11 @@ void ZooKeeperSession::expire_once() {
   // Point our handle at a closed port first: otherwise it reconnects to the session while
   // the twin below is connected and the twin's close no longer ends the session.
   zoo_set_servers(handle->get(), "127.0.0.1:1");
+  struct RestoreServers {
+    zhandle_t* handle;
+    const std::string& hosts;
+    ~RestoreServers() { zoo_set_servers(handle, hosts.c_str()); }
+  } restore{handle->get(), impl_->options.hosts};
   {
     std::unique_lock lock(impl_->mutex);
     impl_->changed.wait_for(lock, impl_->options.connect_timeout,
@@ -540,7 +542,7 @@ void ZooKeeperSession::expire_once() {
   std::mutex mutex;
   std::condition_variable connected;
   bool up = false;
-  try {
+  {
     Handle twin(
         impl_->options,
         [&](int s) {
@@ -552,11 +554,7 @@ void ZooKeeperSession::expire_once() {
         &session);
     std::unique_lock lock(mutex);
     connected.wait_for(lock, impl_->options.connect_timeout, [&] { return up; });
-  } catch (...) {
-    zoo_set_servers(handle->get(), impl_->options.hosts.c_str());
-    throw;
-  }  // closing the connected twin ends the session on the server
-  zoo_set_servers(handle->get(), impl_->options.hosts.c_str());
+  }  // closing the connected twin ends the session on the server; then our handle returns
 }
 
 void MultiResult::throw_if_failed(const std::vector<Operation>& operations) const {
