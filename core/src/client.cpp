@@ -21,19 +21,18 @@ Client::Client(const std::string& hosts) : Client(ClientOptions{.hosts = hosts})
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   validate_path(options_.root);
   if (options_.retry_limit == 0) throw Error("ClientOptions::retry_limit must be at least 1");
+  if (options_.min_history > options_.max_history) {
+    throw Error("ClientOptions::min_history (" + std::to_string(options_.min_history) +
+                ") exceeds max_history (" + std::to_string(options_.max_history) + ")");
+  }
   session_ = std::make_unique<ZooKeeperSession>(session_options(options_));
   callbacks_ = std::make_shared<detail::CallbackExecutor>();
   zookeeper_store_ = detail::make_zookeeper_store(*session_, options_.root);
   stm_ = std::make_unique<detail::StmContext>(
       *session_, options_.root, callbacks_,
-      detail::StmOptions{options_.retry_limit, options_.max_history});
-}
-
-void Client::back_off(std::size_t attempt) {
-  // Random, growing pauses spread contending retries apart (capped at about 50 ms).
-  thread_local std::minstd_rand random{std::random_device{}()};
-  const auto cap = std::min<std::size_t>(50, 1 + attempt * 2);
-  std::this_thread::sleep_for(std::chrono::microseconds(random() % (cap * 1000)));
+      detail::StmOptions{.retry_limit = options_.retry_limit,
+                         .max_history = options_.max_history,
+                         .min_history = options_.min_history});
 }
 
 Client::~Client() {
@@ -46,6 +45,13 @@ Client::~Client() {
 }
 
 ZooKeeperSession& Client::session() { return *session_; }
+
+GarbageReport Client::gc(const std::vector<std::reference_wrapper<Store>>& stores,
+                         std::chrono::milliseconds marker_grace) {
+  std::vector<Store*> all{zookeeper_store_.get()};
+  for (auto& store : stores) all.push_back(&store.get());
+  return stm_->collect_garbage(all, marker_grace);
+}
 
 Store& Client::default_store() { return *zookeeper_store_; }
 

@@ -7,10 +7,14 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <cstdio>
+
 namespace avout::detail {
 
 namespace {
-constexpr std::uint8_t head_format = 1;
+constexpr std::uint8_t head_format = 2;
+constexpr std::uint8_t tag_format = 1;
+constexpr std::size_t session_hex_digits = 16;
 constexpr std::size_t cached_values = 4096;
 }  // namespace
 
@@ -18,6 +22,7 @@ Bytes encode_head(const HeadRecord& record) {
   WireWriter out;
   out.u8(head_format);
   out.text(record.newest.id);
+  out.u64(record.keep);
   out.u64(record.history.size());
   for (const auto& entry : record.history) {
     out.u64(static_cast<std::uint64_t>(entry.zxid));
@@ -31,6 +36,9 @@ HeadRecord decode_head(const Bytes& bytes, const std::string& path) {
   if (in.u8() != head_format) in.fail("unknown format");
   HeadRecord record;
   record.newest.id = in.text();
+  const std::uint64_t keep = in.u64();
+  if (keep > 1u << 20) in.fail("kept history");
+  record.keep = static_cast<std::uint32_t>(keep);
   const std::uint64_t count = in.u64();
   if (count > bytes.size()) in.fail("history count");
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -43,9 +51,77 @@ HeadRecord decode_head(const Bytes& bytes, const std::string& path) {
   return record;
 }
 
-Point new_point() {
+Bytes encode_tag(const TransactionAge& age) {
+  WireWriter out;
+  out.u8(tag_format);
+  out.u64(static_cast<std::uint64_t>(age.first_read_point));
+  out.u64(static_cast<std::uint64_t>(age.session));
+  out.u64(age.counter);
+  return out.take();
+}
+
+std::optional<TransactionAge> decode_tag(const Bytes& bytes, const std::string& path) {
+  if (bytes.empty()) return std::nullopt;
+  WireReader in(bytes, "barging tag " + path);
+  if (in.u8() != tag_format) in.fail("unknown format");
+  TransactionAge age;
+  age.first_read_point = static_cast<std::int64_t>(in.u64());
+  age.session = static_cast<std::int64_t>(in.u64());
+  age.counter = in.u64();
+  if (!in.done()) in.fail("trailing bytes");
+  return age;
+}
+
+namespace {
+std::string session_hex(std::int64_t session) {
+  char text[session_hex_digits + 1];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(static_cast<std::uint64_t>(session)));
+  return text;
+}
+}  // namespace
+
+std::optional<std::int64_t> writer_of(const std::string& id) {
+  if (id.size() <= session_hex_digits || id[session_hex_digits] != '-') return std::nullopt;
+  std::uint64_t session = 0;
+  for (std::size_t i = 0; i < session_hex_digits; ++i) {
+    const char c = id[i];
+    int digit = 0;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else return std::nullopt;
+    session = session * 16 + static_cast<std::uint64_t>(digit);
+  }
+  return static_cast<std::int64_t>(session);
+}
+
+Point StmContext::new_point() {
   thread_local boost::uuids::random_generator generator;
-  return Point{boost::uuids::to_string(generator())};
+  return Point{session_hex(session_.session_id()) + "-" + boost::uuids::to_string(generator())};
+}
+
+std::string StmContext::session_node(std::int64_t session) const {
+  return sessions_root_ + "/" + session_hex(session);
+}
+
+void StmContext::announce_session() {
+  const std::uint64_t generation = session_.generation();
+  std::lock_guard lock(announce_mutex_);
+  if (announced_generation_ == generation) return;
+  try {
+    session_.create(session_node(session_.session_id()), {}, CreateMode::ephemeral);
+  } catch (const NodeExists&) {
+  }
+  announced_generation_ = generation;
+}
+
+TransactionAge StmContext::new_age(std::int64_t read_point) {
+  return TransactionAge{read_point, session_.session_id(), ++ages_};
+}
+
+bool StmContext::alive(const TransactionAge& age) {
+  if (age.session == session_.session_id()) return true;
+  return session_.exists(session_node(age.session)).has_value();
 }
 
 RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
@@ -99,10 +175,14 @@ StmContext::StmContext(ZooKeeperSession& session, const std::string& root,
       clock_path_(root + "/stm/clock"),
       heads_root_(root + "/stm/refs"),
       markers_root_(root + "/stm/markers"),
+      tags_root_(root + "/stm/tags"),
+      sessions_root_(root + "/stm/sessions"),
       callbacks_(std::move(callbacks)),
       options_(options) {
   session_.create_recursive(clock_path_);
   session_.create_recursive(markers_root_);
+  session_.create_recursive(sessions_root_);
+  announce_session();
 }
 
 std::string StmContext::marker_path(const std::string& attempt) const {
@@ -140,10 +220,13 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
   // Creating a ref is a commit (rule 1): the head and the clock change in one multi.
   const std::string head = ref->head_path();
   session_.create_recursive(head.substr(0, head.rfind('/')));
+  session_.create_recursive(tag_path(name));  // barging tags change only by setData (rule 10)
+  announce_session();
   const Point point = new_point();
   ref->data().set(initial, point);
   const std::vector<Operation> create{
-      op::Create{head, encode_head(HeadRecord{point, {}}), CreateMode::persistent},
+      op::Create{head, encode_head(HeadRecord{point, {}, static_cast<std::uint32_t>(options_.min_history)}),
+                 CreateMode::persistent},
       op::SetData{clock_path_, {}, -1}};
   bool created = false;
   try {

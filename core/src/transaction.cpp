@@ -1,6 +1,7 @@
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -8,6 +9,14 @@ namespace avout::detail {
 
 namespace {
 thread_local Transaction* running = nullptr;
+
+// Rule 11: values carried inside the commit multi stay well under jute.maxbuffer (1 MB),
+// leaving room for heads, tags and the multi's own framing.
+constexpr std::size_t multi_value_budget = 512 * 1024;
+
+// A younger transaction gives way to a live older one at most this often per dosync, so a
+// tag left behind by a stuck (but living) process delays others only for a while.
+constexpr std::size_t yield_limit = 100;
 
 // A definite "did it land?" for a commit multi whose reply was lost (rule 6): the marker
 // created in op 0 exists exactly when the multi was applied. Returns nullopt when ZooKeeper
@@ -39,8 +48,9 @@ void erase_quietly(RefCore& ref, const Point& point) {
 
 Transaction* Transaction::current() { return running; }
 
-Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch)
-    : stm_(stm), outer_(running), generation_(stm.session().generation()) {
+Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
+                         BargeState& barge)
+    : stm_(stm), barge_(barge), outer_(running), generation_(stm.session().generation()) {
   // Rule 2: sync, then the read point, then the heads, pipelined on one session.
   auto& session = stm_.session();
   auto synced = session.sync_async(stm_.clock_path());
@@ -58,6 +68,7 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
     load_head(fresh, session.wait(heads[i]));
   }
   check_session();
+  if (!barge_.age) barge_.age = stm_.new_age(read_point_);
   running = this;
 }
 
@@ -98,6 +109,7 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
   }
   if (point == nullptr) {
     if (!newest_on_miss) {
+      target.ref->count_history_miss();
       throw RetryAttempt{"ref " + target.ref->name() + ": no version old enough in its history"};
     }
     point = &target.head.newest;
@@ -112,6 +124,15 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     throw BackendError("ref " + target.ref->name() + ": value at point " + point->id +
                        " is missing from its store while the head references it");
   }
+  if (newest_on_miss) {
+    // A commute only needs some recent value now (commit recomputes from the newest), so a
+    // trimmed one is replaced by the newest instead of costing a retry of the whole body.
+    for (int reread = 0; reread < 100; ++reread) {
+      if (auto value = stm_.fetch(*target.ref, now.newest)) return std::move(*value);
+      now = decode_head(stm_.session().get(target.ref->head_path()).data, target.ref->head_path());
+    }
+  }
+  target.ref->count_history_miss();
   throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading"};
 }
 
@@ -130,6 +151,7 @@ void Transaction::require_unchanged_since_read_point(const Entry& target) {
 
 void Transaction::write(RefCore& ref, Bytes value) {
   Entry& target = entry(ref);
+  claims_.push_back(target.ref);
   require_unchanged_since_read_point(target);
   require_fits(value.size(), ref.max_value_size(), "ref " + ref.name());
   target.value = std::move(value);
@@ -138,6 +160,7 @@ void Transaction::write(RefCore& ref, Bytes value) {
 
 const Bytes& Transaction::ensure(RefCore& ref) {
   Entry& target = entry(ref);
+  claims_.push_back(target.ref);
   require_unchanged_since_read_point(target);
   target.ensured = true;
   // Commutes made before ensure are now checked at the read version like a write.
@@ -161,6 +184,59 @@ std::vector<std::shared_ptr<RefCore>> Transaction::touched() const {
   return refs;
 }
 
+std::vector<Transaction::Tag> Transaction::read_tags(const std::vector<Entry*>& targets,
+                                                    const std::function<void()>& meanwhile) {
+  auto& session = stm_.session();
+  std::vector<std::future<NodeData>> replies;
+  replies.reserve(targets.size());
+  for (Entry* target : targets) {
+    replies.push_back(session.get_async(stm_.tag_path(target->ref->name())));
+  }
+  if (meanwhile) meanwhile();
+  std::vector<Tag> tags;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const std::string path = stm_.tag_path(targets[i]->ref->name());
+    NodeData node;
+    try {
+      node = session.wait(replies[i]);
+    } catch (const NoNode&) {
+      session.create_recursive(path);  // a ref made before tags existed
+      node = session.get(path);
+    }
+    tags.push_back(Tag{decode_tag(node.data, path), node.stat.version});
+  }
+  return tags;
+}
+
+void Transaction::claim_refs() {
+  std::vector<Entry*> targets;
+  for (const auto& ref : claims_) {
+    Entry* target = &entries_.at(ref.get());
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) {
+      targets.push_back(target);
+    }
+  }
+  if (targets.empty()) return;
+  auto& session = stm_.session();
+  std::vector<Tag> tags = read_tags(targets);
+  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const auto& owner = tags[i].owner;
+    // An older live transaction keeps its claim; anything else gives way to ours.
+    if (owner && *owner < *barge_.age && stm_.alive(*owner)) continue;
+    claims.emplace_back(targets[i]->ref,
+                        session.set_async(stm_.tag_path(targets[i]->ref->name()),
+                                          encode_tag(*barge_.age), tags[i].version));
+  }
+  for (auto& [ref, reply] : claims) {
+    try {
+      barge_.held[ref] = session.wait(reply).version;
+    } catch (const BadVersion&) {
+      // Another transaction claimed it in between: the next attempt reads who.
+    }
+  }
+}
+
 void Transaction::commit() {
   std::vector<Entry*> fixed;     // written or ensured: checked at the version read
   std::vector<Entry*> commuted;  // commuted only: recomputed from the newest value
@@ -171,6 +247,9 @@ void Transaction::commit() {
   if (fixed.empty() && commuted.empty()) return;  // read-only: the snapshot was consistent
   auto& session = stm_.session();
   check_session();
+  stm_.announce_session();  // gc must see our session alive while our points are pending
+
+  std::vector<Tag> tags;
 
   // Values of written refs are final now: validate and store them under fresh points.
   struct Staged {
@@ -178,31 +257,55 @@ void Transaction::commit() {
     Point point;
     HeadRecord next;
     std::vector<Point> trimmed;
+    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
   };
+  std::size_t multi_bytes = 0;
   auto stage = [&](Entry* target, const HeadRecord& head, std::int64_t head_zxid,
                    const Bytes& value) {
-    target->ref->validate(value);
-    Staged staged{target, new_point(), HeadRecord{}, {}};
+    RefCore& ref = *target->ref;
+    ref.validate(value);
+    Staged staged{target, stm_.new_point(), HeadRecord{}, {}, std::nullopt};
+    // Adaptive history (Clojure's min/max history): misses seen here grow what is kept.
+    const auto& options = stm_.options();
+    staged.next.keep = static_cast<std::uint32_t>(std::min<std::size_t>(
+        options.max_history,
+        std::max<std::size_t>(head.keep, options.min_history + ref.history_misses())));
     staged.next.newest = staged.point;
     staged.next.history.push_back(HeadEntry{head_zxid, head.newest});
     for (const auto& older : head.history) staged.next.history.push_back(older);
-    while (staged.next.history.size() > stm_.options().max_history) {
+    while (staged.next.history.size() > staged.next.keep) {
       staged.trimmed.push_back(staged.next.history.back().point);
       staged.next.history.pop_back();
     }
-    target->ref->data().set(value, staged.point);
+    if (multi_bytes + value.size() <= multi_value_budget) {
+      staged.in_multi = ref.data().commit_operation(value, staged.point);
+      if (staged.in_multi) multi_bytes += value.size();
+    }
+    if (!staged.in_multi) ref.data().set(value, staged.point);
     stm_.remember(staged.point, value);
     return staged;
   };
   std::vector<Staged> written;
   auto discard = [&](std::vector<Staged>& staged) {
-    for (auto& s : staged) erase_quietly(*s.target->ref, s.point);
+    for (auto& s : staged) {
+      if (!s.in_multi) erase_quietly(*s.target->ref, s.point);
+    }
     staged.clear();
   };
   try {
-    for (Entry* target : fixed) {
-      if (target->written) {
-        written.push_back(stage(target, target->head, target->head_stat.mzxid, *target->value));
+    // Rule 10: the barging tags of written and ensured refs, read while values are stored.
+    tags = read_tags(fixed, [&] {
+      for (Entry* target : fixed) {
+        if (target->written) {
+          written.push_back(stage(target, target->head, target->head_stat.mzxid, *target->value));
+        }
+      }
+    });
+    for (std::size_t i = 0; i < fixed.size(); ++i) {
+      const auto& owner = tags[i].owner;
+      if (owner && *owner < *barge_.age && barge_.yields < yield_limit && stm_.alive(*owner)) {
+        ++barge_.yields;
+        throw RetryAttempt{"ref " + fixed[i]->ref->name() + " is claimed by an older transaction"};
       }
     }
   } catch (...) {
@@ -210,12 +313,13 @@ void Transaction::commit() {
     throw;
   }
 
-  const std::string attempt = new_point().id;
+  const std::string attempt = stm_.new_point().id;
   const std::string marker = stm_.marker_path(attempt);
   for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
     // Rule 4: commuted refs start again from their newest value, under fresh points.
     std::vector<Staged> recomputed;
     std::vector<NodeStat> commuted_stats;
+    bool trimmed_meanwhile = false;  // a newest value was replaced and trimmed: read again
     try {
       std::vector<std::future<NodeData>> heads;
       for (Entry* target : commuted) heads.push_back(session.get_async(target->ref->head_path()));
@@ -224,7 +328,10 @@ void Transaction::commit() {
         NodeData node = session.wait(heads[i]);
         HeadRecord head = decode_head(node.data, target->ref->head_path());
         auto base = stm_.fetch(*target->ref, head.newest);
-        if (!base) throw RetryAttempt{"ref " + target->ref->name() + ": newest value missing"};
+        if (!base) {
+          trimmed_meanwhile = true;
+          break;
+        }
         Bytes value = std::move(*base);
         for (auto& function : target->commutes) value = function(value);
         recomputed.push_back(stage(target, head, node.stat.mzxid, value));
@@ -235,8 +342,13 @@ void Transaction::commit() {
       discard(written);
       throw;
     }
+    if (trimmed_meanwhile) {
+      discard(recomputed);
+      continue;
+    }
 
-    // Rule 5: marker, written/ensured heads, commuted heads, clock.
+    // Rule 5: marker, written/ensured heads, commuted heads, barging tags, clock. Values
+    // created by the multi (rule 11) cannot fail (fresh points) and go last but the clock.
     std::vector<Operation> operations;
     operations.push_back(op::Create{marker, {}, CreateMode::persistent});
     std::size_t next_written = 0;
@@ -254,6 +366,21 @@ void Transaction::commit() {
       operations.push_back(op::SetData{recomputed[i].target->ref->head_path(),
                                        encode_head(recomputed[i].next),
                                        commuted_stats[i].version});
+    }
+    std::vector<std::shared_ptr<RefCore>> released;
+    for (std::size_t i = 0; i < fixed.size(); ++i) {
+      const std::string path = stm_.tag_path(fixed[i]->ref->name());
+      if (tags[i].owner && *tags[i].owner == *barge_.age) {
+        operations.push_back(op::SetData{path, {}, tags[i].version});  // our claim ends here
+        released.push_back(fixed[i]->ref);
+      } else {
+        operations.push_back(op::Check{path, tags[i].version});
+      }
+    }
+    for (auto* staged : {&written, &recomputed}) {
+      for (auto& s : *staged) {
+        if (s.in_multi) operations.push_back(*s.in_multi);
+      }
     }
     operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
 
@@ -279,6 +406,7 @@ void Transaction::commit() {
           for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
         }
       }
+      for (const auto& ref : released) barge_.held.erase(ref);
       (void)session.remove_async(marker, 0);
       stm_.count_commit();
       return;

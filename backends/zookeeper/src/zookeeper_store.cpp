@@ -3,6 +3,7 @@
 #include <avout/zookeeper.hpp>
 
 #include <charconv>
+#include <mutex>
 
 namespace avout::zookeeper {
 
@@ -104,6 +105,13 @@ class NodeReferenceData final : public ReferenceData {
     }
   }
 
+  std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) override {
+    check_size(value, folder_);
+    // The folder must exist before a multi creates a child in it.
+    std::call_once(folder_made_, [this] { session_.create_recursive(folder_); });
+    return op::Create{join_path(folder_, point.id), value, CreateMode::persistent};
+  }
+
   std::vector<Point> points() override {
     std::vector<Point> found;
     try {
@@ -117,6 +125,7 @@ class NodeReferenceData final : public ReferenceData {
   ZooKeeperSession& session_;
   std::string name_;
   std::string folder_;
+  std::once_flag folder_made_;
 };
 
 }  // namespace

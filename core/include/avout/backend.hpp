@@ -5,10 +5,12 @@
 
 #include <avout/bytes.hpp>
 #include <avout/errors.hpp>
+#include <avout/zookeeper_session.hpp>
 
 #include <compare>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,14 @@ class ReferenceData {
   virtual void erase(const Point& point) = 0;
   /// Every point stored for this ref (for garbage collection).
   virtual std::vector<Point> points() = 0;
+  /// Optional: when values live in ZooKeeper itself, the create that stores `value` at
+  /// `point` as one operation of the commit multi (no round trip of its own, and nothing to
+  /// erase when the multi fails). The default (nullopt) makes the core call set() first.
+  virtual std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) {
+    (void)value;
+    (void)point;
+    return std::nullopt;
+  }
 };
 
 /// A place values live: makes the cells and version sets for names.

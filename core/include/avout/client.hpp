@@ -28,7 +28,9 @@ struct ClientOptions {
                                                      ///< creator-only ACL
   std::string root = "/avout";                       ///< where avout keeps coordination nodes
   std::size_t retry_limit = 10000;                   ///< swaps/transactions give up after this
-  std::size_t max_history = 10;                      ///< older versions each ref keeps
+  std::size_t max_history = 10;                      ///< most older versions a ref keeps
+  std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
+                                                     ///< history misses grow it to max_history
 };
 
 namespace detail {
@@ -83,38 +85,21 @@ class Client {
   template <typename F>
   std::invoke_result_t<F&> dosync(F&& body) {
     using Result = std::invoke_result_t<F&>;
-    if (auto* outer = detail::Transaction::current()) {
-      if (&outer->stm() != stm_.get()) throw Error("dosync: another client's transaction runs");
-      return body();
+    if constexpr (std::is_void_v<Result>) {
+      detail::run_transaction(*stm_, [&] { body(); });
+    } else {
+      std::optional<Result> result;
+      detail::run_transaction(*stm_, [&] { result.emplace(body()); });
+      return std::move(*result);
     }
-    std::vector<std::shared_ptr<detail::RefCore>> prefetch;
-    for (std::size_t attempt = 0; attempt < options_.retry_limit; ++attempt) {
-      try {
-        detail::Transaction transaction(*stm_, prefetch);
-        try {
-          if constexpr (std::is_void_v<Result>) {
-            body();
-            transaction.commit();
-            return;
-          } else {
-            Result result = body();
-            transaction.commit();
-            return result;
-          }
-        } catch (const detail::RetryAttempt&) {
-          prefetch = transaction.touched();
-          throw;
-        }
-      } catch (const detail::RetryAttempt&) {
-        stm_->count_retry();
-        back_off(attempt);
-      } catch (const SessionExpired&) {
-        back_off(attempt);  // the client is opening a new session: try on that one
-      }
-    }
-    throw RetryLimitExceeded("dosync gave up after " + std::to_string(options_.retry_limit) +
-                             " attempts");
   }
+
+  /// Sweeps what crashed processes and aborted commits left (DESIGN rule 9): erases every
+  /// stored ref value that no head references and whose writer's session is dead, in the
+  /// default store and `stores`, and commit markers created more than `marker_grace` ago
+  /// (judged by the server's ctime against this machine's clock). Safe while others commit.
+  GarbageReport gc(const std::vector<std::reference_wrapper<Store>>& stores = {},
+                   std::chrono::milliseconds marker_grace = std::chrono::minutes(10));
 
   /// Transactions this client committed and attempts it retried.
   std::pair<std::uint64_t, std::uint64_t> transaction_counts() const {
@@ -130,7 +115,6 @@ class Client {
 
  private:
   std::shared_ptr<detail::AtomCore> attach_atom(const std::string& name, Store& store);
-  static void back_off(std::size_t attempt);
 
   ClientOptions options_;
   std::unique_ptr<ZooKeeperSession> session_;

@@ -7,6 +7,7 @@
 #include <avout/zookeeper_session.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,6 +17,17 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+namespace avout {
+
+/// What Client::gc removed.
+struct GarbageReport {
+  std::size_t refs_scanned = 0;     ///< ref heads looked at
+  std::size_t points_erased = 0;    ///< unreferenced values of dead writers erased
+  std::size_t markers_removed = 0;  ///< commit markers past their grace period removed
+};
+
+}  // namespace avout
 
 namespace avout::detail {
 
@@ -31,6 +43,7 @@ struct HeadEntry {
 struct HeadRecord {
   Point newest;                    ///< point of the newest committed value
   std::vector<HeadEntry> history;  ///< older versions, newest first
+  std::uint32_t keep = 0;          ///< how many older versions commits keep (adaptive history)
 };
 
 /// Encodes a head record.
@@ -42,7 +55,23 @@ HeadRecord decode_head(const Bytes& bytes, const std::string& path);
 struct StmOptions {
   std::size_t retry_limit = 10000;  ///< attempts before RetryLimitExceeded
   std::size_t max_history = 10;     ///< older versions each head keeps for snapshot reads
+  std::size_t min_history = 0;      ///< versions each head keeps before any history miss
+  std::size_t barge_after = 3;      ///< failed attempts after which a transaction tags its refs
 };
+
+/// The age of one dosync across its attempts (rule 10): the older transaction wins.
+struct TransactionAge {
+  std::int64_t first_read_point = 0;  ///< read point of its first attempt
+  std::int64_t session = 0;           ///< session that started it
+  std::uint64_t counter = 0;          ///< per-client sequence number
+  /// Older first: lower read point, then session, then counter.
+  auto operator<=>(const TransactionAge&) const = default;
+};
+
+/// Encodes a barging tag: the age of the transaction that claims a ref (empty: unclaimed).
+Bytes encode_tag(const TransactionAge& age);
+/// Decodes a barging tag; nullopt for an unclaimed (empty) tag; CodecError when malformed.
+std::optional<TransactionAge> decode_tag(const Bytes& bytes, const std::string& path);
 
 class StmContext;
 
@@ -63,6 +92,10 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   void set_validator(std::function<bool(const Bytes&)> validator);
   /// Throws ValidationError when the validator rejects `value`.
   void validate(const Bytes& value);
+  /// Notes a history miss: this process's next commit of the ref keeps one more version.
+  void count_history_miss() { ++history_misses_; }
+  /// History misses seen in this process (they grow the kept history, like Clojure's faults).
+  std::uint32_t history_misses() const { return history_misses_; }
   /// See ValueWatcher.
   void add_watch(const std::string& key, BytesWatch watch) { watcher_->add(key, std::move(watch)); }
   /// See ValueWatcher.
@@ -77,6 +110,7 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   std::mutex validator_mutex_;
   std::function<bool(const Bytes&)> validator_;
   std::shared_ptr<ValueWatcher> watcher_;
+  std::atomic<std::uint32_t> history_misses_{0};
 };
 
 /// Per-client state of the transaction engine: paths, the session, a cache of immutable
@@ -90,7 +124,22 @@ class StmContext {
   const std::string& clock_path() const { return clock_path_; }
   std::string head_path(const std::string& name) const { return heads_root_ + name; }
   std::string marker_path(const std::string& attempt) const;
+  std::string tag_path(const std::string& name) const { return tags_root_ + name; }
+  std::string session_node(std::int64_t session) const;
+  const std::string& heads_root() const { return heads_root_; }
+  const std::string& markers_root() const { return markers_root_; }
+  const std::string& sessions_root() const { return sessions_root_; }
   std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
+
+  /// A fresh unique point (or attempt id) that names the current session as its writer,
+  /// so gc can tell whether the writer may still commit it (rule 9).
+  Point new_point();
+  /// Makes sure this session's liveness node exists (once per session).
+  void announce_session();
+  /// A new transaction age for a dosync whose first read point is `read_point`.
+  TransactionAge new_age(std::int64_t read_point);
+  /// True when the session that owns `age` is still alive (its liveness node exists).
+  bool alive(const TransactionAge& age);
 
   /// Attaches to the ref `name` in `store`, creating it with `initial` when it is new.
   std::shared_ptr<RefCore> attach(const std::string& name, Store& store, const Bytes& initial);
@@ -100,6 +149,10 @@ class StmContext {
   std::optional<Bytes> fetch(RefCore& ref, const Point& point);
   /// Remembers a value just written at `point`.
   void remember(const Point& point, const Bytes& value);
+
+  /// See Client::gc.
+  GarbageReport collect_garbage(const std::vector<Store*>& stores,
+                                std::chrono::milliseconds marker_grace);
 
   /// Transactions committed, attempts retried (for benchmarks and tests).
   std::uint64_t commits() const { return commits_; }
@@ -113,8 +166,13 @@ class StmContext {
   std::string clock_path_;
   std::string heads_root_;
   std::string markers_root_;
+  std::string tags_root_;
+  std::string sessions_root_;
   std::shared_ptr<CallbackExecutor> callbacks_;
   StmOptions options_;
+  std::mutex announce_mutex_;
+  std::uint64_t announced_generation_ = ~std::uint64_t{0};
+  std::atomic<std::uint64_t> ages_{0};
 
   std::mutex cache_mutex_;
   std::unordered_map<std::string, Bytes> cache_;  // point id -> value
@@ -128,8 +186,21 @@ struct RetryAttempt {
   std::string reason;
 };
 
-/// A fresh unique point id.
-Point new_point();
+/// The session id a point, marker or attempt id was written by; nullopt when the id has no
+/// writer prefix (then gc never erases it).
+std::optional<std::int64_t> writer_of(const std::string& id);
+
+/// Barging state of one dosync, carried from attempt to attempt (rule 10).
+struct BargeState {
+  std::optional<TransactionAge> age;  ///< set by the first attempt
+  std::size_t failed_attempts = 0;    ///< attempts that retried so far
+  std::size_t yields = 0;             ///< attempts that gave way to an older transaction
+  /// Tags this dosync holds: ref -> tag version after our setData.
+  std::map<std::shared_ptr<RefCore>, std::int32_t> held;
+};
+
+/// Runs `body` as a transaction with retries (Client::dosync without the result type).
+void run_transaction(StmContext& stm, const std::function<void()>& body);
 
 /// One attempt of a transaction: its read point, the refs it read, wrote, ensured and
 /// commuted, and the commit.
@@ -138,7 +209,8 @@ class Transaction {
   /// The transaction running on this thread, or null.
   static Transaction* current();
 
-  Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch);
+  Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
+              BargeState& barge);
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
@@ -155,6 +227,9 @@ class Transaction {
   void commit();
   /// The refs this attempt touched (prefetched by the next attempt).
   std::vector<std::shared_ptr<RefCore>> touched() const;
+  /// Tags the refs this attempt wrote or ensured with its age, so younger transactions
+  /// yield to the next attempt (called after a failed attempt once it is old enough).
+  void claim_refs();
   StmContext& stm() { return stm_; }
 
  private:
@@ -172,8 +247,17 @@ class Transaction {
   Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
   void require_unchanged_since_read_point(const Entry& entry);
   void check_session() const;
+  struct Tag {
+    std::optional<TransactionAge> owner;
+    std::int32_t version = 0;
+  };
+  // Reads the targets' tags pipelined; `meanwhile` runs while the replies travel.
+  std::vector<Tag> read_tags(const std::vector<Entry*>& targets,
+                             const std::function<void()>& meanwhile = {});
 
   StmContext& stm_;
+  BargeState& barge_;
+  std::vector<std::shared_ptr<RefCore>> claims_;  // refs written or ensured, even if it failed
   Transaction* outer_;
   std::uint64_t generation_;
   std::int64_t read_point_ = 0;

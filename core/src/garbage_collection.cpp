@@ -1,0 +1,91 @@
+// Client::gc (rule 9): erases ref values that no head references and whose writer's session
+// is dead, and commit markers past their grace period.
+#include <avout/client.hpp>
+#include <avout/detail/stm.hpp>
+#include <avout/errors.hpp>
+
+#include <set>
+
+namespace avout::detail {
+
+namespace {
+
+// Every ref head below `folder` (heads are the nodes with data; their parents are empty).
+void find_heads(ZooKeeperSession& session, const std::string& folder, const std::string& name,
+                std::vector<std::string>& names) {
+  std::vector<std::string> children;
+  try {
+    children = session.children(folder);
+  } catch (const NoNode&) {
+    return;
+  }
+  for (const auto& child : children) {
+    const std::string path = join_path(folder, child);
+    const std::string child_name = name + "/" + child;
+    auto stat = session.exists(path);
+    if (stat && stat->data_length > 0) names.push_back(child_name);
+    if (stat && stat->num_children > 0) find_heads(session, path, child_name, names);
+  }
+}
+
+std::set<std::int64_t> live_sessions(ZooKeeperSession& session, const std::string& folder) {
+  std::set<std::int64_t> live;
+  for (const auto& child : session.children(folder)) {
+    if (auto id = writer_of(child + "-")) live.insert(*id);
+  }
+  return live;
+}
+
+}  // namespace
+
+GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
+                                          std::chrono::milliseconds marker_grace) {
+  GarbageReport report;
+  announce_session();
+  std::vector<std::string> names;
+  find_heads(session_, heads_root_, "", names);
+  for (const auto& name : names) {
+    ++report.refs_scanned;
+    for (Store* store : stores) {
+      auto data = store->reference_data(name);
+      // Order matters (rule 9): list the points, then learn after a sync which writers are
+      // dead, then read the head. A dead session can never make its points referenced later.
+      std::vector<Point> points = data->points();
+      if (points.empty()) continue;
+      session_.sync(sessions_root_);
+      const auto live = live_sessions(session_, sessions_root_);
+      const std::string head_path = heads_root_ + name;
+      HeadRecord head;
+      try {
+        head = decode_head(session_.get(head_path).data, head_path);
+      } catch (const NoNode&) {
+        continue;
+      }
+      std::set<std::string> referenced{head.newest.id};
+      for (const auto& older : head.history) referenced.insert(older.point.id);
+      for (const auto& point : points) {
+        auto writer = writer_of(point.id);
+        if (!writer || live.contains(*writer) || referenced.contains(point.id)) continue;
+        data->erase(point);
+        ++report.points_erased;
+      }
+    }
+  }
+  // Markers only matter while their owner may still resolve a lost commit reply (rule 6).
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& child : session_.children(markers_root_)) {
+    const std::string path = markers_root_ + "/" + child;
+    auto stat = session_.exists(path);
+    if (!stat) continue;
+    const auto created = std::chrono::system_clock::time_point(std::chrono::milliseconds(stat->ctime));
+    if (now - created < marker_grace) continue;
+    try {
+      session_.remove(path, stat->version);
+      ++report.markers_removed;
+    } catch (const NoNode&) {
+    }
+  }
+  return report;
+}
+
+}  // namespace avout::detail
