@@ -1,3 +1,4 @@
+#include "node_cache.hpp"
 #include "wire.hpp"
 
 #include <avout/detail/atom_core.hpp>
@@ -178,12 +179,15 @@ StmContext::StmContext(ZooKeeperSession& session, const std::string& root,
       tags_root_(root + "/stm/tags"),
       sessions_root_(root + "/stm/sessions"),
       callbacks_(std::move(callbacks)),
-      options_(options) {
+      options_(options),
+      nodes_(std::make_unique<NodeCache>(session)) {
   session_.create_recursive(clock_path_);
   session_.create_recursive(markers_root_);
   session_.create_recursive(sessions_root_);
   announce_session();
 }
+
+StmContext::~StmContext() = default;
 
 std::string StmContext::marker_path(const std::string& attempt) const {
   return markers_root_ + "/" + attempt;

@@ -1,3 +1,5 @@
+#include "node_cache.hpp"
+
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
@@ -52,12 +54,14 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
                          BargeState& barge)
     : stm_(stm), barge_(barge), outer_(running), generation_(stm.session().generation()) {
   // Rule 2: sync, then the read point, then the heads, pipelined on one session.
+  // Heads come from the node cache (rule 12): known ones cost nothing, the others are read
+  // in the same pipeline; either way they are judged only once the read point is known.
   auto& session = stm_.session();
+  std::vector<NodeCache::Lookup> heads;
+  heads.reserve(prefetch.size());
+  for (const auto& ref : prefetch) heads.push_back(stm_.nodes().begin(ref->head_path()));
   auto synced = session.sync_async(stm_.clock_path());
   auto clock = session.exists_async(stm_.clock_path());
-  std::vector<std::future<NodeData>> heads;
-  heads.reserve(prefetch.size());
-  for (const auto& ref : prefetch) heads.push_back(session.get_async(ref->head_path()));
   session.wait(synced);
   auto clock_stat = session.wait(clock);
   if (!clock_stat) throw BackendError("stm clock " + stm_.clock_path() + " is missing");
@@ -65,7 +69,7 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   for (std::size_t i = 0; i < prefetch.size(); ++i) {
     Entry& fresh = entries_[prefetch[i].get()];
     fresh.ref = prefetch[i];
-    load_head(fresh, session.wait(heads[i]));
+    load_head(fresh, stm_.nodes().finish(heads[i]));
   }
   check_session();
   if (!barge_.age) barge_.age = stm_.new_age(read_point_);
@@ -90,7 +94,8 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
   if (found != entries_.end()) return found->second;
   Entry& fresh = entries_[&ref];
   fresh.ref = ref.shared_from_this();
-  load_head(fresh, stm_.session().get(ref.head_path()));
+  auto lookup = stm_.nodes().begin(ref.head_path());
+  load_head(fresh, stm_.nodes().finish(lookup));
   check_session();
   return fresh;
 }
@@ -187,10 +192,10 @@ std::vector<std::shared_ptr<RefCore>> Transaction::touched() const {
 std::vector<Transaction::Tag> Transaction::read_tags(const std::vector<Entry*>& targets,
                                                     const std::function<void()>& meanwhile) {
   auto& session = stm_.session();
-  std::vector<std::future<NodeData>> replies;
+  std::vector<NodeCache::Lookup> replies;
   replies.reserve(targets.size());
   for (Entry* target : targets) {
-    replies.push_back(session.get_async(stm_.tag_path(target->ref->name())));
+    replies.push_back(stm_.nodes().begin(stm_.tag_path(target->ref->name())));
   }
   if (meanwhile) meanwhile();
   std::vector<Tag> tags;
@@ -198,7 +203,7 @@ std::vector<Transaction::Tag> Transaction::read_tags(const std::vector<Entry*>& 
     const std::string path = stm_.tag_path(targets[i]->ref->name());
     NodeData node;
     try {
-      node = session.wait(replies[i]);
+      node = stm_.nodes().finish(replies[i]);
     } catch (const NoNode&) {
       session.create_recursive(path);  // a ref made before tags existed
       node = session.get(path);
@@ -408,6 +413,11 @@ void Transaction::commit() {
       }
       for (const auto& ref : released) barge_.held.erase(ref);
       (void)session.remove_async(marker, 0);
+      // The heads (and released tags) just changed: read them ahead for the next transaction.
+      for (auto* staged : {&written, &recomputed}) {
+        for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());
+      }
+      for (const auto& ref : released) stm_.nodes().refresh(stm_.tag_path(ref->name()));
       stm_.count_commit();
       return;
     }

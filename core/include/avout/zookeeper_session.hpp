@@ -208,6 +208,12 @@ class ZooKeeperSession {
     if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
     return reply.get();
   }
+  /// See wait(std::future<T>&); for a reply shared by several readers.
+  template <typename T>
+  T wait(const std::shared_future<T>& reply) const {
+    if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
+    return reply.get();
+  }
 
   /// Watches a node for as long as the returned handle lives: the callback gets every
   /// created/changed/deleted event (changes in quick succession may coalesce into one) and

@@ -32,6 +32,7 @@ struct GarbageReport {
 namespace avout::detail {
 
 class CallbackExecutor;
+class NodeCache;
 
 /// One older committed version of a ref: the zxid of its commit and where its value is.
 struct HeadEntry {
@@ -119,6 +120,11 @@ class StmContext {
  public:
   StmContext(ZooKeeperSession& session, const std::string& root,
              std::shared_ptr<CallbackExecutor> callbacks, StmOptions options);
+  ~StmContext();
+  StmContext(const StmContext&) = delete;
+  StmContext& operator=(const StmContext&) = delete;
+  /// Heads and tags this client has read, kept valid by watches (rule 12).
+  NodeCache& nodes() { return *nodes_; }
   ZooKeeperSession& session() { return session_; }
   const StmOptions& options() const { return options_; }
   const std::string& clock_path() const { return clock_path_; }
@@ -170,6 +176,7 @@ class StmContext {
   std::string sessions_root_;
   std::shared_ptr<CallbackExecutor> callbacks_;
   StmOptions options_;
+  std::unique_ptr<NodeCache> nodes_;
   std::mutex announce_mutex_;
   std::uint64_t announced_generation_ = ~std::uint64_t{0};
   std::atomic<std::uint64_t> ages_{0};

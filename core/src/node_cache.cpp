@@ -1,0 +1,121 @@
+#include "node_cache.hpp"
+
+#include <avout/errors.hpp>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace avout::detail {
+
+namespace {
+constexpr std::size_t cached_nodes = 65536;
+}
+
+struct NodeCache::State {
+  struct Slot {
+    std::optional<NodeData> node;         // valid while `armed` and no event came
+    std::shared_future<NodeData> pending; // a read in flight, if any
+    std::uint64_t pending_ticket = 0;
+    bool armed = false;                   // a watch of ours is registered on the path
+    std::uint64_t epoch = 0;              // bumped by every event on the path
+  };
+  std::mutex mutex;
+  std::unordered_map<std::string, Slot> slots;
+  std::uint64_t generation = 0;  // bumped by every session event: all slots are suspect
+
+  std::uint64_t ticket(const Slot& slot) const { return (generation << 32) ^ slot.epoch; }
+
+  void forget(Slot& slot) {
+    slot.node.reset();
+    slot.pending = {};
+    slot.armed = false;
+    ++slot.epoch;
+  }
+};
+
+NodeCache::NodeCache(ZooKeeperSession& session)
+    : session_(session), state_(std::make_shared<State>()) {
+  listener_ = session_.add_listener([weak = std::weak_ptr<State>(state_)](SessionState) {
+    auto state = weak.lock();
+    if (!state) return;
+    std::lock_guard lock(state->mutex);
+    ++state->generation;
+    for (auto& [path, slot] : state->slots) state->forget(slot);
+  });
+}
+
+NodeCache::~NodeCache() { session_.remove_listener(listener_); }
+
+NodeCache::Lookup NodeCache::begin(const std::string& path) {
+  Lookup lookup{path, std::nullopt, {}, 0};
+  std::lock_guard lock(state_->mutex);
+  if (state_->slots.size() >= cached_nodes && !state_->slots.contains(path)) {
+    // Dropping entries is always safe; their watches only bump epochs nobody reads.
+    for (auto& [key, slot] : state_->slots) state_->forget(slot);
+    ++state_->generation;
+    state_->slots.clear();
+  }
+  auto& slot = state_->slots[path];
+  if (slot.node) {
+    lookup.known = slot.node;
+    lookup.ticket = state_->ticket(slot);
+    return lookup;
+  }
+  if (slot.pending.valid()) {
+    lookup.reply = slot.pending;
+    lookup.ticket = slot.pending_ticket;
+    return lookup;
+  }
+  WatchCallback watch;
+  if (!slot.armed) {
+    watch = [weak = std::weak_ptr<State>(state_), path](const WatchEvent&) {
+      auto state = weak.lock();
+      if (!state) return;
+      std::lock_guard lock(state->mutex);
+      if (auto found = state->slots.find(path); found != state->slots.end()) {
+        state->forget(found->second);
+      }
+    };
+    slot.armed = true;
+  }
+  // Sent under the lock, so the watch event of this read cannot overtake the bookkeeping.
+  slot.pending = session_.get_async(path, std::move(watch)).share();
+  slot.pending_ticket = state_->ticket(slot);
+  lookup.reply = slot.pending;
+  lookup.ticket = slot.pending_ticket;
+  return lookup;
+}
+
+NodeData NodeCache::finish(Lookup& lookup) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (lookup.known) {
+      // Known when the lookup began; still valid only if no event came since.
+      std::lock_guard lock(state_->mutex);
+      auto& slot = state_->slots[lookup.path];
+      if (state_->ticket(slot) == lookup.ticket && slot.node) return *lookup.known;
+    } else {
+      NodeData node;
+      try {
+        node = session_.wait(lookup.reply);
+      } catch (...) {
+        std::lock_guard lock(state_->mutex);
+        auto& slot = state_->slots[lookup.path];
+        if (slot.pending_ticket == lookup.ticket) state_->forget(slot);
+        throw;
+      }
+      std::lock_guard lock(state_->mutex);
+      auto& slot = state_->slots[lookup.path];
+      if (state_->ticket(slot) == lookup.ticket) {
+        // No event since the read was sent: it is the node as of any later read point.
+        if (slot.armed) slot.node = node;
+        slot.pending = {};
+        return node;
+      }
+    }
+    // The node changed (or the session stirred) since the lookup began: look again.
+    lookup = begin(lookup.path);
+  }
+  return session_.get(lookup.path);  // a fresh, unwatched read is always current enough
+}
+
+}  // namespace avout::detail
