@@ -23,12 +23,10 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
     {
       Stores stores(servers);
       auto counter = stores.client.atom<long>(name, 0, stores.store(kind));
-      const auto before = stores.client.session().statistics().requests;
-      Result row = summarize(std::string("swap, 1 process, ") + store_name(kind), time_each(n, [&] {
-        counter.swap([](long v) { return v + 1; });
-      }));
-      row.zookeeper_requests =
-          static_cast<double>(stores.client.session().statistics().requests - before) / n;
+      Result row = summarize(std::string("swap, 1 process, ") + store_name(kind),
+                             measure_client(stores.client, n, [&] {
+                               counter.swap([](long v) { return v + 1; });
+                             }));
       row.floor_ms = floor_of(kind, floors);
       row.floor_name = std::string(store_name(kind)) + " get+set";
       rows.push_back(row);
@@ -37,7 +35,8 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
         std::string("swap, 8 processes, ") + store_name(kind), 8, [&](int) {
           Stores stores(servers);
           auto counter = stores.client.atom<long>(name, 0, stores.store(kind));
-          return time_each(n / 4, [&] { counter.swap([](long v) { return v + 1; }); });
+          return measure_client(stores.client, n / 4,
+                                [&] { counter.swap([](long v) { return v + 1; }); });
         });
     contended.floor_ms = floor_of(kind, floors);
     contended.floor_name = std::string(store_name(kind)) + " get+set";

@@ -44,8 +44,29 @@ Result summarize(const std::string& workload, std::vector<double> latencies_ms) 
   return result;
 }
 
+ProcessReport measure_client(Client& client, int count, const std::function<void()>& operation) {
+  const auto before = client.session().statistics();
+  const auto retries_before = client.transaction_counts().second;
+  ProcessReport report;
+  report.latencies_ms = time_each(count, operation);
+  const auto after = client.session().statistics();
+  report.zookeeper_requests = static_cast<double>(after.requests - before.requests);
+  report.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips);
+  report.retries = static_cast<double>(client.transaction_counts().second - retries_before);
+  return report;
+}
+
+Result summarize(const std::string& workload, const ProcessReport& report) {
+  Result result = summarize(workload, report.latencies_ms);
+  const double operations = std::max<double>(1, static_cast<double>(report.latencies_ms.size()));
+  result.zookeeper_requests = report.zookeeper_requests / operations;
+  result.zookeeper_round_trips = report.zookeeper_round_trips / operations;
+  result.retries = report.retries / operations;
+  return result;
+}
+
 Result run_processes(const std::string& workload, int processes,
-                     const std::function<std::vector<double>(int)>& body) {
+                     const std::function<ProcessReport(int)>& body) {
   std::vector<int> pipes;
   std::vector<pid_t> children;
   const auto start = std::chrono::steady_clock::now();
@@ -57,9 +78,13 @@ Result run_processes(const std::string& workload, int processes,
       close(fds[0]);
       int code = 0;
       try {
-        auto latencies = body(index);
-        const auto bytes = latencies.size() * sizeof(double);
-        if (write(fds[1], latencies.data(), bytes) != static_cast<ssize_t>(bytes)) code = 3;
+        auto report = body(index);
+        // Three counters first, then the latencies.
+        std::vector<double> message{report.zookeeper_requests, report.zookeeper_round_trips,
+                                    report.retries};
+        message.insert(message.end(), report.latencies_ms.begin(), report.latencies_ms.end());
+        const auto bytes = message.size() * sizeof(double);
+        if (write(fds[1], message.data(), bytes) != static_cast<ssize_t>(bytes)) code = 3;
       } catch (const std::exception& error) {
         std::fprintf(stderr, "bench child %d: %s\n", index, error.what());
         code = 1;
@@ -70,10 +95,18 @@ Result run_processes(const std::string& workload, int processes,
     pipes.push_back(fds[0]);
     children.push_back(pid);
   }
-  std::vector<double> all;
+  ProcessReport all;
   for (int fd : pipes) {
     double sample;
-    while (read(fd, &sample, sizeof sample) == sizeof sample) all.push_back(sample);
+    int position = 0;
+    while (read(fd, &sample, sizeof sample) == sizeof sample) {
+      switch (position++) {
+        case 0: all.zookeeper_requests += sample; break;
+        case 1: all.zookeeper_round_trips += sample; break;
+        case 2: all.retries += sample; break;
+        default: all.latencies_ms.push_back(sample);
+      }
+    }
     close(fd);
   }
   for (pid_t pid : children) {
@@ -86,19 +119,20 @@ Result run_processes(const std::string& workload, int processes,
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Result result = summarize(workload, all);
-  result.operations_per_second = static_cast<double>(all.size()) / seconds;
+  result.operations_per_second = static_cast<double>(all.latencies_ms.size()) / seconds;
   return result;
 }
 
 void print_table(const std::string& title, const std::vector<Result>& results) {
   std::printf("\n== %s ==\n", title.c_str());
-  std::printf("%-44s %10s %9s %9s %8s %9s  %s\n", "workload", "ops/s", "p50 ms", "p99 ms",
-              "zk req", "x floor", "floor (p50)");
+  std::printf("%-44s %10s %9s %9s %8s %8s %8s %9s  %s\n", "workload", "ops/s", "p50 ms",
+              "p99 ms", "zk req", "zk rtt", "retries", "x floor", "floor (p50)");
   for (const auto& r : results) {
     char ratio[32] = "-";
     if (r.floor_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.p50_ms / r.floor_ms);
-    std::printf("%-44s %10.0f %9.3f %9.3f %8.2f %9s  %s%s\n", r.workload.c_str(),
-                r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests, ratio,
+    std::printf("%-44s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", r.workload.c_str(),
+                r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests,
+                r.zookeeper_round_trips, r.retries, ratio,
                 r.floor_name.c_str(),
                 r.floor_ms > 0 ? (" " + std::to_string(r.floor_ms).substr(0, 5) + " ms").c_str() : "");
   }

@@ -30,12 +30,9 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
       auto refs = make_refs(stores, unique("stm-" + where), k, kind);
       auto measure = [&](const std::string& label, double floor, const std::string& floor_name,
                          const std::function<void()>& transaction) {
-        transaction();  // warm: the next attempts prefetch this read set
-        const auto before = stores.client.session().statistics().requests;
+        transaction();  // warm: heads and tags are cached from here on
         Result row = summarize(label + ", k=" + std::to_string(k) + ", " + where,
-                               time_each(n, transaction));
-        row.zookeeper_requests =
-            static_cast<double>(stores.client.session().statistics().requests - before) / n;
+                               measure_client(stores.client, n, transaction));
         row.floor_ms = floor;
         row.floor_name = floor_name;
         rows.push_back(row);
@@ -63,7 +60,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
     Stores own(servers);
     auto accounts = make_refs(own, bank, 20, 3);
     std::mt19937 random(static_cast<unsigned>(index) + 1);
-    return time_each(transfers, [&] {
+    return measure_client(own.client, transfers, [&] {
       const auto from = random() % 20, to = (from + 1 + random() % 19) % 20;
       own.client.dosync([&] {
         accounts[from].alter([](long v) { return v - 1; });

@@ -29,8 +29,9 @@ std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string&
     try {
       auto synced = session.sync_async(marker);
       auto found = session.exists_async(marker);
+      const bool present = session.wait(found).has_value();
       session.wait(synced);
-      return session.wait(found).has_value();
+      return present;
     } catch (const ConnectionLoss&) {
     } catch (const SessionExpired&) {
     }
@@ -62,8 +63,8 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   for (const auto& ref : prefetch) heads.push_back(stm_.nodes().begin(ref->head_path()));
   auto synced = session.sync_async(stm_.clock_path());
   auto clock = session.exists_async(stm_.clock_path());
+  auto clock_stat = session.wait(clock);  // replies come in order: the sync's is in too
   session.wait(synced);
-  auto clock_stat = session.wait(clock);
   if (!clock_stat) throw BackendError("stm clock " + stm_.clock_path() + " is missing");
   read_point_ = clock_stat->mzxid;
   for (std::size_t i = 0; i < prefetch.size(); ++i) {

@@ -118,6 +118,7 @@ struct ZooKeeperSession::Impl {
 
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> multi_operations{0};
+  std::atomic<std::uint64_t> round_trips{0};
 
   std::shared_ptr<Handle> current() const {
     std::lock_guard lock(mutex);
@@ -506,7 +507,12 @@ std::shared_ptr<void> ZooKeeperSession::watch_persistently(const std::string& pa
 }
 
 SessionStatistics ZooKeeperSession::statistics() const {
-  return SessionStatistics{impl_->requests.load(), impl_->multi_operations.load()};
+  return SessionStatistics{impl_->requests.load(), impl_->multi_operations.load(),
+                           impl_->round_trips.load()};
+}
+
+void ZooKeeperSession::note_round_trip() const {
+  impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ZooKeeperSession::expire_for_testing() {

@@ -124,6 +124,8 @@ struct SessionOptions {
 struct SessionStatistics {
   std::uint64_t requests = 0;        ///< requests sent (a multi counts once)
   std::uint64_t multi_operations = 0;///< operations inside multis
+  std::uint64_t round_trips = 0;     ///< waits that blocked on a reply not yet in (pipelined
+                                     ///< replies already in count nothing)
 };
 
 /// A ZooKeeper session that renews itself: after an expiry it opens a new session and tells
@@ -205,12 +207,14 @@ class ZooKeeperSession {
   /// reports a dead connection sooner); throws ConnectionLoss past that.
   template <typename T>
   T wait(std::future<T>& reply) const {
+    if (reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) note_round_trip();
     if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
     return reply.get();
   }
   /// See wait(std::future<T>&); for a reply shared by several readers.
   template <typename T>
   T wait(const std::shared_future<T>& reply) const {
+    if (reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) note_round_trip();
     if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
     return reply.get();
   }
@@ -235,6 +239,7 @@ class ZooKeeperSession {
   void expire_once();
   std::chrono::milliseconds reply_timeout() const;
   [[noreturn]] void throw_no_reply() const;
+  void note_round_trip() const;
   std::shared_ptr<Impl> impl_;
 };
 
