@@ -1,3 +1,5 @@
+#include "agent_workers.hpp"
+
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
 
@@ -33,11 +35,13 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
       detail::StmOptions{.retry_limit = options_.retry_limit,
                          .max_history = options_.max_history,
                          .min_history = options_.min_history});
+  agent_workers_ = std::make_shared<detail::AgentWorkers>();
 }
 
 Client::~Client() {
   // No ZooKeeper event may reach a callback after the executor stopped: close the session
   // first, then drain the callbacks already queued.
+  agent_workers_->stop();  // actions in flight finish; their agents are let go
   stm_.reset();
   zookeeper_store_.reset();
   session_.reset();
@@ -70,6 +74,13 @@ std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, S
   return std::make_shared<detail::AtomCore>(name, std::move(state), store.max_value_size(),
                                             *session_, std::move(watch_path), notify, callbacks_,
                                             options_.retry_limit);
+}
+
+std::shared_ptr<detail::AgentCore> Client::attach_agent(const std::string& name, Store& store) {
+  validate_path(name);
+  return std::make_shared<detail::AgentCore>(
+      name, std::shared_ptr<ReferenceData>(store.reference_data("/agents" + name)),
+      store.max_value_size(), *stm_, agent_workers_);
 }
 
 }  // namespace avout

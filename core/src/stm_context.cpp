@@ -193,14 +193,14 @@ std::string StmContext::marker_path(const std::string& attempt) const {
   return markers_root_ + "/" + attempt;
 }
 
-std::optional<Bytes> StmContext::fetch(RefCore& ref, const Point& point) {
+std::optional<Bytes> StmContext::fetch_value(ReferenceData& data, const Point& point) {
   {
     std::lock_guard lock(cache_mutex_);
     if (auto found = cache_.find(point.id); found != cache_.end()) return found->second;
   }
   Bytes value;
   try {
-    value = ref.data().get(point);
+    value = data.get(point);
   } catch (const MissingPoint&) {
     return std::nullopt;
   }

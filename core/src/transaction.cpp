@@ -20,9 +20,17 @@ constexpr std::size_t multi_value_budget = 512 * 1024;
 // tag left behind by a stuck (but living) process delays others only for a while.
 constexpr std::size_t yield_limit = 100;
 
-// A definite "did it land?" for a commit multi whose reply was lost (rule 6): the marker
-// created in op 0 exists exactly when the multi was applied. Returns nullopt when ZooKeeper
-// stays unreachable past the session's reply timeout.
+void erase_quietly(RefCore& ref, const Point& point) {
+  try {
+    ref.data().erase(point);
+  } catch (const Error&) {
+    // Left for gc: an unreferenced point is garbage, never visible.
+  }
+}
+}  // namespace
+
+Transaction* Transaction::current() { return running; }
+
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker) {
   const auto deadline = std::chrono::steady_clock::now() + session.options().session_timeout * 3;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -39,17 +47,6 @@ std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string&
   }
   return std::nullopt;
 }
-
-void erase_quietly(RefCore& ref, const Point& point) {
-  try {
-    ref.data().erase(point);
-  } catch (const Error&) {
-    // Left for gc: an unreferenced point is garbage, never visible.
-  }
-}
-}  // namespace
-
-Transaction* Transaction::current() { return running; }
 
 Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
                          BargeState& barge)
@@ -243,6 +240,13 @@ void Transaction::claim_refs() {
   }
 }
 
+void Transaction::add_to_commit(std::vector<Operation> operations,
+                                std::function<void(const std::vector<OperationResult>&)> on_commit,
+                                std::function<void()> on_failure) {
+  additions_.push_back(CommitAddition{std::move(operations), std::move(on_commit),
+                                      std::move(on_failure)});
+}
+
 void Transaction::commit() {
   std::vector<Entry*> fixed;     // written or ensured: checked at the version read
   std::vector<Entry*> commuted;  // commuted only: recomputed from the newest value
@@ -250,7 +254,8 @@ void Transaction::commit() {
     if (target.written || target.ensured) fixed.push_back(&target);
     else if (!target.commutes.empty()) commuted.push_back(&target);
   }
-  if (fixed.empty() && commuted.empty()) return;  // read-only: the snapshot was consistent
+  // Read-only: the snapshot was consistent and nothing needs to be written.
+  if (fixed.empty() && commuted.empty() && additions_.empty()) return;
   auto& session = stm_.session();
   check_session();
   stm_.announce_session();  // gc must see our session alive while our points are pending
@@ -383,6 +388,11 @@ void Transaction::commit() {
         operations.push_back(op::Check{path, tags[i].version});
       }
     }
+    const std::size_t first_addition = operations.size();
+    for (const auto& addition : additions_) {
+      operations.insert(operations.end(), addition.operations.begin(), addition.operations.end());
+    }
+    const std::size_t after_additions = operations.size();
     for (auto* staged : {&written, &recomputed}) {
       for (auto& s : *staged) {
         if (s.in_multi) operations.push_back(*s.in_multi);
@@ -419,10 +429,35 @@ void Transaction::commit() {
         for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());
       }
       for (const auto& ref : released) stm_.nodes().refresh(stm_.tag_path(ref->name()));
+      std::size_t at = first_addition;
+      for (const auto& addition : additions_) {
+        const auto count = addition.operations.size();
+        std::vector<OperationResult> results;
+        if (result.results.size() >= at + count) {
+          results.assign(result.results.begin() + static_cast<std::ptrdiff_t>(at),
+                         result.results.begin() + static_cast<std::ptrdiff_t>(at + count));
+        }
+        at += count;
+        if (addition.on_commit) addition.on_commit(results);
+      }
       stm_.count_commit();
       return;
     }
     discard(recomputed);
+    if (!result.committed && result.failed_index >= first_addition &&
+        result.failed_index < after_additions) {
+      std::size_t at = first_addition;
+      for (const auto& addition : additions_) {
+        at += addition.operations.size();
+        if (result.failed_index < at) {
+          if (addition.on_failure) {
+            discard(written);
+            addition.on_failure();
+          }
+          break;
+        }
+      }
+    }
     const bool only_commutes_conflicted =
         !result.committed && result.failed_index >= first_commuted &&
         result.failed_index < first_commuted + commuted.size();

@@ -2,6 +2,7 @@
 // Everything of avout's core API in one include: Client, Atom, errors, codecs, the backend
 // interfaces and the ZooKeeper session.
 
+#include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/client.hpp>

@@ -2,6 +2,7 @@
 // avout::Client: one ZooKeeper session (renewed after expiry) and the factory of atoms, refs,
 // locks and agents. Thread safe; copying is not allowed, share it by reference.
 
+#include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/ref.hpp>
@@ -34,6 +35,7 @@ struct ClientOptions {
 };
 
 namespace detail {
+class AgentWorkers;
 class CallbackExecutor;
 /// Makes the ZooKeeper value store of a client (defined by the avout::zookeeper library).
 std::unique_ptr<Store> make_zookeeper_store(ZooKeeperSession& session, const std::string& root);
@@ -77,6 +79,19 @@ class Client {
     return Ref<T>(stm_->attach(name, store, encode(initial)));
   }
 
+  /// The agent `name` whose value lives in ZooKeeper; created with `initial` if new.
+  template <Encodable T>
+  Agent<T> agent(const std::string& name, const T& initial) {
+    return agent<T>(name, initial, default_store());
+  }
+  /// The agent `name` whose value lives in `store`; created with `initial` if new.
+  template <Encodable T>
+  Agent<T> agent(const std::string& name, const T& initial, Store& store) {
+    auto core = attach_agent(name, store);
+    core->create_if_absent(encode(initial));
+    return Agent<T>(std::move(core));
+  }
+
   /// Runs `body` as a transaction and returns what it returns. Every ref read inside sees
   /// one snapshot; all writes commit atomically across stores, or the body runs again
   /// (keep it free of side effects). A dosync inside a dosync joins the outer one. Throws
@@ -93,6 +108,7 @@ class Client {
       return std::move(*result);
     }
   }
+
 
   /// Sweeps what crashed processes and aborted commits left (DESIGN rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the
@@ -115,12 +131,14 @@ class Client {
 
  private:
   std::shared_ptr<detail::AtomCore> attach_atom(const std::string& name, Store& store);
+  std::shared_ptr<detail::AgentCore> attach_agent(const std::string& name, Store& store);
 
   ClientOptions options_;
   std::unique_ptr<ZooKeeperSession> session_;
   std::unique_ptr<Store> zookeeper_store_;
   std::shared_ptr<detail::CallbackExecutor> callbacks_;
   std::unique_ptr<detail::StmContext> stm_;
+  std::shared_ptr<detail::AgentWorkers> agent_workers_;
 };
 
 }  // namespace avout

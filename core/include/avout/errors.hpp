@@ -73,6 +73,12 @@ class LockLost : public Error {
   using Error::Error;
 };
 
+/// An agent whose action failed refuses sends until restart() (the message names the error).
+class AgentFailed : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A wait ran past its deadline.
 class Timeout : public Error {
  public:

@@ -152,7 +152,13 @@ class StmContext {
 
   /// The value at `point` of `ref`, from the cache or the store (values never change).
   /// nullopt when the store has no value there.
-  std::optional<Bytes> fetch(RefCore& ref, const Point& point);
+  std::optional<Bytes> fetch(RefCore& ref, const Point& point) { return fetch_value(ref.data(), point); }
+  /// The same for any version set (refs, agents).
+  std::optional<Bytes> fetch_value(ReferenceData& data, const Point& point);
+  /// Where agents keep their `kind` ("heads", "queues") nodes for the agent `name`.
+  std::string agent_path(const std::string& kind, const std::string& name) const {
+    return root_ + "/agents/" + kind + name;
+  }
   /// Remembers a value just written at `point`.
   void remember(const Point& point, const Bytes& value);
 
@@ -206,6 +212,10 @@ struct BargeState {
   std::map<std::shared_ptr<RefCore>, std::int32_t> held;
 };
 
+/// A definite "did it land?" for a multi whose reply was lost (rule 6): its marker, created
+/// in op 0, exists exactly when it was applied. nullopt when ZooKeeper stays unreachable.
+std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker);
+
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
 void run_transaction(StmContext& stm, const std::function<void()>& body);
 
@@ -234,6 +244,12 @@ class Transaction {
   void commit();
   /// The refs this attempt touched (prefetched by the next attempt).
   std::vector<std::shared_ptr<RefCore>> touched() const;
+  /// Adds operations to this attempt's commit multi (after the heads and tags, before the
+  /// clock): agent sends, lock guards. `on_commit` gets their results once the commit landed;
+  /// `on_failure` (optional) is thrown instead of a retry when one of them made it fail.
+  void add_to_commit(std::vector<Operation> operations,
+                     std::function<void(const std::vector<OperationResult>&)> on_commit,
+                     std::function<void()> on_failure = {});
   /// Tags the refs this attempt wrote or ensured with its age, so younger transactions
   /// yield to the next attempt (called after a failed attempt once it is old enough).
   void claim_refs();
@@ -262,8 +278,15 @@ class Transaction {
   std::vector<Tag> read_tags(const std::vector<Entry*>& targets,
                              const std::function<void()>& meanwhile = {});
 
+  struct CommitAddition {
+    std::vector<Operation> operations;
+    std::function<void(const std::vector<OperationResult>&)> on_commit;
+    std::function<void()> on_failure;
+  };
+
   StmContext& stm_;
   BargeState& barge_;
+  std::vector<CommitAddition> additions_;
   std::vector<std::shared_ptr<RefCore>> claims_;  // refs written or ensured, even if it failed
   Transaction* outer_;
   std::uint64_t generation_;

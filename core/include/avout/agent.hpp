@@ -1,0 +1,87 @@
+#pragma once
+// avout::Agent<T>: a value changed by actions sent to it. Actions run one at a time, in the
+// order the sends were made across all processes, each on a worker of the process that sent
+// it, and each sees the value the previous one left.
+
+#include <avout/codec.hpp>
+#include <avout/detail/agent_core.hpp>
+#include <avout/errors.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace avout {
+
+class Client;
+
+/// A distributed agent holding a T. Thread safe; copies share one identity.
+template <Encodable T>
+class Agent {
+ public:
+  /// The newest stored value.
+  T deref() const { return decode<T>(core_->read_latest()); }
+  /// Same as deref().
+  T operator*() const { return deref(); }
+
+  /// Queues f(value, args...) and returns at once; it runs on the fixed worker pool. Inside
+  /// dosync the send goes out only if (and once) the transaction commits; inside an action,
+  /// once that action's value is stored. Throws AgentFailed while the agent is failed.
+  template <typename F, typename... Args>
+  void send(F&& f, Args&&... args) {
+    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false);
+  }
+  /// Like send, for actions that block (I/O): they run on a pool that grows as needed.
+  template <typename F, typename... Args>
+  void send_off(F&& f, Args&&... args) {
+    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), true);
+  }
+
+  /// Blocks until every action this process sent so far has run. Throws Error inside an
+  /// action or a transaction, Timeout after `limit` (default: one minute).
+  void await(std::chrono::milliseconds limit = std::chrono::minutes(1)) {
+    if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
+  }
+  /// Like await, but returns false instead of throwing when `timeout` passes.
+  bool await_for(std::chrono::milliseconds timeout) { return core_->await_for(timeout); }
+
+  /// The error of the action that failed the agent (in any process), or nullopt.
+  std::optional<std::string> error() const { return core_->error(); }
+  /// Clears a failed agent's error and sets its value; throws Error when it is not failed.
+  void restart(const T& value) { core_->restart(encode(value)); }
+
+  /// Installs a validator for actions run by this process (empty: none); an action whose
+  /// result it rejects fails the agent with a ValidationError message. Throws
+  /// ValidationError (installing nothing) when the current value fails it.
+  void set_validator(std::function<bool(const T&)> validator) {
+    if (validator && !validator(deref())) {
+      throw ValidationError("agent " + core_->name() + ": current value fails the validator");
+    }
+    if (!validator) return core_->set_validator({});
+    core_->set_validator([validator](const Bytes& bytes) { return validator(decode<T>(bytes)); });
+  }
+  /// The agent's name.
+  const std::string& name() const { return core_->name(); }
+
+ private:
+  friend class Client;
+  explicit Agent(std::shared_ptr<detail::AgentCore> core) : core_(std::move(core)) {}
+
+  template <typename F, typename... Args>
+  static detail::AgentAction bind(F&& f, Args&&... args) {
+    return [f = std::decay_t<F>(std::forward<F>(f)),
+            bound = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)](
+               const Bytes& current) {
+      return encode(static_cast<T>(std::apply(
+          [&](const auto&... arguments) { return f(decode<T>(current), arguments...); }, bound)));
+    };
+  }
+
+  std::shared_ptr<detail::AgentCore> core_;
+};
+
+}  // namespace avout

@@ -1,0 +1,112 @@
+#pragma once
+// The type-independent machinery of agents (DESIGN.md sections 3 and 5.1 "Agents").
+//
+// Layout: the agent's head node <root>/agents/heads<name> names the point of its value in
+// the value store and, once an action failed, the error. Every send is an ephemeral
+// sequential node under <root>/agents/queues<name>; the sequence fixes the global order.
+// A process runs only its own sends: when its oldest send is first in the queue it applies
+// the action and commits in one multi (marker, versioned head, delete of the send node),
+// which lets the next sender's action run. A dead sender's nodes vanish with its session,
+// so it never blocks the queue.
+
+#include <avout/backend.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace avout::detail {
+
+class CallbackExecutor;
+class StmContext;
+class AgentWorkers;
+
+/// An action on encoded values: takes the current value, gives the next.
+using AgentAction = std::function<Bytes(const Bytes&)>;
+
+/// The data of an agent's head node.
+struct AgentHead {
+  Point point;                       ///< where the current value is stored
+  std::optional<std::string> error;  ///< set once an action failed, until restart
+};
+
+/// Encodes an agent head.
+Bytes encode_agent_head(const AgentHead& head);
+/// Decodes an agent head; CodecError naming `path` when malformed.
+AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
+
+class AgentCore : public std::enable_shared_from_this<AgentCore> {
+ public:
+  AgentCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
+            StmContext& stm, std::shared_ptr<AgentWorkers> workers);
+  ~AgentCore();
+  AgentCore(const AgentCore&) = delete;
+  AgentCore& operator=(const AgentCore&) = delete;
+
+  /// Creates the head with `initial` unless the agent exists already.
+  void create_if_absent(const Bytes& initial);
+  const std::string& name() const { return name_; }
+
+  /// The newest stored value.
+  Bytes read_latest();
+  /// Queues `action`: inside dosync it goes out with the commit, inside an action after that
+  /// action's value is stored, else at once. `blocking` picks the send_off workers.
+  void send(AgentAction action, bool blocking);
+  /// Waits until every action this process sent so far has run (or was dropped).
+  bool await_for(std::chrono::milliseconds timeout);
+  /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
+  std::optional<std::string> error();
+  /// Clears a failed agent's error and sets its value; throws Error when it is not failed.
+  void restart(const Bytes& value);
+  /// Installs a validator (empty: none); an action whose result fails it fails the agent.
+  void set_validator(std::function<bool(const Bytes&)> validator);
+  /// Checks a value against the validator; false when rejected.
+  bool accepts(const Bytes& value);
+
+  /// True while the calling thread runs an action of any agent.
+  static bool in_action();
+
+ private:
+  struct Pending {
+    std::shared_future<std::string> created;  // the send node's path
+    std::string tag;                          // unique part of its name, to find it again
+    AgentAction action;
+    bool blocking = false;
+  };
+  void enqueue(Pending pending);
+  void schedule(bool blocking);
+  void drive();
+  bool first_in_queue(const std::string& node);
+  void apply(const std::string& node, Pending& pending);
+  void finish_one();
+  std::string send_prefix(const std::string& tag) const;
+  std::optional<std::string> find_send(const std::string& tag);
+
+  std::string name_;
+  std::shared_ptr<ReferenceData> data_;
+  std::size_t max_value_size_;
+  StmContext& stm_;
+  ZooKeeperSession& session_;
+  std::shared_ptr<AgentWorkers> workers_;
+  std::string head_path_;
+  std::string queue_path_;
+
+  std::mutex mutex_;  // guards the members below
+  std::condition_variable idle_;
+  std::deque<Pending> pending_;
+  bool driving_ = false;
+  std::uint64_t sent_ = 0;
+  std::uint64_t finished_ = 0;
+  std::function<bool(const Bytes&)> validator_;
+};
+
+}  // namespace avout::detail

@@ -1,0 +1,132 @@
+#include "agent_workers.hpp"
+
+#include <avout/detail/agent_core.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace avout::detail {
+
+namespace {
+
+void run_reporting(const std::function<void()>& task) {
+  try {
+    task();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "avout: an agent task threw: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "avout: an agent task threw a non-standard exception\n");
+  }
+}
+
+// A thread per task that finds no idle thread; threads stay for later tasks until stop().
+class GrowingPool {
+ public:
+  void post(std::function<void()> task) {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    tasks_.push_back(std::move(task));
+    if (idle_ == 0) threads_.emplace_back([this] { work(); });
+    else ready_.notify_one();
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      tasks_.clear();
+      ready_.notify_all();
+    }
+    for (auto& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      ++idle_;
+      ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      --idle_;
+      if (stopping_) return;
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      run_reporting(task);
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  std::vector<std::thread> threads_;
+  std::size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+struct AgentWorkers::Impl {
+  boost::asio::thread_pool fixed{std::max(2u, std::thread::hardware_concurrency())};
+  GrowingPool growing;
+  std::mutex mutex;
+  bool stopped = false;
+  std::map<const AgentCore*, std::shared_ptr<AgentCore>> retained;
+};
+
+AgentWorkers::AgentWorkers() : impl_(std::make_unique<Impl>()) {}
+
+AgentWorkers::~AgentWorkers() { stop(); }
+
+void AgentWorkers::post(bool blocking, std::function<void()> task) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) return;
+  }
+  if (blocking) {
+    impl_->growing.post(std::move(task));
+  } else {
+    boost::asio::post(impl_->fixed, [task = std::move(task)] { run_reporting(task); });
+  }
+}
+
+void AgentWorkers::retain(const std::shared_ptr<AgentCore>& agent) {
+  std::lock_guard lock(impl_->mutex);
+  if (!impl_->stopped) impl_->retained.emplace(agent.get(), agent);
+}
+
+void AgentWorkers::release(const AgentCore* agent) {
+  std::shared_ptr<AgentCore> last;  // may be the last owner: destroyed outside the lock
+  std::lock_guard lock(impl_->mutex);
+  if (auto found = impl_->retained.find(agent); found != impl_->retained.end()) {
+    last = std::move(found->second);
+    impl_->retained.erase(found);
+  }
+}
+
+void AgentWorkers::stop() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  impl_->fixed.stop();
+  impl_->fixed.join();
+  impl_->growing.stop();
+  std::map<const AgentCore*, std::shared_ptr<AgentCore>> retained;
+  {
+    std::lock_guard lock(impl_->mutex);
+    retained.swap(impl_->retained);
+  }
+}
+
+}  // namespace avout::detail

@@ -1,0 +1,33 @@
+#pragma once
+// The threads agent actions run on: a fixed pool sized to the cores for send(), a pool that
+// grows with the work for send_off() (blocking actions must not starve the others).
+
+#include <functional>
+#include <memory>
+
+namespace avout::detail {
+
+class AgentCore;
+
+class AgentWorkers {
+ public:
+  AgentWorkers();
+  ~AgentWorkers();
+  AgentWorkers(const AgentWorkers&) = delete;
+  AgentWorkers& operator=(const AgentWorkers&) = delete;
+
+  /// Runs `task` on the send_off pool when `blocking`, else on the fixed pool.
+  void post(bool blocking, std::function<void()> task);
+  /// Keeps `agent` alive while it has queued sends, even when every handle is gone.
+  void retain(const std::shared_ptr<AgentCore>& agent);
+  /// Ends retain().
+  void release(const AgentCore* agent);
+  /// Finishes the running tasks, drops the queued ones and every retained agent.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace avout::detail
