@@ -1,6 +1,6 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), measures
 // the raw floors, then each workload beside them.
-// Usage: avout-bench [--quick] [--only atom|stm] [--zookeeper H:P --redis URL --postgres URL]
+// Usage: avout-bench [--quick] [--only atom|stm|agent] [--zookeeper H:P --redis URL --postgres URL]
 #include "workloads.hpp"
 
 #include "support/servers.hpp"
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       else if (arg == "--redis") servers.redis = value();
       else if (arg == "--postgres") servers.postgres = value();
       else {
-        std::cerr << "usage: avout-bench [--quick] [--only atom|stm] [--zookeeper H:P] "
+        std::cerr << "usage: avout-bench [--quick] [--only atom|stm|agent] [--zookeeper H:P] "
                      "[--redis tcp://H:P] [--postgres postgresql://...]\n";
         return 2;
       }
@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
         avout::bench::measure_floors(settings, servers.zookeeper, servers.redis, servers.postgres);
     if (only.empty() || only == "atom") avout::bench::run_atom_workloads(settings, servers, floors);
     if (only.empty() || only == "stm") avout::bench::run_stm_workloads(settings, servers, floors);
+    if (only.empty() || only == "agent") avout::bench::run_agent_workloads(settings, servers, floors);
   } catch (const std::exception& error) {
     std::cerr << "avout-bench: " << error.what() << "\n";
     return 1;

@@ -42,6 +42,9 @@ inline const char* store_name(int kind) {
 /// bench/atom: swap latency and throughput per store, uncontended and from 8 processes.
 void run_atom_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 
+/// bench/agent: sends run per second and the latency from send to run, 1 and 4 processes.
+void run_agent_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
+
 /// bench/stm: read-only and read-write transactions over k refs, and the contended bank.
 void run_stm_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 

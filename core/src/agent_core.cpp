@@ -194,11 +194,22 @@ void AgentCore::finish_one() {
 bool AgentCore::first_in_queue(const std::string& node) {
   // Each waiter watches only the send just before its own: no herd when one finishes.
   const std::string own = last_segment(node);
+  {
+    // Sequence numbers only grow, so nothing can get in front of a node later: when every
+    // node listed before ours is known to be gone, ours is first without asking again.
+    std::lock_guard lock(mutex_);
+    auto mine = std::find(known_queue_.begin(), known_queue_.end(), own);
+    if (mine == known_queue_.begin() && mine != known_queue_.end()) return true;
+  }
   while (true) {
     auto children = session_.children(queue_path_);
     std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
       return sequence_of(a) < sequence_of(b);
     });
+    {
+      std::lock_guard lock(mutex_);
+      known_queue_ = children;
+    }
     auto mine = std::find(children.begin(), children.end(), own);
     if (mine == children.end()) throw SendVanished{};
     if (mine == children.begin()) return true;
@@ -208,9 +219,16 @@ bool AgentCore::first_in_queue(const std::string& node) {
       std::lock_guard lock(mutex_);
       return pending_.front().blocking;
     }();
-    auto still_there = session_.exists(predecessor, [weak, blocking](const WatchEvent&) {
-      if (auto self = weak.lock()) self->schedule(blocking);
-    });
+    auto still_there = session_.exists(
+        predecessor, [weak, blocking, gone = *std::prev(mine)](const WatchEvent& event) {
+          auto self = weak.lock();
+          if (!self) return;
+          if (event.type == WatchEventType::deleted) {
+            std::lock_guard lock(self->mutex_);
+            std::erase(self->known_queue_, gone);
+          }
+          self->schedule(blocking);
+        });
     if (still_there) return false;  // the watch brings us back
   }
 }
@@ -250,7 +268,8 @@ void AgentCore::drive() {
 
 void AgentCore::apply(const std::string& node, Pending& pending) {
   for (std::size_t attempt = 0; attempt < stm_.options().retry_limit; ++attempt) {
-    auto head_node = session_.get(head_path_);
+    auto lookup = stm_.nodes().begin(head_path_);  // read ahead after our last action
+    auto head_node = stm_.nodes().finish(lookup);
     auto head = decode_agent_head(head_node.data, head_path_);
     std::vector<Operation> operations;
     const std::string marker = stm_.marker_path(stm_.new_point().id);
@@ -283,6 +302,7 @@ void AgentCore::apply(const std::string& node, Pending& pending) {
         stm_.announce_session();
         written = stm_.new_point();
         data_->set(next, *written);
+        stm_.remember(*written, next);
         next_head.point = *written;
       }
       operations.push_back(
@@ -300,6 +320,10 @@ void AgentCore::apply(const std::string& node, Pending& pending) {
     }
     if (!landed) throw ConnectionLoss("agent " + name_ + ": outcome of an action unknown");
     if (*landed) {
+      {
+        std::lock_guard lock(mutex_);
+        std::erase(known_queue_, last_segment(node));
+      }
       (void)session_.remove_async(marker, 0);
       if (written) data_->erase(head.point);
       stm_.nodes().refresh(head_path_);

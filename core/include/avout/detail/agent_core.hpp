@@ -107,6 +107,7 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   std::uint64_t sent_ = 0;
   std::uint64_t finished_ = 0;
   std::function<bool(const Bytes&)> validator_;
+  std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
 };
 
 }  // namespace avout::detail

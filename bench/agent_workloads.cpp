@@ -1,0 +1,86 @@
+#include "workloads.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+namespace avout::bench {
+
+namespace {
+
+std::string unique(const std::string& stem) {
+  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
+}
+
+// Sends `count` increments to `name` from this process, then awaits them. Latency of each is
+// the time from send() until its action starts running (the action runs in this process).
+ProcessReport send_and_await(Stores& stores, const std::string& name, int kind, int count) {
+  auto agent = stores.client.agent<long>(name, 0, stores.store(kind));
+  std::mutex mutex;
+  std::unordered_map<long, std::chrono::steady_clock::time_point> sent;
+  std::vector<double> latencies;
+  const auto before = stores.client.session().statistics();
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < count; ++i) {
+    {
+      std::lock_guard lock(mutex);
+      sent[i] = std::chrono::steady_clock::now();
+    }
+    agent.send(
+        [&mutex, &sent, &latencies](long value, long id) {
+          const auto now = std::chrono::steady_clock::now();
+          std::lock_guard lock(mutex);
+          if (auto found = sent.find(id); found != sent.end()) {
+            latencies.push_back(std::chrono::duration<double, std::milli>(now - found->second).count());
+            sent.erase(found);  // a retried apply counts once
+          }
+          return value + 1;
+        },
+        i);
+  }
+  agent.await(std::chrono::minutes(5));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto after = stores.client.session().statistics();
+  ProcessReport report;
+  std::lock_guard lock(mutex);
+  report.latencies_ms = latencies;
+  report.zookeeper_requests = static_cast<double>(after.requests - before.requests);
+  report.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips);
+  (void)seconds;
+  return report;
+}
+
+}  // namespace
+
+void run_agent_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
+  std::vector<Result> rows;
+  const int n = settings.iterations(1000);
+  for (int kind : {0, 1}) {
+    const std::string name = unique(std::string("agent-") + store_name(kind));
+    {
+      Stores stores(servers);
+      const auto start = std::chrono::steady_clock::now();
+      auto report = send_and_await(stores, name, kind, n);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      Result row = summarize(std::string("send to run, 1 process, ") + store_name(kind), report);
+      row.operations_per_second = n / seconds;
+      row.floor_ms = floors.zookeeper_multi;
+      row.floor_name = "zookeeper multi";
+      rows.push_back(row);
+    }
+    Result shared = run_processes(
+        std::string("send to run, 4 processes, ") + store_name(kind), 4, [&](int) {
+          Stores stores(servers);
+          return send_and_await(stores, name, kind, n / 4);
+        });
+    shared.floor_ms = floors.zookeeper_multi;
+    shared.floor_name = "zookeeper multi";
+    rows.push_back(shared);
+  }
+  print_table("agent: send(+1), latency from send to run, throughput of sends run", rows);
+}
+
+}  // namespace avout::bench
