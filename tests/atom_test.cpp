@@ -10,6 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -243,4 +246,28 @@ TEST_CASE("an atom whose ZooKeeper is down fails with ConnectionLoss, not a hang
   CHECK_THROWS_AS(counter.swap([](long v) { return v + 1; }), avout::ConnectionLoss);
   CHECK(std::chrono::steady_clock::now() - started < scaled(20s));
   server.start();
+}
+
+TEST_CASE("processes forked after their parent wrote an atom draw different writer ids") {
+  // A generator state copied by fork() would let one process "resolve" a lost reply with a
+  // sibling's write (found by the fault suite: a doubled value, a lost increment).
+  (void)avout::detail::unique_writer_id();  // the parent's generator is seeded now
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("avout-writer-ids-" + std::to_string(avout::detail::unique_writer_id()));
+  std::filesystem::create_directories(path);
+  const auto codes = avout::testing::run_in_processes(
+      3,
+      [&](int index) {
+        std::ofstream(path / std::to_string(index)) << avout::detail::unique_writer_id();
+      },
+      scaled(30s));
+  CHECK(codes == std::vector<int>(3, 0));
+  std::set<std::uint64_t> ids;
+  for (int index = 0; index < 3; ++index) {
+    std::uint64_t id = 0;
+    std::ifstream(path / std::to_string(index)) >> id;
+    ids.insert(id);
+  }
+  std::filesystem::remove_all(path);
+  CHECK(ids.size() == 3);
 }

@@ -8,6 +8,8 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 
 namespace avout::detail {
@@ -97,8 +99,14 @@ std::optional<std::int64_t> writer_of(const std::string& id) {
 }
 
 Point StmContext::new_point() {
-  thread_local boost::uuids::random_generator generator;
-  return Point{session_hex(session_.session_id()) + "-" + boost::uuids::to_string(generator())};
+  // A fresh generator per process: fork() would otherwise hand a child its parent's state.
+  thread_local pid_t seeded_for = getpid();
+  thread_local auto generator = std::make_unique<boost::uuids::random_generator>();
+  if (seeded_for != getpid()) {
+    generator = std::make_unique<boost::uuids::random_generator>();
+    seeded_for = getpid();
+  }
+  return Point{session_hex(session_.session_id()) + "-" + boost::uuids::to_string((*generator)())};
 }
 
 std::string StmContext::session_node(std::int64_t session) const {

@@ -1,0 +1,276 @@
+// The fault suite: the bank workload (refs in ZooKeeper, Redis and PostgreSQL; 8 client
+// processes; a counter atom) while clients are SIGKILLed and restarted, the ZooKeeper
+// ensemble leader is killed, a client is frozen past its session timeout, and Redis and
+// PostgreSQL restart. Every process writes its history (tests/support/history.hpp); the
+// checker verifies that the total is conserved in every snapshot, that every acknowledged
+// transfer is present and replays to the final balances, and that the counter is linearizable.
+#include <avout/avout.hpp>
+#include <avout/postgres.hpp>
+#include <avout/redis.hpp>
+
+#include "support/history.hpp"
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+
+namespace {
+
+constexpr int accounts_count = 12;
+constexpr long initial = 1000;
+constexpr int clients = 8;
+
+struct Cluster {
+  avout::testing::ZooKeeperEnsemble zookeeper;
+  avout::testing::RedisServer redis{true};  // appendonly, fsync always: survives restarts
+  avout::testing::PostgresServer postgres;
+};
+
+Cluster& cluster() {
+  static Cluster servers;
+  return servers;
+}
+
+std::string unique_name(const std::string& stem) {
+  static std::mt19937_64 random{std::random_device{}()};
+  return "/fault-test/" + stem + "-" + std::to_string(random() % 1000000000);
+}
+
+// One process's view: a client on the ensemble and one store of each kind.
+struct Bank {
+  avout::Client client;
+  avout::redis::Store redis;
+  avout::postgres::Store postgres;
+  std::vector<avout::Ref<long>> accounts;
+  avout::Atom<long> counter;
+
+  explicit Bank(const std::string& prefix)
+      : client(avout::ClientOptions{.hosts = cluster().zookeeper.connect_string(),
+                                    .session_timeout = 4000ms,
+                                    .connect_timeout = 30000ms}),
+        redis(cluster().redis.url()),
+        postgres(cluster().postgres.url()),
+        counter(client.atom<long>(prefix + "/counter", 0, redis)) {
+    for (int i = 0; i < accounts_count; ++i) {
+      avout::Store& store = i % 3 == 0   ? client.default_store()
+                            : i % 3 == 1 ? static_cast<avout::Store&>(redis)
+                                         : static_cast<avout::Store&>(postgres);
+      accounts.push_back(client.ref<long>(prefix + "/account-" + std::to_string(i), initial, store));
+    }
+  }
+  avout::Ref<std::vector<long>> ledger(const std::string& prefix, int index) {
+    return client.ref<std::vector<long>>(prefix + "/ledger-" + std::to_string(index), {});
+  }
+};
+
+// The body of one client process: transfers, audits and increments until `stop` exists.
+void run_client(const std::string& prefix, const std::filesystem::path& directory, int index) {
+  avout::testing::HistoryWriter history((directory / std::to_string(index)).string(), index);
+  std::unique_ptr<Bank> bank;
+  while (!bank) {  // the servers may be down at this moment
+    try {
+      bank = std::make_unique<Bank>(prefix);
+    } catch (const avout::Error&) {
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  auto ledger = bank->ledger(prefix, index);
+  std::mt19937 random(static_cast<unsigned>(index) * 7919u + 3);
+  std::int64_t next_id = std::int64_t{index} * 1000000;
+  auto attempt = [&](const std::string& f, const nlohmann::json& argument, auto&& call) {
+    const auto id = next_id++;
+    history.record("invoke", f, id, argument);
+    try {
+      history.record("ok", f, id, call(id));
+    } catch (const avout::Error& error) {
+      // Lost connections, expired sessions, stores down: the outcome may be either.
+      history.record("info", f, id, error.what());
+      std::this_thread::sleep_for(50ms);
+    }
+  };
+  for (int round = 0; !std::filesystem::exists(directory / "stop"); ++round) {
+    const auto from = random() % accounts_count;
+    const auto to = (from + 1 + random() % (accounts_count - 1)) % accounts_count;
+    const long amount = static_cast<long>(random() % 30);
+    attempt("transfer", {{"from", from}, {"to", to}, {"amount", amount}}, [&](std::int64_t id) {
+      bank->client.dosync([&] {
+        bank->accounts[from].alter([](long v, long d) { return v - d; }, amount);
+        bank->accounts[to].alter([](long v, long d) { return v + d; }, amount);
+        ledger.alter([](std::vector<long> ids, long done) {
+          ids.push_back(done);
+          return ids;
+        }, static_cast<long>(id));
+      });
+      return nlohmann::json(nullptr);
+    });
+    if (round % 4 == 0) {
+      attempt("audit", nullptr, [&](std::int64_t) {
+        return nlohmann::json(bank->client.dosync([&] {
+          long sum = 0;
+          for (auto& account : bank->accounts) sum += account.deref();
+          return sum;
+        }));
+      });
+    }
+    attempt("increment", nullptr, [&](std::int64_t) {
+      return nlohmann::json(bank->counter.swap([](long v) { return v + 1; }));
+    });
+  }
+}
+
+class Workload {
+ public:
+  Workload() : prefix_(unique_name("bank")), directory_(make_directory()) {
+    { Bank setup(prefix_); }  // accounts exist before the clients race to create them
+    for (int i = 0; i < clients; ++i) start(i);
+  }
+  ~Workload() {
+    if (keep_) std::printf("histories kept in %s\n", directory_.c_str());
+    else std::filesystem::remove_all(directory_);
+  }
+
+  void start(int index) {
+    children_[index] = std::make_unique<avout::testing::ChildProcess>(
+        index, [this](int i) { run_client(prefix_, directory_, i); });
+  }
+  avout::testing::ChildProcess& child(int index) { return *children_.at(index); }
+  std::vector<int> indices() const {
+    std::vector<int> all;
+    for (const auto& [index, child] : children_) all.push_back(index);
+    return all;
+  }
+  void retire(int index) { children_.erase(index); }
+
+  // Stops every client, then checks the histories against the state.
+  void stop_and_check() {
+    std::ofstream(directory_ / "stop").put('\n');
+    for (auto& [index, child] : children_) CHECK(child->wait(scaled(120s)) == 0);
+    children_.clear();
+
+    std::unique_ptr<Bank> bank;
+    for (int tries = 0; !bank && tries < 100; ++tries) {
+      try {
+        bank = std::make_unique<Bank>(prefix_);
+      } catch (const avout::Error&) {
+        std::this_thread::sleep_for(300ms);
+      }
+    }
+    REQUIRE(bank);
+    const auto events = avout::testing::read_histories(directory_.string());
+    const auto operations = avout::testing::pair_operations(events);
+    std::vector<long> balances;
+    std::vector<long> ledger_ids;
+    int writers = 0;
+    for (const auto& [id, operation] : operations) writers = std::max(writers, static_cast<int>(id / 1000000) + 1);
+    bank->client.dosync([&] {
+      balances.clear();
+      ledger_ids.clear();
+      for (auto& account : bank->accounts) balances.push_back(account.deref());
+      for (int index = 0; index < writers; ++index) {
+        for (long id : bank->ledger(prefix_, index).deref()) ledger_ids.push_back(id);
+      }
+    });
+    long total = 0;
+    for (long balance : balances) total += balance;
+    CHECK(total == accounts_count * initial);
+    std::size_t acknowledged = 0;
+    for (const auto& [id, operation] : operations) {
+      if (operation.f == "transfer" && operation.outcome == "ok") ++acknowledged;
+    }
+    CHECK(acknowledged > 20);  // the workload made progress through the faults
+    for (const auto& problem : avout::testing::check_bank(operations, ledger_ids, balances, initial)) {
+      FAIL_CHECK(problem);
+      keep_ = true;
+    }
+    for (const auto& problem : avout::testing::check_counter(operations, bank->counter.deref())) {
+      FAIL_CHECK(problem);
+      keep_ = true;
+    }
+  }
+
+ private:
+  static std::filesystem::path make_directory() {
+    static std::mt19937_64 random{std::random_device{}()};
+    auto path = std::filesystem::temp_directory_path() / ("avout-history-" + std::to_string(random()));
+    std::filesystem::create_directories(path);
+    return path;
+  }
+
+  std::string prefix_;
+  std::filesystem::path directory_;
+  std::map<int, std::unique_ptr<avout::testing::ChildProcess>> children_;
+  bool keep_ = false;  // a failed check keeps the histories for a look
+};
+
+void start_servers() { (void)cluster(); }
+
+}  // namespace
+
+TEST_CASE("bank and counter survive clients SIGKILLed mid-transaction and restarted") {
+  start_servers();
+  Workload workload;
+  std::mt19937 random(42);
+  int next_index = clients;
+  for (int kill = 0; kill < 6; ++kill) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400 + random() % 600));
+    auto indices = workload.indices();
+    const int victim = indices[random() % indices.size()];
+    workload.child(victim).signal(SIGKILL);
+    CHECK(workload.child(victim).wait(scaled(10s)) == 128 + SIGKILL);
+    workload.retire(victim);
+    workload.start(next_index++);
+  }
+  std::this_thread::sleep_for(1s);
+  workload.stop_and_check();
+}
+
+TEST_CASE("bank and counter survive the ZooKeeper leader being killed and restarted") {
+  start_servers();
+  Workload workload;
+  std::this_thread::sleep_for(2s);
+  const int leader = cluster().zookeeper.leader();
+  REQUIRE(leader >= 0);
+  cluster().zookeeper.kill(leader);
+  std::this_thread::sleep_for(3s);
+  cluster().zookeeper.restart(leader);
+  cluster().zookeeper.wait_for_quorum();
+  std::this_thread::sleep_for(2s);
+  workload.stop_and_check();
+}
+
+TEST_CASE("bank and counter survive a client frozen past its session timeout") {
+  start_servers();
+  Workload workload;
+  std::this_thread::sleep_for(1s);
+  workload.child(3).signal(SIGSTOP);
+  std::this_thread::sleep_for(9s);  // more than twice the 4 s session timeout
+  workload.child(3).signal(SIGCONT);
+  std::this_thread::sleep_for(3s);  // it notices the expiry, renews and goes on
+  workload.stop_and_check();
+}
+
+TEST_CASE("bank and counter survive Redis and PostgreSQL restarts") {
+  start_servers();
+  Workload workload;
+  std::this_thread::sleep_for(1500ms);
+  cluster().redis.stop();
+  std::this_thread::sleep_for(1s);
+  cluster().redis.start();
+  std::this_thread::sleep_for(1500ms);
+  cluster().postgres.stop();
+  std::this_thread::sleep_for(1s);
+  cluster().postgres.start();
+  std::this_thread::sleep_for(2s);
+  workload.stop_and_check();
+}
