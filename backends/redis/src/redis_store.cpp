@@ -158,4 +158,10 @@ std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
   return std::make_unique<RedisReferenceData>(impl_, name);
 }
 
+std::shared_ptr<detail::Pool> Store::shared_pool() const {
+  return std::shared_ptr<detail::Pool>(impl_, &impl_->pool);  // keeps the whole store state alive
+}
+
+const StoreOptions& Store::options() const { return impl_->options; }
+
 }  // namespace avout::redis

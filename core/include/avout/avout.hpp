@@ -8,5 +8,6 @@
 #include <avout/client.hpp>
 #include <avout/codec.hpp>
 #include <avout/errors.hpp>
+#include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/zookeeper_session.hpp>

@@ -5,6 +5,7 @@
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
+#include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/zookeeper_session.hpp>
 
@@ -109,6 +110,12 @@ class Client {
     }
   }
 
+  /// The lease lock `name` (an absolute path; InvalidName otherwise): a keyed mutex whose
+  /// holds end after their duration, with fencing tokens. One persistent node per key under
+  /// options().root + "/leases" + name keeps the key's token counter. A holder that died is
+  /// taken over once a contender has seen its lease unchanged for its duration plus a
+  /// margin (a tenth of it + 20 ms) on the contender's own clock. Must not outlive this client.
+  LeaseLock lease_lock(const std::string& name);
 
   /// Sweeps what crashed processes and aborted commits left (DESIGN rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the

@@ -79,6 +79,12 @@ class AgentFailed : public Error {
   using Error::Error;
 };
 
+/// A duration or wait that is zero, negative or absurdly long; nothing was done.
+class InvalidDuration : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A wait ran past its deadline.
 class Timeout : public Error {
  public:

@@ -2,6 +2,7 @@
 // avout::postgres::Store: atom values and ref versions kept in PostgreSQL tables (libpqxx).
 
 #include <avout/backend.hpp>
+#include <avout/lease_lock.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -9,6 +10,10 @@
 #include <string>
 
 namespace avout::postgres {
+
+namespace detail {
+class Pool;
+}  // namespace detail
 
 /// Settings of a PostgreSQL store.
 struct StoreOptions {
@@ -40,7 +45,18 @@ class Store final : public avout::Store {
   struct Impl;
 
  private:
+  // Lease locks share this store's connections and table prefix (postgres_lease.cpp).
+  friend LeaseLock lease_lock(Store& store, const std::string& name);
+  std::shared_ptr<detail::Pool> shared_pool() const;
+  const StoreOptions& options() const;
+
   std::shared_ptr<Impl> impl_;
 };
+
+/// The lease lock `name` (1 to 1024 characters, no control characters; else InvalidName)
+/// kept in `store`'s table <prefix>leases (name, key, token, holder, expires_at), created on
+/// first use: PostgreSQL's clock_timestamp() judges expiry, and a key's row is kept after
+/// release so its token keeps increasing. May outlive the store (it shares its connections).
+LeaseLock lease_lock(Store& store, const std::string& name);
 
 }  // namespace avout::postgres

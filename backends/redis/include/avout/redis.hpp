@@ -2,6 +2,7 @@
 // avout::redis::Store: atom values and ref versions kept in Redis (hiredis underneath).
 
 #include <avout/backend.hpp>
+#include <avout/lease_lock.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -9,6 +10,10 @@
 #include <string>
 
 namespace avout::redis {
+
+namespace detail {
+class Pool;
+}  // namespace detail
 
 /// Settings of a Redis store.
 struct StoreOptions {
@@ -42,7 +47,18 @@ class Store final : public avout::Store {
   struct Impl;
 
  private:
+  // Lease locks share this store's connections and key prefix (redis_lease.cpp).
+  friend LeaseLock lease_lock(Store& store, const std::string& name);
+  std::shared_ptr<detail::Pool> shared_pool() const;
+  const StoreOptions& options() const;
+
   std::shared_ptr<Impl> impl_;
 };
+
+/// The lease lock `name` (1 to 1024 characters, no control characters; else InvalidName)
+/// kept in `store`: per key a Redis string set with PX, so Redis's clock judges expiry, and
+/// a never-expiring counter that makes the fencing tokens. Keys "<prefix>lease:<name>/<key>"
+/// and "<prefix>lease-token:<name>/<key>". May outlive the store (it shares its connections).
+LeaseLock lease_lock(Store& store, const std::string& name);
 
 }  // namespace avout::redis

@@ -1,0 +1,116 @@
+#pragma once
+// avout::LeaseLock: a keyed mutex whose holds end by themselves after a duration (a lease),
+// with a fencing token per hold. One small strategy per store decides who holds a key; the
+// ZooKeeper strategy is in the core, the Redis and PostgreSQL ones in their backends.
+//
+// One clock judges expiry: Redis's PX timer, PostgreSQL's clock_timestamp(), and for
+// ZooKeeper the contender's own steady clock (it takes a lease over only after seeing the
+// lease node unchanged for the lease's duration plus a margin). The holder's `expires` is an
+// estimate on its own steady clock, measured from before its request was sent, so it never
+// ends later than the judging clock's (barring clock rate drift). A holder that may have run
+// past it (a pause, a slow disk) is what the fencing token is for: hand it to the protected
+// resource, which refuses tokens lower than the highest it has seen.
+
+#include <avout/errors.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace avout {
+
+/// How LeaseLock::lock takes a key.
+struct LeaseOptions {
+  std::chrono::milliseconds duration{1000};  ///< how long the lease lasts unless renewed; > 0
+  std::chrono::milliseconds max_wait{5000};  ///< how long to wait for a held key; 0: one
+                                             ///< attempt only. Past it: Timeout
+};
+
+/// One hold of a key. Copyable; only its token identifies the hold to the store.
+struct Lease {
+  std::string key;            ///< the key held
+  std::uint64_t token = 0;    ///< fencing token: strictly increases per key, across processes,
+                              ///< releases and expiries (never 0 for a real lease)
+  std::chrono::steady_clock::time_point expires{};  ///< this process's conservative estimate
+                                                    ///< of when the lease ends
+  /// True while this process's clock says the lease has not ended yet.
+  bool running() const { return std::chrono::steady_clock::now() < expires; }
+};
+
+/// A store's way of holding leases. Implementations are thread safe; keys and durations
+/// reach them already validated. A store error is a BackendError (Redis, PostgreSQL) or
+/// ConnectionLoss / SessionExpired (ZooKeeper); an acquire whose outcome is unknown that way
+/// holds at worst a lease nobody has, which ends after its duration.
+class LeaseStrategy {
+ public:
+  virtual ~LeaseStrategy() = default;
+  /// What holds the leases, for messages ("redis 127.0.0.1:6379 lease lock jobs").
+  virtual std::string description() const = 0;
+  /// Takes `key` for `duration` when it is free or its lease has ended, waiting for that
+  /// until `deadline`; a deadline already passed makes one attempt. nullopt: still held.
+  virtual std::optional<Lease> acquire(const std::string& key, std::chrono::milliseconds duration,
+                                       std::chrono::steady_clock::time_point deadline) = 0;
+  /// Ends the lease when its token still holds the key; false (and nothing changed) when
+  /// the lease had already ended, been released or been taken over.
+  virtual bool release(const Lease& lease) = 0;
+  /// Makes the lease last `duration` from now when its token still holds the key, and moves
+  /// `lease.expires`; false (nothing changed) as for release.
+  virtual bool renew(Lease& lease, std::chrono::milliseconds duration) = 0;
+};
+
+/// A keyed mutex of leases: `lock(key)` holds `key` until `unlock`, or until the lease's
+/// duration passes without a `renew`, whichever is first. Cheap to copy (copies share one
+/// strategy); thread safe. A ZooKeeper LeaseLock must not outlive the Client that made it.
+class LeaseLock {
+ public:
+  /// A lease lock over `strategy` (see Client::lease_lock, redis::lease_lock,
+  /// postgres::lease_lock).
+  explicit LeaseLock(std::shared_ptr<LeaseStrategy> strategy);
+
+  /// Takes `key`, waiting up to `options.max_wait` for its current lease to end. Throws
+  /// Timeout past the wait, InvalidName for a bad key, InvalidDuration for a bad option.
+  Lease lock(const std::string& key, const LeaseOptions& options = {});
+  /// Takes `key` for `duration` when it is free right now; nullopt when it is held. With
+  /// ZooKeeper, a lease whose holder died is only taken once this LeaseLock has seen it
+  /// unchanged for its duration plus a margin (a first try_lock starts that observation).
+  std::optional<Lease> try_lock(const std::string& key, std::chrono::milliseconds duration);
+  /// Releases `lease` when its token still holds the key; returns false, freeing nothing,
+  /// when the lease had already ended (expired and taken, or with Redis and PostgreSQL
+  /// expired at all), been released, or been renewed away by another holder.
+  bool unlock(const Lease& lease);
+  /// Makes `lease` last `duration` from now when its token still holds the key (and
+  /// updates lease.expires); false, changing nothing, when it no longer does.
+  bool renew(Lease& lease, std::chrono::milliseconds duration);
+
+  /// The strategy's description, for messages.
+  std::string description() const;
+
+ private:
+  std::shared_ptr<LeaseStrategy> strategy_;
+};
+
+/// Throws InvalidName unless `key` is a lease key every store accepts: 1 to 256 visible
+/// ASCII characters ('!' to '~'), no '/', and neither "." nor "..".
+void validate_lease_key(const std::string& key);
+
+/// Throws InvalidName unless `name` names a Redis or PostgreSQL lease lock: 1 to 1024
+/// characters, no control characters.
+void validate_lease_name(const std::string& name);
+
+/// Throws InvalidDuration unless `duration` is positive and at most a year; `what` names it.
+void validate_lease_duration(std::chrono::milliseconds duration, const char* what);
+
+namespace detail {
+/// For stores that cannot notify: calls `attempt` until it yields a lease or `deadline`
+/// passes, sleeping between attempts for the wait `attempt` suggests through its argument
+/// (capped to a short, jittered poll interval so a release is seen soon, and to the
+/// deadline). Always makes at least one attempt.
+std::optional<Lease> poll_for_lease(
+    std::chrono::steady_clock::time_point deadline,
+    const std::function<std::optional<Lease>(std::chrono::milliseconds& retry_in)>& attempt);
+}  // namespace detail
+
+}  // namespace avout

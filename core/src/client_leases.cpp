@@ -1,0 +1,14 @@
+// Client::lease_lock: lease locks kept in ZooKeeper, under the client's root.
+#include "zookeeper_lease.hpp"
+
+#include <avout/client.hpp>
+
+namespace avout {
+
+LeaseLock Client::lease_lock(const std::string& name) {
+  validate_path(name);
+  return LeaseLock(
+      detail::make_zookeeper_lease_strategy(*session_, options_.root + "/leases" + name));
+}
+
+}  // namespace avout
