@@ -127,7 +127,8 @@ struct ZooKeeperSession::Impl {
 
   void dispatch(SessionState session_state) {
     std::lock_guard lock(dispatching);
-    for (auto& [id, listener] : listeners) {
+    for (auto& entry : listeners) {
+      auto& listener = entry.second;  // a structured binding cannot be captured by clang 14
       detail::run_callback_safely([&] { listener(session_state); }, "session listener");
     }
   }
