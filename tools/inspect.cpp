@@ -1,0 +1,113 @@
+#include "inspect.hpp"
+
+#include <avout/detail/agent_core.hpp>
+#include <avout/detail/atom_core.hpp>
+#include <avout/detail/stm.hpp>
+
+#include <ostream>
+
+namespace avout::tool {
+
+namespace {
+
+// Object names below `folder`: nodes with data (`with_data`) or leaves otherwise.
+void walk(ZooKeeperSession& session, const std::string& folder, const std::string& name,
+          bool with_data, std::vector<std::string>& names) {
+  std::vector<std::string> children;
+  try {
+    children = session.children(folder);
+  } catch (const NoNode&) {
+    return;
+  }
+  for (const auto& child : children) {
+    const std::string path = join_path(folder, child);
+    const std::string child_name = name + "/" + child;
+    auto stat = session.exists(path);
+    if (!stat) continue;
+    if (with_data ? stat->data_length > 0 : stat->num_children == 0) names.push_back(child_name);
+    if (stat->num_children > 0) walk(session, path, child_name, with_data, names);
+  }
+}
+
+std::string describe_point(ReferenceData& data, const Point& point) {
+  try {
+    return codec::describe(data.get(point));
+  } catch (const MissingPoint&) {
+    return "<missing from the store>";
+  } catch (const CodecError& error) {
+    return std::string("<undecodable: ") + error.what() + ">";
+  }
+}
+
+NodeData read_or_not_found(ZooKeeperSession& session, const std::string& path,
+                           const std::string& what) {
+  try {
+    return session.get(path);
+  } catch (const NoNode&) {
+    throw NotFound(what + " does not exist");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> list(Client& client, const std::string& kind) {
+  auto& session = client.session();
+  const std::string root = client.options().root;
+  std::vector<std::string> names;
+  if (kind == "atoms") {
+    walk(session, root + "/atoms", "", true, names);          // values in ZooKeeper
+    walk(session, root + "/atom-notices", "", false, names);  // values in other stores
+  } else if (kind == "refs") {
+    walk(session, root + "/stm/refs", "", true, names);
+  } else if (kind == "agents") {
+    walk(session, root + "/agents/heads", "", true, names);
+  } else if (kind == "leases") {
+    walk(session, root + "/leases", "", true, names);
+  } else {
+    throw InvalidName("unknown kind '" + kind + "' (atoms, refs, agents, leases)");
+  }
+  return names;
+}
+
+void show_atom(Client&, Store& store, const std::string& name, std::ostream& out) {
+  auto state = store.atom_state(name);
+  auto stored = state->get();
+  if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
+  auto envelope = detail::decode_envelope(stored.value, name);
+  out << "atom " << name << " in " << store.description() << "\n"
+      << "  value:  " << codec::describe(envelope.payload) << "\n"
+      << "  writes: " << envelope.sequence << "\n";
+}
+
+void show_ref(Client& client, Store& store, const std::string& name, std::ostream& out) {
+  const std::string head_path = client.options().root + "/stm/refs" + name;
+  auto node = read_or_not_found(client.session(), head_path, "ref " + name);
+  auto head = detail::decode_head(node.data, head_path);
+  auto data = store.reference_data(name);
+  out << "ref " << name << " in " << store.description() << "\n"
+      << "  value:   " << describe_point(*data, head.newest) << "\n"
+      << "  commit:  zxid " << node.stat.mzxid << ", point " << head.newest.id << "\n"
+      << "  history: " << head.history.size() << " of " << head.keep << " kept\n";
+  for (const auto& older : head.history) {
+    out << "    zxid " << older.zxid << ": " << describe_point(*data, older.point) << "\n";
+  }
+}
+
+void show_agent(Client& client, Store& store, const std::string& name, std::ostream& out) {
+  const std::string root = client.options().root;
+  const std::string head_path = root + "/agents/heads" + name;
+  auto node = read_or_not_found(client.session(), head_path, "agent " + name);
+  auto head = detail::decode_agent_head(node.data, head_path);
+  auto data = store.reference_data("/agents" + name);
+  std::size_t queued = 0;
+  try {
+    queued = client.session().children(root + "/agents/queues" + name).size();
+  } catch (const NoNode&) {
+  }
+  out << "agent " << name << " in " << store.description() << "\n"
+      << "  value:  " << describe_point(*data, head.point) << "\n"
+      << "  error:  " << (head.error ? *head.error : "none") << "\n"
+      << "  queued: " << queued << " sends\n";
+}
+
+}  // namespace avout::tool
