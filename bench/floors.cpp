@@ -1,32 +1,14 @@
 #include "floors.hpp"
+#include "raw_redis.hpp"
 
 #include <avout/zookeeper_session.hpp>
 
-#include <hiredis/hiredis.h>
 #include <pqxx/pqxx>
 
 #include <memory>
 #include <stdexcept>
 
 namespace avout::bench {
-
-namespace {
-
-struct RedisDeleter {
-  void operator()(redisContext* context) const { redisFree(context); }
-};
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const { freeReplyObject(reply); }
-};
-
-void redis_command(redisContext* context, const char* format, const char* value = nullptr) {
-  std::unique_ptr<redisReply, ReplyDeleter> reply(
-      static_cast<redisReply*>(value ? redisCommand(context, format, value)
-                                     : redisCommand(context, format)));
-  if (!reply || reply->type == REDIS_REPLY_ERROR) throw std::runtime_error("raw redis failed");
-}
-
-}  // namespace
 
 Floors measure_floors(const Settings& settings, const std::string& zookeeper,
                       const std::string& redis_url, const std::string& postgres_url) {
@@ -56,14 +38,10 @@ Floors measure_floors(const Settings& settings, const std::string& zookeeper,
     floors.zookeeper_get_set = rows.back().p50_ms;
   }
   {
-    const auto colon = redis_url.rfind(':');
-    const std::string host = redis_url.substr(6, colon - 6);
-    const int port = std::stoi(redis_url.substr(colon + 1));
-    std::unique_ptr<redisContext, RedisDeleter> context(redisConnect(host.c_str(), port));
-    if (!context || context->err) throw std::runtime_error("raw redis connect failed");
+    RawRedis redis(redis_url);
     rows.push_back(summarize("redis GET + SET", time_each(n, [&] {
-      redis_command(context.get(), "GET bench-floor");
-      redis_command(context.get(), "SET bench-floor %s", "12345678");
+      redis.command({"GET", "bench-floor"});
+      redis.command({"SET", "bench-floor", "12345678"});
     })));
     floors.redis_get_set = rows.back().p50_ms;
   }

@@ -3,6 +3,8 @@
 
 #include <avout/client.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <functional>
 #include <string>
@@ -48,8 +50,11 @@ Result summarize(const std::string& workload, const ProcessReport& report);
 Result run_processes(const std::string& workload, int processes,
                      const std::function<ProcessReport(int)>& body);
 
-/// Prints results as a table with ratios to their floors.
+/// Prints results as a table with ratios to their floors, and records them.
 void print_table(const std::string& title, const std::vector<Result>& results);
+
+/// Every row printed so far, as JSON objects (for --json and --plot).
+nlohmann::json& recorded();
 
 /// Settings of one run.
 struct Settings {

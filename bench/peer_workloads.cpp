@@ -1,0 +1,246 @@
+// The peers, side by side with avout on the same workloads and servers: Redis WATCH/MULTI
+// and PostgreSQL SERIALIZABLE transactions for the bank transfer, and Avout's 2011 recipe
+// (../shared/AVOUT-RECIPE.md: its ZooKeeper operation sequence, issued for real) for deref
+// and ref-set.
+#include "raw_redis.hpp"
+#include "workloads.hpp"
+
+#include <pqxx/pqxx>
+
+#include <random>
+
+namespace avout::bench {
+
+namespace {
+
+constexpr int bank_accounts = 20;
+
+std::string unique(const std::string& stem) {
+  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
+}
+
+// One transfer with optimistic Redis transactions: WATCH, read, MULTI/EXEC, again on abort.
+void redis_transfer(RawRedis& redis, const std::string& prefix, int from, int to, long amount) {
+  const std::string a = prefix + std::to_string(from), b = prefix + std::to_string(to);
+  while (true) {
+    redis.command({"WATCH", a, b});
+    auto balance_a = redis.command({"GET", a});
+    auto balance_b = redis.command({"GET", b});
+    const long x = std::stol(std::string(balance_a->str, balance_a->len));
+    const long y = std::stol(std::string(balance_b->str, balance_b->len));
+    redis.command({"MULTI"});
+    redis.command({"SET", a, std::to_string(x - amount)});
+    redis.command({"SET", b, std::to_string(y + amount)});
+    auto done = redis.command({"EXEC"});
+    if (done->type == REDIS_REPLY_ARRAY) return;  // nil: a watched key changed, run again
+  }
+}
+
+// One transfer in a SERIALIZABLE PostgreSQL transaction, run again when PostgreSQL rolls it
+// back (a serialization failure or a deadlock between the two row updates).
+void postgres_transfer(pqxx::connection& connection, const std::string& table, int from, int to,
+                       long amount) {
+  while (true) {
+    try {
+      pqxx::transaction<pqxx::isolation_level::serializable> work(connection);
+      const auto rows = work.exec("SELECT id, balance FROM " + table + " WHERE id IN (" +
+                                  std::to_string(from) + "," + std::to_string(to) + ")");
+      (void)rows;
+      work.exec("UPDATE " + table + " SET balance = balance - " + std::to_string(amount) +
+                " WHERE id = " + std::to_string(from));
+      work.exec("UPDATE " + table + " SET balance = balance + " + std::to_string(amount) +
+                " WHERE id = " + std::to_string(to));
+      work.commit();
+      return;
+    } catch (const pqxx::transaction_rollback&) {  // serialization failure or deadlock
+    }
+  }
+}
+
+// Avout 2011: deref of one ref outside a transaction, its 7 sequential operations.
+void recipe_deref(ZooKeeperSession& session, const std::string& ref, const std::string& history) {
+  const std::string lock = session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential);
+  (void)session.children(ref + "/lock");
+  auto versions = session.children(ref + "/history");
+  for (const auto& version : versions) {  // candidates, newest first, until a committed one
+    (void)session.get(history + "/" + version.substr(0, version.find('@')));
+    break;
+  }
+  (void)session.get(ref);  // the value (ZooKeeper-held)
+  session.remove(lock);
+}
+
+// Avout 2011: ref-set of one ref in a dosync, its ~18 sequential operations.
+void recipe_ref_set(ZooKeeperSession& session, const std::string& ref, const std::string& history,
+                    const Bytes& value) {
+  const std::string start = session.create(history + "/t-", to_bytes("RUNNING"), CreateMode::persistent_sequential);
+  std::string lock = session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential);
+  (void)session.children(ref + "/lock");
+  auto versions = session.children(ref + "/history");
+  if (!versions.empty()) (void)session.get(history + "/" + versions.front().substr(0, versions.front().find('@')));
+  (void)session.children(ref + "/txn");
+  const std::string tag = session.create(ref + "/txn/" + start.substr(start.rfind('/') + 1), {}, CreateMode::ephemeral);
+  session.remove(lock);
+  auto state = session.get(start);
+  session.set(start, to_bytes("COMMITTING"), state.stat.version);
+  lock = session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential);
+  (void)session.children(ref + "/lock");
+  const std::string point = session.create(history + "/t-", to_bytes("COMMITTED"), CreateMode::persistent_sequential);
+  // Named <start>@<commit point> ('@' because the tick names hold '-').
+  session.create(ref + "/history/" + start.substr(start.rfind('/') + 1) + "@" + point.substr(point.rfind('/') + 1), {});
+  session.set(ref, value);
+  session.set(start, to_bytes("COMMITTED"));
+  session.remove(lock);
+  session.remove(tag);
+  // Older versions go (the recipe trims beyond MAX-HISTORY; here it keeps one): this keeps
+  // the run's tree small, and deref finds the newest version first.
+  const std::string kept = start.substr(start.rfind('/') + 1);
+  for (const auto& old : session.children(ref + "/history")) {
+    if (old.rfind(kept + "@", 0) == 0) continue;
+    session.remove(ref + "/history/" + old);
+    session.remove(history + "/" + old.substr(0, old.find('@')));
+    session.remove(history + "/" + old.substr(old.find('@') + 1));
+  }
+}
+
+}  // namespace
+
+void run_peer_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
+  std::vector<Result> rows;
+  const int n = settings.iterations(500);
+  std::mt19937 random(7);
+  auto pick = [&](std::mt19937& r) {
+    const int from = static_cast<int>(r() % bank_accounts);
+    return std::pair{from, static_cast<int>((from + 1 + r() % (bank_accounts - 1)) % bank_accounts)};
+  };
+
+  // The bank transfer: avout (refs in Redis), Redis WATCH/MULTI, PostgreSQL SERIALIZABLE.
+  const std::string redis_prefix = "bench-bank-" + std::to_string(std::random_device{}()) + ":";
+  const std::string table = "bench_bank_" + std::to_string(std::random_device{}() % 1000000);
+  {
+    RawRedis redis(servers.redis);
+    for (int i = 0; i < bank_accounts; ++i) redis.command({"SET", redis_prefix + std::to_string(i), "1000"});
+    pqxx::connection connection(servers.postgres);
+    pqxx::work setup(connection);
+    setup.exec("CREATE TABLE " + table + " (id int primary key, balance bigint)");
+    setup.exec("INSERT INTO " + table + " SELECT g, 1000 FROM generate_series(0, " +
+               std::to_string(bank_accounts - 1) + ") g");
+    setup.commit();
+  }
+  const std::string avout_bank = unique("peer-bank");
+  auto avout_accounts = [&](Stores& stores) {
+    std::vector<Ref<long>> refs;
+    for (int i = 0; i < bank_accounts; ++i) {
+      refs.push_back(stores.client.ref<long>(avout_bank + "/" + std::to_string(i), 1000, stores.redis));
+    }
+    return refs;
+  };
+  {
+    Stores stores(servers);
+    auto refs = avout_accounts(stores);
+    Result row = summarize("bank transfer, 1 process: avout (Redis refs)", measure_client(stores.client, n, [&] {
+      auto [from, to] = pick(random);
+      stores.client.dosync([&] {
+        refs[from].alter([](long v) { return v - 1; });
+        refs[to].alter([](long v) { return v + 1; });
+      });
+    }));
+    row.floor_ms = floors.zookeeper_multi;
+    row.floor_name = "zookeeper multi";
+    rows.push_back(row);
+  }
+  {
+    RawRedis redis(servers.redis);
+    Result row = summarize("bank transfer, 1 process: Redis WATCH/MULTI", time_each(n, [&] {
+      auto [from, to] = pick(random);
+      redis_transfer(redis, redis_prefix, from, to, 1);
+    }));
+    row.floor_ms = floors.redis_get_set;
+    row.floor_name = "redis get+set";
+    rows.push_back(row);
+    pqxx::connection connection(servers.postgres);
+    row = summarize("bank transfer, 1 process: PostgreSQL SERIALIZABLE", time_each(n, [&] {
+      auto [from, to] = pick(random);
+      postgres_transfer(connection, table, from, to, 1);
+    }));
+    row.floor_ms = floors.postgres_get_set;
+    row.floor_name = "postgres get+set";
+    rows.push_back(row);
+  }
+  const int per_process = settings.iterations(200);
+  Result contended = run_processes("bank transfer, 8 processes: avout (Redis refs)", 8, [&](int index) {
+    Stores stores(servers);
+    auto refs = avout_accounts(stores);
+    std::mt19937 own(static_cast<unsigned>(index) + 100);
+    return measure_client(stores.client, per_process, [&] {
+      auto [from, to] = pick(own);
+      stores.client.dosync([&] {
+        refs[from].alter([](long v) { return v - 1; });
+        refs[to].alter([](long v) { return v + 1; });
+      });
+    });
+  });
+  contended.floor_ms = floors.zookeeper_multi;
+  contended.floor_name = "zookeeper multi";
+  rows.push_back(contended);
+  contended = run_processes("bank transfer, 8 processes: Redis WATCH/MULTI", 8, [&](int index) {
+    RawRedis redis(servers.redis);
+    std::mt19937 own(static_cast<unsigned>(index) + 200);
+    return ProcessReport{time_each(per_process, [&] {
+      auto [from, to] = pick(own);
+      redis_transfer(redis, redis_prefix, from, to, 1);
+    })};
+  });
+  contended.floor_ms = floors.redis_get_set;
+  contended.floor_name = "redis get+set";
+  rows.push_back(contended);
+  contended = run_processes("bank transfer, 8 processes: PostgreSQL SERIALIZABLE", 8, [&](int index) {
+    pqxx::connection connection(servers.postgres);
+    std::mt19937 own(static_cast<unsigned>(index) + 300);
+    return ProcessReport{time_each(per_process, [&] {
+      auto [from, to] = pick(own);
+      postgres_transfer(connection, table, from, to, 1);
+    })};
+  });
+  contended.floor_ms = floors.postgres_get_set;
+  contended.floor_name = "postgres get+set";
+  rows.push_back(contended);
+
+  // Deref and ref-set: avout against Avout's 2011 recipe, ZooKeeper-held values.
+  {
+    Stores stores(servers);
+    auto ref = stores.client.ref<long>(unique("peer-ref"), 1);
+    Result row = summarize("deref outside dosync: avout", measure_client(stores.client, n, [&] { (void)ref.deref(); }));
+    row.floor_ms = floors.zookeeper_get;
+    row.floor_name = "zookeeper get";
+    rows.push_back(row);
+    row = summarize("ref-set in dosync: avout", measure_client(stores.client, n, [&] {
+      stores.client.dosync([&] { ref.ref_set(2); });
+    }));
+    row.floor_ms = floors.zookeeper_get;
+    row.floor_name = "zookeeper get";
+    rows.push_back(row);
+
+    auto& session = stores.client.session();
+    const std::string recipe = unique("avout-2011");
+    const std::string recipe_ref = recipe + "/ref";
+    const std::string history = recipe + "/stm-history";
+    for (const auto* folder : {"/lock", "/history", "/txn"}) session.create_recursive(recipe_ref + folder);
+    session.create_recursive(history);
+    row = summarize("deref outside dosync: Avout 2011 recipe", measure_client(stores.client, n, [&] {
+      recipe_deref(session, recipe_ref, history);
+    }));
+    row.floor_ms = floors.zookeeper_get;
+    row.floor_name = "zookeeper get";
+    rows.push_back(row);
+    row = summarize("ref-set in dosync: Avout 2011 recipe", measure_client(stores.client, n, [&] {
+      recipe_ref_set(session, recipe_ref, history, Bytes(8, 2));
+    }));
+    row.floor_ms = floors.zookeeper_get;
+    row.floor_name = "zookeeper get";
+    rows.push_back(row);
+  }
+  print_table("peers: the same workloads without avout, and with Avout's 2011 recipe", rows);
+}
+
+}  // namespace avout::bench

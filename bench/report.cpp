@@ -1,0 +1,75 @@
+#include "report.hpp"
+
+#include <sys/utsname.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <stdexcept>
+
+namespace avout::bench {
+
+void write_json(const nlohmann::json& rows, const std::string& path) {
+  utsname machine{};
+  uname(&machine);
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json document{{"date", date},
+                          {"machine", std::string(machine.nodename) + " " + machine.machine},
+                          {"rows", rows}};
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << document.dump(2) << "\n";
+}
+
+bool draw_plot(const nlohmann::json& rows, const std::string& path) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    std::fprintf(stderr, "avout-bench: gnuplot is not installed; no plot drawn\n");
+    return false;
+  }
+  // series name -> (x, p50) points
+  std::map<std::string, std::map<int, double>> by_refs, by_processes;
+  const std::regex refs_pattern(R"(read-write txn, k=(\d+), (\w+))");
+  const std::regex processes_pattern(R"((.*), (\d+) process(es)?(, (.*))?)");
+  for (const auto& row : rows) {
+    const std::string workload = row.at("workload");
+    const double p50 = row.at("p50_ms");
+    std::smatch match;
+    if (std::regex_match(workload, match, refs_pattern)) {
+      by_refs[match[2]][std::stoi(match[1])] = p50;
+    } else if (std::regex_match(workload, match, processes_pattern)) {
+      by_processes[match[1].str() + (match[5].matched ? " " + match[5].str() : "")][std::stoi(match[2])] = p50;
+    }
+  }
+  const auto directory = std::filesystem::temp_directory_path() / "avout-bench-plot";
+  std::filesystem::create_directories(directory);
+  std::string script = "set terminal pngcairo size 1400,600\nset output '" + path + "'\n"
+                       "set multiplot layout 1,2\nset grid\nset key top left\n";
+  auto panel = [&](const std::map<std::string, std::map<int, double>>& series, const std::string& title,
+                   const std::string& x_label, const std::string& stem) {
+    script += "set title '" + title + "'\nset xlabel '" + x_label + "'\nset ylabel 'p50 latency (ms)'\nplot ";
+    int index = 0;
+    for (const auto& [name, points] : series) {
+      if (points.size() < 2) continue;
+      const auto file = directory / (stem + std::to_string(index++) + ".dat");
+      std::ofstream data(file);
+      for (const auto& [x, y] : points) data << x << " " << y << "\n";
+      script += std::string(index > 1 ? ", " : "") + "'" + file.string() + "' with linespoints title '" + name + "'";
+    }
+    if (index == 0) script += "0 title 'no data'";
+    script += "\n";
+  };
+  panel(by_refs, "read-write transactions", "refs per transaction", "refs");
+  panel(by_processes, "contention", "client processes", "processes");
+  script += "unset multiplot\n";
+  const auto script_file = directory / "plot.gp";
+  std::ofstream(script_file) << script;
+  return std::system(("gnuplot '" + script_file.string() + "'").c_str()) == 0;
+}
+
+}  // namespace avout::bench
