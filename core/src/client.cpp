@@ -1,4 +1,5 @@
 #include "agent_workers.hpp"
+#include "lock_core.hpp"
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
@@ -81,6 +82,26 @@ std::shared_ptr<detail::AgentCore> Client::attach_agent(const std::string& name,
   return std::make_shared<detail::AgentCore>(
       name, std::shared_ptr<ReferenceData>(store.reference_data("/agents" + name)),
       store.max_value_size(), *stm_, agent_workers_);
+}
+
+Lock Client::lock(const std::string& name) {
+  validate_path(name);
+  auto core = std::make_shared<detail::LockCore>(*session_, name, options_.root + "/locks" + name,
+                                                 std::nullopt, std::chrono::milliseconds(0),
+                                                 callbacks_);
+  core->start();
+  return Lock(std::move(core));
+}
+
+ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy policy,
+                                      std::chrono::milliseconds quiet_period) {
+  validate_path(name);
+  if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
+  auto core = std::make_shared<detail::LockCore>(*session_, name,
+                                                 options_.root + "/rwlocks" + name, policy,
+                                                 quiet_period, callbacks_);
+  core->start();
+  return ReadWriteLock(std::move(core));
 }
 
 }  // namespace avout

@@ -7,6 +7,7 @@
 #include <avout/backend.hpp>
 #include <avout/client.hpp>
 #include <avout/codec.hpp>
+#include <avout/distributed_lock.hpp>
 #include <avout/errors.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>

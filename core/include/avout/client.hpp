@@ -5,6 +5,7 @@
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
+#include <avout/distributed_lock.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -91,6 +92,23 @@ class Client {
     auto core = attach_agent(name, store);
     core->create_if_absent(encode(initial));
     return Agent<T>(std::move(core));
+  }
+
+  /// The distributed reentrant mutex `name` (nodes under options().root + "/locks" + name).
+  Lock lock(const std::string& name);
+  /// The distributed read-write lock `name`; `quiet_period` is timed_soft's wait without
+  /// readers before a writer takes the lock.
+  ReadWriteLock read_write_lock(const std::string& name, WriterPolicy policy = WriterPolicy::hard,
+                                std::chrono::milliseconds quiet_period = std::chrono::milliseconds(200));
+
+  /// Like dosync(body), and the commit lands only while this thread still holds `guard`'s
+  /// lock (its node is checked in the commit multi); LockLost otherwise.
+  template <typename F>
+  std::invoke_result_t<F&> dosync(const GuardedBy& guard, F&& body) {
+    return dosync([&]() -> std::invoke_result_t<F&> {
+      detail::guard_transaction(guard);
+      return body();
+    });
   }
 
   /// Runs `body` as a transaction and returns what it returns. Every ref read inside sees

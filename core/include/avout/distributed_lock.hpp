@@ -1,0 +1,158 @@
+#pragma once
+// avout::Lock (a reentrant distributed mutex) and avout::ReadWriteLock, on ZooKeeper.
+//
+// Recipe (DESIGN.md 5.1 "Locks"): writers queue as ephemeral sequential nodes
+// <root>/locks<name>/writers/w-<unique id>-<seq>; each waits only for the node just before it
+// (no herd), and a deleted predecessor means "list again", never "acquired". The unique id in
+// the name lets a create retried after a lost connection find its own node. A ReadWriteLock
+// adds readers (<...>/readers/r-<unique id>-<seq>) and a gate node (<...>/gate) that the
+// first writer creates: a reader enters when, after creating its node and a sync, it sees no
+// gate; a writer holds when it owns the gate and, after a sync, sees no reader. Whichever of
+// the two creates its node second sees the other's, so they never both hold.
+// Writer policies decide when the first writer creates the gate:
+//   hard (default): at once, so a waiting writer blocks new readers; it holds when the
+//     readers inside have left.
+//   soft: only once no reader is inside, so readers keep entering while a writer waits.
+//   timed_soft: as soft, and only after no reader came or went for a quiet period.
+//
+// Holds are per thread and reentrant. When the session is lost the holder is told: is_held()
+// turns false, the on_lost callbacks run (on the client's callback thread), and ensure_held()
+// and dosync(guarded_by(lock), ...) throw LockLost. Every wait is bounded by its deadline or
+// ends with LockLost / SessionExpired.
+
+#include <avout/errors.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace avout {
+
+namespace detail {
+class LockCore;
+}
+struct GuardedBy;
+namespace detail {
+/// Adds the check of `guard`'s hold to the running transaction's commit (LockLost if it
+/// is not held now, or not any more at commit).
+void guard_transaction(const GuardedBy& guard);
+}
+
+/// When a waiting writer of a ReadWriteLock lets new readers in.
+enum class WriterPolicy {
+  hard,       ///< never: a waiting writer blocks new readers (writers do not starve)
+  soft,       ///< always: readers enter while a writer waits (readers never wait for waiters)
+  timed_soft  ///< as soft, and the writer takes the lock only after a quiet period without readers
+};
+
+/// A distributed, reentrant, FIFO mutex. Lockable and TimedLockable: works with
+/// std::scoped_lock, std::unique_lock and std::lock_guard. Copies share one lock object.
+class Lock {
+ public:
+  /// Blocks until this thread holds the lock (reentrant: counts nested holds). Throws
+  /// LockLost / SessionExpired when the session ends while waiting.
+  void lock();
+  /// Takes the lock only if it is free now (one round of ZooKeeper calls).
+  bool try_lock();
+  /// Waits up to `timeout`; false (and no node left behind) when it passes.
+  template <typename Rep, typename Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return try_lock_until(std::chrono::steady_clock::now() + timeout);
+  }
+  /// Waits until `deadline`; false (and no node left behind) when it passes.
+  template <typename Clock, typename Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    const auto left = deadline - Clock::now();
+    return acquire_until(std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(left));
+  }
+  /// Ends one hold of this thread; the last one deletes the node. Never throws: a hold that
+  /// was already lost is simply dropped.
+  void unlock();
+  /// True while this thread holds the lock and its session is not lost.
+  bool is_held() const;
+  /// Throws LockLost unless is_held().
+  void ensure_held() const;
+  /// A number that strictly increases with every acquisition of this lock (in any process):
+  /// hand it to a resource that must refuse stale holders. 0 when not held by this thread.
+  std::uint64_t fencing_token() const;
+  /// Runs `callback` (on the client's callback thread) when a hold of this process is lost.
+  void on_lost(std::function<void()> callback);
+  /// The lock's name.
+  const std::string& name() const;
+
+  /// The lock object (for guarded_by); not part of the stable API.
+  const std::shared_ptr<detail::LockCore>& core() const { return core_; }
+  /// True for the read side of a ReadWriteLock.
+  bool read_side() const { return shared_; }
+
+ private:
+  friend class Client;
+  friend class ReadWriteLock;
+  explicit Lock(std::shared_ptr<detail::LockCore> core, bool shared = false)
+      : core_(std::move(core)), shared_(shared) {}
+  bool acquire_until(std::chrono::steady_clock::time_point deadline);
+  std::shared_ptr<detail::LockCore> core_;
+  bool shared_ = false;  // a ReadWriteLock's read view
+};
+
+/// A distributed, reentrant read-write lock. SharedTimedLockable: std::shared_lock works for
+/// reading, std::unique_lock for writing; read_lock() and write_lock() give Lockable views.
+/// A thread holding the write lock may also read; asking to write while only reading throws
+/// Error (an upgrade could deadlock two readers).
+class ReadWriteLock {
+ public:
+  /// Exclusive hold (see Lock::lock).
+  void lock() { writer_.lock(); }
+  /// Exclusive hold if free now.
+  bool try_lock() { return writer_.try_lock(); }
+  /// Exclusive hold within `timeout`.
+  template <typename Rep, typename Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) { return writer_.try_lock_for(timeout); }
+  /// Exclusive hold by `deadline`.
+  template <typename Clock, typename Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) { return writer_.try_lock_until(deadline); }
+  /// Ends one exclusive hold.
+  void unlock() { writer_.unlock(); }
+  /// Shared hold.
+  void lock_shared() { reader_.lock(); }
+  /// Shared hold if no writer holds or (hard policy) waits.
+  bool try_lock_shared() { return reader_.try_lock(); }
+  /// Shared hold within `timeout`.
+  template <typename Rep, typename Period>
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) { return reader_.try_lock_for(timeout); }
+  /// Shared hold by `deadline`.
+  template <typename Clock, typename Duration>
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) { return reader_.try_lock_until(deadline); }
+  /// Ends one shared hold.
+  void unlock_shared() { reader_.unlock(); }
+  /// The read side as a Lockable (for std::scoped_lock and friends).
+  Lock& read_lock() { return reader_; }
+  /// The write side as a Lockable.
+  Lock& write_lock() { return writer_; }
+  /// The policy this lock was made with.
+  WriterPolicy policy() const;
+
+ private:
+  friend class Client;
+  explicit ReadWriteLock(std::shared_ptr<detail::LockCore> core)
+      : writer_(core, false), reader_(core, true) {}
+  Lock writer_;
+  Lock reader_;
+};
+
+/// For Client::dosync(guarded_by(lock), body): the transaction commits only while this
+/// thread's hold of `lock` is still alive (its node is checked inside the commit multi);
+/// otherwise it throws LockLost and commits nothing.
+struct GuardedBy {
+  std::shared_ptr<detail::LockCore> lock;  ///< the lock that must still be held
+  bool shared = false;                     ///< its read side
+};
+/// See GuardedBy.
+inline GuardedBy guarded_by(const Lock& lock) { return GuardedBy{lock.core(), lock.read_side()}; }
+/// See GuardedBy (the write side of a read-write lock).
+inline GuardedBy guarded_by(ReadWriteLock& lock) { return GuardedBy{lock.write_lock().core(), false}; }
+
+}  // namespace avout

@@ -1,0 +1,91 @@
+#pragma once
+// The ZooKeeper recipe behind Lock and ReadWriteLock (see distributed_lock.hpp for the
+// protocol). One LockCore per lock handle family; holds are per thread.
+
+#include <avout/distributed_lock.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace avout::detail {
+
+class CallbackExecutor;
+
+class LockCore : public std::enable_shared_from_this<LockCore> {
+ public:
+  /// `policy` empty: a plain mutex (writers only).
+  LockCore(ZooKeeperSession& session, std::string name, std::string path,
+           std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
+           std::shared_ptr<CallbackExecutor> callbacks);
+  ~LockCore();
+  LockCore(const LockCore&) = delete;
+  LockCore& operator=(const LockCore&) = delete;
+
+  /// Makes the lock's folders exist and starts listening to the session.
+  void start();
+  /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind).
+  bool acquire(bool shared, std::chrono::steady_clock::time_point deadline);
+  /// Ends one hold of this thread (quietly when there is none or it was lost).
+  void release(bool shared);
+  /// True while this thread holds (shared: for reading) and the session is not lost.
+  bool held(bool shared) const;
+  /// The fencing token of this thread's hold (0: none).
+  std::uint64_t token(bool shared) const;
+  /// Adds a callback for lost holds.
+  void on_lost(std::function<void()> callback);
+  /// The node whose existence proves this thread's hold; LockLost when there is none.
+  std::string proof_of_hold(bool shared) const;
+
+  const std::string& name() const { return name_; }
+  std::optional<WriterPolicy> policy() const { return policy_; }
+
+ private:
+  struct Hold {
+    std::string node;          // the writer or reader node
+    std::uint64_t token = 0;   // its sequence number
+    int count = 0;             // nested holds (a writer's reads count here too)
+    bool shared = false;
+    bool owns_gate = false;
+    bool lost = false;
+  };
+
+  bool acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold);
+  bool acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold);
+  bool wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline, bool quiet);
+  std::string create_own(const std::string& folder, const std::string& prefix);
+  void remove_own(const std::string& node);
+  // Waits until a watch or session event arrives after `seen`, or the deadline.
+  bool wait_event(std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
+  std::uint64_t events() const;
+  WatchCallback wake() const;
+  void on_session(SessionState state);
+  const Hold* hold_of_this_thread() const;
+
+  ZooKeeperSession& session_;
+  std::string name_;
+  std::string writers_;
+  std::string readers_;
+  std::string gate_;
+  std::optional<WriterPolicy> policy_;
+  std::chrono::milliseconds quiet_period_;
+  std::shared_ptr<CallbackExecutor> callbacks_;
+  std::uint64_t listener_ = 0;
+
+  mutable std::mutex mutex_;  // guards everything below; watch callbacks take it briefly
+  std::condition_variable changed_;
+  std::uint64_t events_ = 0;
+  std::uint64_t lost_generation_ = 0;  // bumped when the session expires
+  std::optional<std::chrono::steady_clock::time_point> disconnected_since_;
+  std::map<std::thread::id, Hold> holds_;
+  std::vector<std::function<void()>> lost_callbacks_;
+};
+
+}  // namespace avout::detail
