@@ -1,6 +1,6 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), measures
 // the raw floors, then each workload beside them.
-// Usage: avout-bench [--quick] [--only atom|stm|agent|peers] [--json FILE] [--plot FILE.png]
+// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock] [--json FILE] [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
 #include "report.hpp"
 #include "workloads.hpp"
@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
       else if (arg == "--redis") servers.redis = value();
       else if (arg == "--postgres") servers.postgres = value();
       else {
-        std::cerr << "usage: avout-bench [--quick] [--only atom|stm|agent|peers] [--json FILE] "
+        std::cerr << "usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock] [--json FILE] "
                      "[--plot FILE.png] [--zookeeper H:P] [--redis tcp://H:P] "
                      "[--postgres postgresql://...]\n";
         return 2;
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "stm") avout::bench::run_stm_workloads(settings, servers, floors);
     if (only.empty() || only == "agent") avout::bench::run_agent_workloads(settings, servers, floors);
     if (only.empty() || only == "peers") avout::bench::run_peer_workloads(settings, servers, floors);
+    if (only.empty() || only == "lock") avout::bench::run_lock_workloads(settings, servers, floors);
     if (!json_path.empty()) avout::bench::write_json(avout::bench::recorded(), json_path);
     if (!plot_path.empty()) avout::bench::draw_plot(avout::bench::recorded(), plot_path);
   } catch (const std::exception& error) {

@@ -45,6 +45,9 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
 /// bench/agent: sends run per second and the latency from send to run, 1 and 4 processes.
 void run_agent_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 
+/// bench/lock: Gaggle's benchmark for every lock strategy and the Redis SET NX peer.
+void run_lock_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
+
 /// Peers: Redis WATCH/MULTI and PostgreSQL SERIALIZABLE bank transfers, Avout's 2011 recipe.
 void run_peer_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 

@@ -101,8 +101,11 @@ bool LockCore::wait_event(std::uint64_t seen, std::chrono::steady_clock::time_po
 }
 
 std::string LockCore::create_own(const std::string& folder, const std::string& prefix) {
+  return find_or_create(folder, prefix + hex_id() + "-");
+}
+
+std::string LockCore::find_or_create(const std::string& folder, const std::string& own) {
   // The unique id in the name finds our node again when the create's reply was lost.
-  const std::string own = prefix + hex_id() + "-";
   for (int attempt = 0;; ++attempt) {
     try {
       return session_.create(folder + "/" + own, {}, CreateMode::ephemeral_sequential);
@@ -168,7 +171,21 @@ bool LockCore::acquire(bool shared, std::chrono::steady_clock::time_point deadli
 }
 
 bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold) {
-  hold.node = create_own(writers_, "w-");
+  // The create and the first listing travel together: the listing, later on the same
+  // session, already holds our node, so an uncontended lock costs one round trip.
+  const std::string own_prefix = "w-" + hex_id() + "-";
+  auto created = session_.create_async(writers_ + "/" + own_prefix, {}, CreateMode::ephemeral_sequential);
+  auto first_listing = session_.children_async(writers_);
+  try {
+    hold.node = session_.wait(created);
+  } catch (const ConnectionLoss&) {
+    hold.node = find_or_create(writers_, own_prefix);
+  }
+  std::optional<std::vector<std::string>> listed;
+  try {
+    listed = session_.wait(first_listing);
+  } catch (const ConnectionLoss&) {
+  }
   hold.token = sequence_of(hold.node) + 1;  // never 0: 0 means "not held"
   const std::string own = last_segment(hold.node);
   auto give_up = [&] {
@@ -178,7 +195,8 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
   try {
     while (true) {  // wait for the writer just before us only: no herd
       const auto seen = events();
-      auto children = session_.children(writers_);
+      auto children = listed ? std::move(*listed) : session_.children(writers_);
+      listed.reset();
       sort_by_sequence(children);
       auto mine = std::find(children.begin(), children.end(), own);
       if (mine == children.end()) throw LockLost("lock " + name_ + ": its node vanished (session lost)");

@@ -61,6 +61,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   bool acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold);
   bool wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline, bool quiet);
   std::string create_own(const std::string& folder, const std::string& prefix);
+  std::string find_or_create(const std::string& folder, const std::string& own);
   void remove_own(const std::string& node);
   // Waits until a watch or session event arrives after `seen`, or the deadline.
   bool wait_event(std::uint64_t seen, std::chrono::steady_clock::time_point deadline);

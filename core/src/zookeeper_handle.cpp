@@ -2,9 +2,11 @@
 
 #include <avout/errors.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 namespace avout::detail {
 
@@ -52,6 +54,12 @@ Handle::Handle(const SessionOptions& options, StateListener on_state, const clie
 }
 
 Handle::~Handle() {
+  // Requests still in flight (fire-and-forget deletes, reads ahead) would never complete
+  // once the handle closes, and their replies would leak: give them a moment to finish.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (in_flight_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   // zookeeper_close joins the C client's threads: after it no callback runs, so the watch
   // records the server never fired can be freed with the map.
   zookeeper_close(handle_);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,10 @@ class Handle {
   WatchRecord* add_watch(std::string path, WatchCallback callback);
   /// Drops a record whose request failed (no watch was set on the server).
   void drop_watch(WatchRecord* record);
+  /// Counts a request sent on this handle until its completion runs.
+  void request_started() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  /// See request_started.
+  void request_finished() { in_flight_.fetch_sub(1, std::memory_order_release); }
   /// The C watcher for records made by add_watch.
   static void on_watch_event(zhandle_t* zh, int type, int state, const char* path, void* context);
 
@@ -54,6 +59,7 @@ class Handle {
   std::unique_ptr<WatchRecord> take_watch(WatchRecord* record);
 
   StateListener on_state_;
+  std::atomic<int> in_flight_{0};
   std::mutex watches_mutex_;
   std::unordered_map<WatchRecord*, std::unique_ptr<WatchRecord>> watches_;
   const ACL_vector* create_acl_ = &ZOO_OPEN_ACL_UNSAFE;

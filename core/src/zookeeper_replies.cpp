@@ -5,7 +5,9 @@ namespace avout::detail {
 namespace {
 template <typename T>
 std::unique_ptr<Reply<T>> take(const void* data) {
-  return std::unique_ptr<Reply<T>>(static_cast<Reply<T>*>(const_cast<void*>(data)));
+  std::unique_ptr<Reply<T>> reply(static_cast<Reply<T>*>(const_cast<void*>(data)));
+  if (reply->owner != nullptr) reply->owner->request_finished();
+  return reply;
 }
 }  // namespace
 
@@ -61,6 +63,7 @@ void complete_strings(int rc, const String_vector* strings, const void* data) {
 
 void complete_multi(int rc, const void* data) {
   std::unique_ptr<MultiReply> reply(static_cast<MultiReply*>(const_cast<void*>(data)));
+  if (reply->owner != nullptr) reply->owner->request_finished();
   if (is_connection_level(rc)) {
     return reply->promise.set_exception(zookeeper_error(rc, "multi", ""));
   }

@@ -24,6 +24,7 @@ struct Reply {
   std::string path;
   Handle* handle = nullptr;         // set when a watch record rides on the request
   WatchRecord* watch = nullptr;
+  Handle* owner = nullptr;          // counts the request as in flight until it completes
 
   void fail(int code) {
     promise.set_exception(zookeeper_error(code, operation, path));
@@ -58,6 +59,7 @@ struct MultiReply {
   std::vector<Bytes> data;               // and their data
   std::vector<std::vector<char>> created_paths;
   std::vector<Stat> stats;
+  Handle* owner = nullptr;               // counts the request as in flight until it completes
 };
 void complete_multi(int rc, const void* data);
 

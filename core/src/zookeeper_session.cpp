@@ -296,7 +296,8 @@ template <typename T, typename Call, typename Completion>
 std::future<T> issue(ZooKeeperSession::Impl& impl, const char* operation, const std::string& path,
                      WatchCallback watch, Completion completion, Call call) {
   auto handle = impl.current();
-  auto* reply = new Reply<T>{{}, operation, path, nullptr, nullptr};
+  auto* reply = new Reply<T>{{}, operation, path, nullptr, nullptr, handle.get()};
+  handle->request_started();
   auto future = reply->promise.get_future();
   if (watch) {
     reply->handle = handle.get();
@@ -374,7 +375,8 @@ std::future<std::vector<std::string>> ZooKeeperSession::children_async(const std
 
 std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
   auto handle = impl_->current();
-  auto* reply = new Reply<void>{{}, "sync", path, nullptr, nullptr};
+  auto* reply = new Reply<void>{{}, "sync", path, nullptr, nullptr, handle.get()};
+  handle->request_started();
   auto synced = reply->promise.get_future();
   impl_->requests.fetch_add(1, std::memory_order_relaxed);
   const int rc = zoo_async(handle->get(), path.c_str(), &detail::complete_sync, reply);
@@ -419,6 +421,8 @@ std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operati
   auto future = reply->promise.get_future();
   impl_->requests.fetch_add(1, std::memory_order_relaxed);
   impl_->multi_operations.fetch_add(count, std::memory_order_relaxed);
+  reply->owner = handle.get();
+  handle->request_started();
   auto* raw = reply.release();
   const int rc = zoo_amulti(handle->get(), static_cast<int>(count), raw->operations.data(),
                             raw->results.data(), &detail::complete_multi, raw);
