@@ -83,6 +83,18 @@ TEST_CASE("avout lists, shows and sets what clients made, with scriptable exit c
   CHECK(avout_tool("--help").code == 0);
   CHECK(avout_tool("--zookeeper 127.0.0.1:1 list refs").code == 1);
 
+  {
+    avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+    auto lock = client.lock("/jobs/nightly");
+    std::scoped_lock held(lock);
+    CHECK(avout_tool(connect + " list locks").output.find("/jobs/nightly") != std::string::npos);
+    auto shown_lock = avout_tool(connect + " show lock /jobs/nightly");
+    CHECK(shown_lock.code == 0);
+    CHECK(shown_lock.output.find("holder") != std::string::npos);
+  }
+  CHECK(avout_tool(connect + " show lock /jobs/nightly").output.find("free") != std::string::npos);
+  CHECK(avout_tool(connect + " show lock /no/such/lock").code == 3);
+
   auto swept = avout_tool(connect + " gc");
   CHECK(swept.code == 0);
   CHECK(swept.output.find("values erased") != std::string::npos);

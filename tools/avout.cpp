@@ -1,6 +1,6 @@
 // avout: the command line of an avout deployment.
-//   avout [options] list atoms|refs|agents|leases
-//   avout [options] show atom|ref|agent NAME [--store zookeeper|redis|postgres]
+//   avout [options] list atoms|refs|agents|leases|locks
+//   avout [options] show atom|ref|agent|lock NAME [--store zookeeper|redis|postgres]
 //   avout [options] set atom NAME VALUE [--type long|double|string|bool] [--store ...]
 //   avout [options] gc [--grace SECONDS]
 //   avout [options] bank [--processes N] [--accounts M] [--seconds S]
@@ -80,10 +80,11 @@ int main(int argc, char** argv) {
 
   std::string kind, name, value, type = "long", store = "zookeeper";
   auto* list = app.add_subcommand("list", "list atoms, refs, agents or leases");
-  list->add_option("kind", kind, "atoms|refs|agents|leases")->required()
-      ->check(CLI::IsMember({"atoms", "refs", "agents", "leases"}));
-  auto* show = app.add_subcommand("show", "show one atom, ref or agent");
-  show->add_option("kind", kind, "atom|ref|agent")->required()->check(CLI::IsMember({"atom", "ref", "agent"}));
+  list->add_option("kind", kind, "atoms|refs|agents|leases|locks")->required()
+      ->check(CLI::IsMember({"atoms", "refs", "agents", "leases", "locks"}));
+  auto* show = app.add_subcommand("show", "show one atom, ref, agent or lock");
+  show->add_option("kind", kind, "atom|ref|agent|lock")->required()
+      ->check(CLI::IsMember({"atom", "ref", "agent", "lock"}));
   show->add_option("name", name, "its name, e.g. /counter")->required();
   show->add_option("--store", store, "where its values live")->check(CLI::IsMember({"zookeeper", "redis", "postgres"}));
   auto* set = app.add_subcommand("set", "set an atom's value");
@@ -130,6 +131,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     avout::validate_path(name);  // InvalidName (exit 2) before anything is looked up
+    if (kind == "lock") {
+      avout::tool::show_lock(client, name, std::cout);
+      return 0;
+    }
     StoreChoice chosen(client, connection, store);
     if (set->parsed()) return set_atom(client, chosen.get(), name, value, type);
     if (kind == "atom") avout::tool::show_atom(client, chosen.get(), name, std::cout);

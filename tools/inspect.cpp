@@ -4,6 +4,9 @@
 #include <avout/detail/atom_core.hpp>
 #include <avout/detail/stm.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <ostream>
 
 namespace avout::tool {
@@ -63,8 +66,25 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
     walk(session, root + "/agents/heads", "", true, names);
   } else if (kind == "leases") {
     walk(session, root + "/leases", "", true, names);
+  } else if (kind == "locks") {
+    // A lock's folder holds "writers" (and, for read-write locks, "readers" and the gate).
+    for (const char* folder : {"/locks", "/rwlocks"}) {
+      std::vector<std::string> leaves;
+      walk(session, root + folder, "", false, leaves);  // empty queues and waiting nodes
+      for (const auto& leaf : leaves) {
+        for (const char* queue : {"/writers", "/readers"}) {
+          const auto at = leaf.rfind(queue);
+          if (at != std::string::npos && at > 0 &&
+              (at + std::strlen(queue) == leaf.size() || leaf[at + std::strlen(queue)] == '/')) {
+            names.push_back(leaf.substr(0, at));
+          }
+        }
+      }
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
   } else {
-    throw InvalidName("unknown kind '" + kind + "' (atoms, refs, agents, leases)");
+    throw InvalidName("unknown kind '" + kind + "' (atoms, refs, agents, leases, locks)");
   }
   return names;
 }
@@ -108,6 +128,48 @@ void show_agent(Client& client, Store& store, const std::string& name, std::ostr
       << "  value:  " << describe_point(*data, head.point) << "\n"
       << "  error:  " << (head.error ? *head.error : "none") << "\n"
       << "  queued: " << queued << " sends\n";
+}
+
+void show_lock(Client& client, const std::string& name, std::ostream& out) {
+  auto& session = client.session();
+  const std::string root = client.options().root;
+  const bool read_write = session.exists(root + "/rwlocks" + name + "/writers").has_value();
+  const std::string base = root + (read_write ? "/rwlocks" : "/locks") + name;
+  if (!session.exists(base + "/writers")) throw NotFound("lock " + name + " does not exist");
+  auto sorted_children = [&](const std::string& folder) {
+    std::vector<std::string> names;
+    try {
+      names = session.children(folder);
+    } catch (const NoNode&) {
+    }
+    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+      return a.substr(a.size() >= 10 ? a.size() - 10 : 0) < b.substr(b.size() >= 10 ? b.size() - 10 : 0);
+    });
+    return names;
+  };
+  auto owner = [&](const std::string& path) {
+    auto stat = session.exists(path);
+    if (!stat) return std::string("gone");
+    char text[32];
+    std::snprintf(text, sizeof text, "session 0x%llx",
+                  static_cast<unsigned long long>(stat->ephemeral_owner));
+    return std::string(text);
+  };
+  const auto writers = sorted_children(base + "/writers");
+  out << (read_write ? "read-write lock " : "lock ") << name << "\n";
+  const bool gate = read_write && session.exists(base + "/gate").has_value();
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    const bool holds = i == 0 && (!read_write || gate);
+    out << "  " << (holds ? "holder " : "waiter ") << writers[i] << " ("
+        << owner(base + "/writers/" + writers[i]) << ")\n";
+  }
+  if (read_write) {
+    for (const auto& reader : sorted_children(base + "/readers")) {
+      out << "  reader " << reader << " (" << owner(base + "/readers/" + reader) << ")\n";
+    }
+    out << "  gate: " << (gate ? "closed (a writer holds or waits)" : "open") << "\n";
+  }
+  if (writers.empty() && !gate) out << "  free\n";
 }
 
 }  // namespace avout::tool

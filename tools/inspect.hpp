@@ -15,7 +15,7 @@ struct NotFound : Error {
   using Error::Error;
 };
 
-/// Names of every object of `kind` ("atoms", "refs", "agents", "leases").
+/// Names of every object of `kind` ("atoms", "refs", "agents", "leases", "locks").
 std::vector<std::string> list(Client& client, const std::string& kind);
 
 /// Prints an atom: its value and writes, from `store`.
@@ -24,5 +24,8 @@ void show_atom(Client& client, Store& store, const std::string& name, std::ostre
 void show_ref(Client& client, Store& store, const std::string& name, std::ostream& out);
 /// Prints an agent: value, error and queued sends.
 void show_agent(Client& client, Store& store, const std::string& name, std::ostream& out);
+/// Prints a lock (or read-write lock): its holder(s) and waiters, in order, with the session
+/// that owns each.
+void show_lock(Client& client, const std::string& name, std::ostream& out);
 
 }  // namespace avout::tool
