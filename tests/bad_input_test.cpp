@@ -36,6 +36,8 @@ TEST_CASE("names that are empty, relative or hold '..' are InvalidName for every
     CHECK_THROWS_AS(client.ref<long>(bad, 0), avout::InvalidName);
     CHECK_THROWS_AS(client.agent<long>(bad, 0), avout::InvalidName);
     CHECK_THROWS_AS(client.lease_lock(bad), avout::InvalidName);
+    CHECK_THROWS_AS(client.lock(bad), avout::InvalidName);
+    CHECK_THROWS_AS(client.read_write_lock(bad), avout::InvalidName);
   }
   auto bad_root = options();
   bad_root.root = "no-slash";

@@ -260,3 +260,58 @@ TEST_CASE("writer policies: hard blocks new readers, soft lets them in, timed_so
   (void)hard_wait;
   (void)soft_wait;
 }
+
+TEST_CASE("hard policy: successive writers keep a later reader out") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  auto rw = client.read_write_lock(unique_name("succession"), avout::WriterPolicy::hard);
+  rw.lock();  // writer 1 (this thread)
+  auto second_writer = std::async(std::launch::async, [&] {
+    const bool got = rw.try_lock_for(10s);
+    std::this_thread::sleep_for(300ms);  // hold a while
+    if (got) rw.unlock();
+    return got;
+  });
+  std::this_thread::sleep_for(200ms);  // writer 2 queues
+  auto reader = std::async(std::launch::async, [&] {
+    const auto started = std::chrono::steady_clock::now();
+    const bool got = rw.try_lock_shared_for(10s);
+    if (got) rw.unlock_shared();
+    return std::pair{got, std::chrono::steady_clock::now() - started};
+  });
+  std::this_thread::sleep_for(200ms);  // the reader waits too
+  rw.unlock();                          // writer 2 must come before the reader
+  CHECK(second_writer.get());
+  const auto [reader_got, reader_waited] = reader.get();
+  CHECK(reader_got);
+  CHECK(reader_waited >= 450ms);  // 200 ms behind writer 1, then writer 2's 300 ms
+}
+
+TEST_CASE("a server restart neither strands a waiter nor leaves a released node behind") {
+  avout::testing::ZooKeeperServer server;
+  auto private_options = [&] {
+    return avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms};
+  };
+  avout::Client holder(private_options());
+  avout::Client waiter(private_options());
+  const std::string name = unique_name("restart");
+  auto held = holder.lock(name);
+  auto wanted = waiter.lock(name);
+  held.lock();
+  auto waiting = std::async(std::launch::async, [&] { return wanted.try_lock_for(30s); });
+  std::this_thread::sleep_for(300ms);
+  server.stop();
+  std::this_thread::sleep_for(1s);  // shorter than the session timeout: sessions survive
+  server.start();
+  std::this_thread::sleep_for(500ms);
+  held.unlock();
+  CHECK(waiting.get());  // the wait rode out the outage and got the lock
+  // Released during an outage: the node goes once the client is back, not never.
+  server.stop();
+  auto releasing = std::async(std::launch::async, [&] { wanted.unlock(); });
+  std::this_thread::sleep_for(1s);
+  server.start();
+  releasing.get();
+  CHECK(held.try_lock_for(10s));
+  held.unlock();
+}

@@ -133,9 +133,12 @@ void AgentCore::send(AgentAction action, bool blocking) {
     return;
   }
   auto go = [self, tag, action = std::move(action), blocking]() mutable {
+    // The send waits for its node (one round trip): once send() returns its place in the
+    // global order is fixed, so a send that returned before another began runs first.
     auto created = self->session_.create_async(self->send_prefix(tag), {},
-                                               CreateMode::ephemeral_sequential);
-    self->enqueue(Pending{created.share(), tag, std::move(action), blocking});
+                                               CreateMode::ephemeral_sequential).share();
+    (void)self->session_.wait(created);
+    self->enqueue(Pending{created, tag, std::move(action), blocking});
   };
   if (sends_of_running_action != nullptr) {
     sends_of_running_action->push_back(std::move(go));  // after the action's value is stored

@@ -47,6 +47,12 @@ LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path
 
 LockCore::~LockCore() {
   if (listener_ != 0) session_.remove_listener(listener_);
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    changed_.notify_all();
+  }
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 void LockCore::start() {
@@ -55,49 +61,93 @@ void LockCore::start() {
   listener_ = session_.add_listener([weak = weak_from_this()](SessionState state) {
     if (auto self = weak.lock()) self->on_session(state);
   });
+  watchdog_ = std::thread([this] { watch_disconnection(); });
 }
 
 void LockCore::on_session(SessionState state) {
   std::vector<std::function<void()>> to_call;
+  std::vector<std::string> to_remove;
   {
     std::lock_guard lock(mutex_);
     ++events_;
+    ++session_events_;
     if (state == SessionState::disconnected) {
       if (!disconnected_since_) disconnected_since_ = std::chrono::steady_clock::now();
     } else if (state == SessionState::connected) {
       disconnected_since_.reset();
+      to_remove.swap(pending_removals_);
     } else {  // expired, auth_failed: the ephemeral nodes are gone
       ++lost_generation_;
-      bool any = false;
-      for (auto& [thread, hold] : holds_) {
-        any = any || !hold.lost;
-        hold.lost = true;
-      }
-      if (any) to_call = lost_callbacks_;
+      pending_removals_.clear();
+      to_call = mark_lost();
     }
     changed_.notify_all();
   }
+  // Nodes a release or a lapsed hold could not delete while disconnected: fire and forget
+  // (this runs on the ZooKeeper thread, which must not wait for replies).
+  for (const auto& node : to_remove) (void)session_.remove_async(node, 0);
   for (auto& callback : to_call) callbacks_->post(callback);
 }
 
-std::uint64_t LockCore::events() const {
-  std::lock_guard lock(mutex_);
-  return events_;
+std::vector<std::function<void()>> LockCore::mark_lost() {
+  bool any = false;
+  for (auto& [thread, hold] : holds_) {
+    any = any || !hold.lost;
+    if (!hold.lost && disconnected_since_) {
+      // The server may still keep the node if the session survives: delete it on reconnect.
+      pending_removals_.push_back(hold.node);
+      if (hold.owns_gate) pending_removals_.push_back(gate_);
+    }
+    hold.lost = true;
+  }
+  return any ? lost_callbacks_ : std::vector<std::function<void()>>{};
 }
 
-WatchCallback LockCore::wake() const {
-  return [weak = std::weak_ptr<const LockCore>(weak_from_this())](const WatchEvent&) {
+void LockCore::watch_disconnection() {
+  // A hold is lost for good once the session timeout passes without a reconnect: the server
+  // has (or soon will have) ended the session, and another process may hold the lock.
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (!disconnected_since_) {
+      changed_.wait(lock, [&] { return stopping_ || disconnected_since_.has_value(); });
+      continue;
+    }
+    const auto since = *disconnected_since_;
+    const auto lapse = since + session_.options().session_timeout;
+    changed_.wait_until(lock, lapse, [&] { return stopping_ || disconnected_since_ != since; });
+    if (stopping_ || disconnected_since_ != since) continue;
+    auto to_call = mark_lost();
+    ++events_;
+    changed_.notify_all();
+    lock.unlock();
+    for (auto& callback : to_call) callbacks_->post(callback);
+    lock.lock();
+    changed_.wait(lock, [&] { return stopping_ || disconnected_since_ != since; });
+  }
+}
+
+WatchCallback LockCore::wake(std::shared_ptr<bool> fired) const {
+  return [weak = std::weak_ptr<const LockCore>(weak_from_this()), fired](const WatchEvent&) {
     auto self = std::const_pointer_cast<LockCore>(weak.lock());
     if (!self) return;
     std::lock_guard lock(self->mutex_);
+    if (fired) *fired = true;
     ++self->events_;
     self->changed_.notify_all();
   };
 }
 
-bool LockCore::wait_event(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+bool LockCore::wait_fired(const std::shared_ptr<bool>& fired, std::uint64_t session_seen,
+                          std::chrono::steady_clock::time_point deadline) {
+  // Only our own watch (or a session change) wakes us: other waiters' churn does not.
   std::unique_lock lock(mutex_);
-  return changed_.wait_until(lock, deadline, [&] { return events_ != seen; });
+  changed_.wait_until(lock, deadline, [&] { return *fired || session_events_ != session_seen; });
+  return std::chrono::steady_clock::now() < deadline;
+}
+
+std::uint64_t LockCore::session_events() const {
+  std::lock_guard lock(mutex_);
+  return session_events_;
 }
 
 std::string LockCore::create_own(const std::string& folder, const std::string& prefix) {
@@ -122,7 +172,11 @@ std::string LockCore::find_or_create(const std::string& folder, const std::strin
 }
 
 void LockCore::remove_own(const std::string& node) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  // Dropped only once deleted or known gone with the session; an outage is waited out for
+  // up to twice the session timeout, after which the reconnect deletes it.
+  const auto give_up_at = std::chrono::steady_clock::now() + 2 * session_.options().session_timeout;
+  while (true) {
+    const auto seen = session_events();
     try {
       session_.remove(node, 0);  // ephemeral nodes of avout are never changed: version 0
       return;
@@ -131,6 +185,11 @@ void LockCore::remove_own(const std::string& node) {
     } catch (const SessionExpired&) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
+    }
+    if (!wait_fired(std::make_shared<bool>(false), seen, give_up_at)) {
+      std::lock_guard lock(mutex_);
+      pending_removals_.push_back(node);
+      return;
     }
   }
 }
@@ -193,48 +252,61 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
     remove_own(hold.node);
   };
   try {
-    while (true) {  // wait for the writer just before us only: no herd
-      const auto seen = events();
-      auto children = listed ? std::move(*listed) : session_.children(writers_);
-      listed.reset();
-      sort_by_sequence(children);
-      auto mine = std::find(children.begin(), children.end(), own);
-      if (mine == children.end()) throw LockLost("lock " + name_ + ": its node vanished (session lost)");
-      if (mine == children.begin()) break;
-      const std::string predecessor = writers_ + "/" + *std::prev(mine);
-      if (session_.exists(predecessor, wake()) && !wait_event(seen, deadline)) {
-        give_up();
-        return false;
-      }
-    }
-    if (!policy_) return true;  // a plain mutex: first in line holds
     while (true) {
-      if (*policy_ != WriterPolicy::hard &&
-          !wait_for_readers_to_leave(deadline, *policy_ == WriterPolicy::timed_soft)) {
-        give_up();
-        return false;
-      }
-      // Close the gate: readers arriving from now on wait.
-      const auto seen = events();
+      const auto seen = session_events();
       try {
-        session_.create(gate_, {}, CreateMode::ephemeral);
-        hold.owns_gate = true;
-      } catch (const NodeExists&) {
-        // A dead writer's gate, until its session ends.
-        if (session_.exists(gate_, wake()) && !wait_event(seen, deadline)) {
+        if (first_in_line(own, listed, seen, deadline)) break;
+      } catch (const ConnectionLoss&) {
+        // The session may well survive: wait for it to reconnect (or expire), then look again.
+        listed.reset();
+        if (!wait_fired(std::make_shared<bool>(false), seen, deadline)) {
           give_up();
           return false;
         }
         continue;
       }
-      if (*policy_ == WriterPolicy::hard) {
-        if (!wait_for_readers_to_leave(deadline, false)) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        give_up();
+        return false;
+      }
+    }
+    if (!policy_) return true;  // a plain mutex: first in line holds
+    if (*policy_ == WriterPolicy::hard) {
+      // Readers enter only while no writer is queued, so the queue itself is the gate:
+      // successive writers keep new readers out. Wait for those inside to leave.
+      if (!wait_for_readers_to_leave(deadline, false)) {
+        give_up();
+        return false;
+      }
+      return true;
+    }
+    while (true) {
+      if (!wait_for_readers_to_leave(deadline, *policy_ == WriterPolicy::timed_soft)) {
+        give_up();
+        return false;
+      }
+      // Close the gate: readers arriving from now on wait.
+      const auto seen = session_events();
+      try {
+        session_.create(gate_, {}, CreateMode::ephemeral);
+        hold.owns_gate = true;
+      } catch (const NodeExists&) {
+        // A writer's gate whose owner is gone, until its session ends.
+        auto fired = std::make_shared<bool>(false);
+        if (session_.exists(gate_, wake(fired)) && !wait_fired(fired, seen, deadline)) {
           give_up();
           return false;
         }
-        return true;
+        continue;
+      } catch (const ConnectionLoss&) {
+        if (session_.exists(gate_) && !hold.owns_gate) {
+          // Our create may have landed: its owner tells.
+          auto stat = session_.exists(gate_);
+          hold.owns_gate = stat && stat->ephemeral_owner == session_.session_id();
+        }
+        if (!hold.owns_gate) continue;
       }
-      // Soft: a reader may have entered between our look and the gate: look again.
+      // A reader may have entered between our look and the gate: look again.
       session_.sync(readers_);
       if (session_.children(readers_).empty()) return true;
       remove_own(gate_);
@@ -246,39 +318,69 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
   }
 }
 
+bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
+                             std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+  auto children = listed ? std::move(*listed) : session_.children(writers_);
+  listed.reset();
+  sort_by_sequence(children);
+  auto mine = std::find(children.begin(), children.end(), own);
+  if (mine == children.end()) throw LockLost("lock " + name_ + ": its node vanished (session lost)");
+  if (mine == children.begin()) return true;
+  // Wait for the writer just before us only: no herd. Its deletion means "list again".
+  const std::string predecessor = writers_ + "/" + *std::prev(mine);
+  auto fired = std::make_shared<bool>(false);
+  if (session_.exists(predecessor, wake(fired))) (void)wait_fired(fired, seen, deadline);
+  return false;
+}
+
 bool LockCore::wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline,
                                          bool quiet) {
   while (true) {
-    const auto seen = events();
-    session_.sync(readers_);
-    const bool empty = session_.children(readers_, wake()).empty();
+    const auto seen = session_events();
+    auto fired = std::make_shared<bool>(false);
+    bool empty = false;
+    try {
+      session_.sync(readers_);
+      empty = session_.children(readers_, wake(fired)).empty();
+    } catch (const ConnectionLoss&) {
+      if (!wait_fired(fired, seen, deadline)) return false;
+      continue;
+    }
     if (!empty) {
-      if (!wait_event(seen, deadline)) return false;
+      if (!wait_fired(fired, seen, deadline)) return false;
       continue;
     }
     if (!quiet) return true;
     // timed_soft: take the lock only after a quiet period in which no reader came or went.
     const auto quiet_end = std::min(deadline, std::chrono::steady_clock::now() + quiet_period_);
-    if (!wait_event(seen, quiet_end)) return quiet_end < deadline;  // quiet, or out of time
+    if (!wait_fired(fired, seen, quiet_end)) return quiet_end < deadline;  // quiet, or out of time
+    if (std::chrono::steady_clock::now() >= deadline) return false;
   }
 }
 
 bool LockCore::acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold) {
+  const bool hard = *policy_ == WriterPolicy::hard;
   while (true) {
-    const auto seen = events();
-    hold.node = create_own(readers_, "r-");
-    hold.token = sequence_of(hold.node) + 1;  // never 0: 0 means "not held"
+    const auto seen = session_events();
+    auto fired = std::make_shared<bool>(false);
     try {
-      // The sync makes our view at least as new as our own create: a writer that closed
-      // the gate before it is seen; one that closes it after sees our node.
-      session_.sync(gate_);
-      if (!session_.exists(gate_, wake())) return true;
+      hold.node = create_own(readers_, "r-");
+      hold.token = sequence_of(hold.node) + 1;
+      // The sync makes our view at least as new as our own create: a writer that queued
+      // (hard) or closed the gate (soft) before it is seen; one that does so after sees us.
+      session_.sync(hard ? writers_ : gate_);
+      const bool open = hard ? session_.children(writers_, wake(fired)).empty()
+                             : !session_.exists(gate_, wake(fired));
+      if (open) return true;
+    } catch (const ConnectionLoss&) {
+      // Fall through: our node (if any) goes, and we look again after the reconnect.
     } catch (...) {
-      remove_own(hold.node);
+      if (!hold.node.empty()) remove_own(hold.node);
       throw;
     }
-    remove_own(hold.node);
-    if (!wait_event(seen, deadline)) return false;
+    if (!hold.node.empty()) remove_own(hold.node);
+    hold.node.clear();
+    if (!wait_fired(fired, seen, deadline)) return false;
   }
 }
 

@@ -59,15 +59,25 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   bool acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold);
   bool acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold);
+  // Lists the writers (or uses `listed`); true when `own` is first, else waits for the
+  // predecessor to go (or the deadline) and returns false.
+  bool first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
+                     std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
   bool wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline, bool quiet);
   std::string create_own(const std::string& folder, const std::string& prefix);
   std::string find_or_create(const std::string& folder, const std::string& own);
   void remove_own(const std::string& node);
-  // Waits until a watch or session event arrives after `seen`, or the deadline.
-  bool wait_event(std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
-  std::uint64_t events() const;
-  WatchCallback wake() const;
+  std::uint64_t session_events() const;
+  // A watch callback that sets `fired` (when given) and wakes the waiters.
+  WatchCallback wake(std::shared_ptr<bool> fired = nullptr) const;
+  // Waits until `fired`, a session change after `session_seen`, or the deadline; false
+  // when the deadline passed.
+  bool wait_fired(const std::shared_ptr<bool>& fired, std::uint64_t session_seen,
+                  std::chrono::steady_clock::time_point deadline);
   void on_session(SessionState state);
+  // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
+  std::vector<std::function<void()>> mark_lost();
+  void watch_disconnection();
   const Hold* hold_of_this_thread() const;
 
   ZooKeeperSession& session_;
@@ -83,10 +93,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   mutable std::mutex mutex_;  // guards everything below; watch callbacks take it briefly
   std::condition_variable changed_;
   std::uint64_t events_ = 0;
+  std::uint64_t session_events_ = 0;
   std::uint64_t lost_generation_ = 0;  // bumped when the session expires
   std::optional<std::chrono::steady_clock::time_point> disconnected_since_;
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
+  std::vector<std::string> pending_removals_;  // to delete once reconnected
+  bool stopping_ = false;
+  std::thread watchdog_;  // marks holds lost when a disconnection outlasts the session timeout
 };
 
 }  // namespace avout::detail

@@ -28,9 +28,10 @@ class Agent {
   /// Same as deref().
   T operator*() const { return deref(); }
 
-  /// Queues f(value, args...) and returns at once; it runs on the fixed worker pool. Inside
-  /// dosync the send goes out only if (and once) the transaction commits; inside an action,
-  /// once that action's value is stored. Throws AgentFailed while the agent is failed.
+  /// Queues f(value, args...) and returns once its place in the global order is fixed (one
+  /// ZooKeeper round trip), without waiting for it to run; it runs on the fixed worker pool.
+  /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
+  /// action, once that action's value is stored. Throws AgentFailed while the agent is failed.
   template <typename F, typename... Args>
   void send(F&& f, Args&&... args) {
     core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false);
