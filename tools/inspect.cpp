@@ -158,16 +158,18 @@ void show_lock(Client& client, const std::string& name, std::ostream& out) {
   const auto writers = sorted_children(base + "/writers");
   out << (read_write ? "read-write lock " : "lock ") << name << "\n";
   const bool gate = read_write && session.exists(base + "/gate").has_value();
+  const auto readers = read_write ? sorted_children(base + "/readers") : std::vector<std::string>{};
   for (std::size_t i = 0; i < writers.size(); ++i) {
-    const bool holds = i == 0 && (!read_write || gate);
+    // The first writer holds once no reader is inside (soft policies also close the gate).
+    const bool holds = i == 0 && (!read_write || gate || readers.empty());
     out << "  " << (holds ? "holder " : "waiter ") << writers[i] << " ("
         << owner(base + "/writers/" + writers[i]) << ")\n";
   }
   if (read_write) {
-    for (const auto& reader : sorted_children(base + "/readers")) {
+    for (const auto& reader : readers) {
       out << "  reader " << reader << " (" << owner(base + "/readers/" + reader) << ")\n";
     }
-    out << "  gate: " << (gate ? "closed (a writer holds or waits)" : "open") << "\n";
+    out << "  gate: " << (gate ? "closed (a soft-policy writer holds)" : "open") << "\n";
   }
   if (writers.empty() && !gate) out << "  free\n";
 }
