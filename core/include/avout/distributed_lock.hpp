@@ -5,15 +5,17 @@
 // <root>/locks<name>/writers/w-<unique id>-<seq>; each waits only for the node just before it
 // (no herd), and a deleted predecessor means "list again", never "acquired". The unique id in
 // the name lets a create retried after a lost connection find its own node. A ReadWriteLock
-// adds readers (<...>/readers/r-<unique id>-<seq>) and a gate node (<...>/gate) that the
-// first writer creates: a reader enters when, after creating its node and a sync, it sees no
-// gate; a writer holds when it owns the gate and, after a sync, sees no reader. Whichever of
-// the two creates its node second sees the other's, so they never both hold.
-// Writer policies decide when the first writer creates the gate:
-//   hard (default): at once, so a waiting writer blocks new readers; it holds when the
-//     readers inside have left.
-//   soft: only once no reader is inside, so readers keep entering while a writer waits.
-//   timed_soft: as soft, and only after no reader came or went for a quiet period.
+// adds reader nodes (<root>/rwlocks<name>/readers/r-<unique id>-<seq>); a reader creates its
+// node, syncs, and enters when nothing bars it, else removes its node and waits; the first
+// writer holds once, after a sync, it sees no reader node. Whichever of a reader and a writer
+// creates its node second sees the other's, so they never both hold. Writer policies decide
+// what bars readers:
+//   hard (default): any queued writer (the writer queue is the gate), so a waiting writer
+//     blocks new readers and successive writers keep them out until the queue empties.
+//   soft: only a gate node (<...>/gate) that the first writer creates once no reader is
+//     inside, so readers keep entering while a writer waits.
+//   timed_soft: as soft, and the writer closes the gate only after a quiet period in which
+//     no reader came or went.
 //
 // Holds are per thread and reentrant. When the session is lost the holder is told: is_held()
 // turns false, the on_lost callbacks run (on the client's callback thread), and ensure_held()
