@@ -23,7 +23,15 @@ double percentile(std::vector<double>& sorted, double p) {
 std::vector<double> time_each(int count, const std::function<void()>& operation) {
   std::vector<double> latencies;
   latencies.reserve(static_cast<std::size_t>(count));
+  // A progress bar on a terminal (never in logs): how far this workload has come.
+  const bool show = isatty(STDERR_FILENO) != 0;
   for (int i = 0; i < count; ++i) {
+    if (show && (i % std::max(1, count / 20) == 0 || i + 1 == count)) {
+      const int filled = (i + 1) * 20 / count;
+      std::fprintf(stderr, "\r  [%.*s%.*s] %3d%%", filled, "####################", 20 - filled,
+                   "                    ", (i + 1) * 100 / count);
+      if (i + 1 == count) std::fprintf(stderr, "\r%30s\r", "");
+    }
     const auto start = std::chrono::steady_clock::now();
     operation();
     latencies.push_back(
