@@ -313,14 +313,7 @@ void AgentCore::apply(const std::string& node, Pending& pending) {
     }
     operations.push_back(op::Remove{node, 0});
 
-    std::optional<bool> landed;
-    try {
-      landed = session_.multi(operations).committed;
-    } catch (const ConnectionLoss&) {
-      landed = resolve_commit(session_, marker);
-    } catch (const SessionExpired&) {
-      landed = resolve_commit(session_, marker);
-    }
+    const auto landed = commit_with_marker(session_, operations, marker);
     if (!landed) throw ConnectionLoss("agent " + name_ + ": outcome of an action unknown");
     if (*landed) {
       {
@@ -367,14 +360,7 @@ void AgentCore::restart(const Bytes& value) {
         op::Create{marker, {}, CreateMode::persistent},
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),
                     head_node.stat.version}};
-    std::optional<bool> landed;
-    try {
-      landed = session_.multi(operations).committed;
-    } catch (const ConnectionLoss&) {
-      landed = resolve_commit(session_, marker);
-    } catch (const SessionExpired&) {
-      landed = resolve_commit(session_, marker);
-    }
+    const auto landed = commit_with_marker(session_, operations, marker);
     if (!landed) throw ConnectionLoss("agent " + name_ + ": outcome of restart unknown");
     if (*landed) {
       (void)session_.remove_async(marker, 0);

@@ -48,6 +48,21 @@ std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string&
   return std::nullopt;
 }
 
+std::optional<bool> commit_with_marker(ZooKeeperSession& session,
+                                       const std::vector<Operation>& operations,
+                                       const std::string& marker, MultiResult* result) {
+  try {
+    MultiResult reply = session.multi(operations);
+    const bool committed = reply.committed;
+    if (result != nullptr) *result = std::move(reply);
+    return committed;
+  } catch (const ConnectionLoss&) {
+    return resolve_commit(session, marker);
+  } catch (const SessionExpired&) {
+    return resolve_commit(session, marker);
+  }
+}
+
 Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
                          BargeState& barge)
     : stm_(stm), barge_(barge), outer_(running), generation_(stm.session().generation()) {
@@ -400,16 +415,8 @@ void Transaction::commit() {
     }
     operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
 
-    std::optional<bool> landed;
     MultiResult result;
-    try {
-      result = session.multi(operations);
-      landed = result.committed;
-    } catch (const ConnectionLoss&) {
-      landed = resolve_commit(session, marker);
-    } catch (const SessionExpired&) {
-      landed = resolve_commit(session, marker);
-    }
+    const std::optional<bool> landed = commit_with_marker(session, operations, marker, &result);
     if (!landed) {
       // Unknown: the points may be referenced, so they stay; gc judges them later.
       throw ConnectionLoss("transaction commit: outcome unknown (ZooKeeper unreachable); "

@@ -216,6 +216,13 @@ struct BargeState {
 /// in op 0, exists exactly when it was applied. nullopt when ZooKeeper stays unreachable.
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker);
 
+/// Sends a multi whose op 0 creates `marker`: true when it was applied, false when an
+/// operation failed (`result` tells which), nullopt when the outcome stayed unknown. A lost
+/// reply is resolved through the marker, never by sending the multi again.
+std::optional<bool> commit_with_marker(ZooKeeperSession& session,
+                                       const std::vector<Operation>& operations,
+                                       const std::string& marker, MultiResult* result = nullptr);
+
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
 void run_transaction(StmContext& stm, const std::function<void()>& body);
 
