@@ -7,6 +7,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,40 +24,15 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/crash-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/crash-test", stem);
 }
 
-void start_servers() {
-  (void)avout::testing::shared_zookeeper();
-  (void)avout::testing::shared_redis();
-  (void)avout::testing::shared_postgres();
-}
+void start_servers() { avout::testing::start_shared_servers(); }
 
 // A client whose session dies soon after its process does, with one store of each kind.
-struct Stores {
-  avout::Client client{avout::ClientOptions{
-      .hosts = avout::testing::shared_zookeeper().connect_string(), .session_timeout = 2000ms}};
-  avout::redis::Store redis{avout::testing::shared_redis().url()};
-  avout::postgres::Store postgres{avout::testing::shared_postgres().url()};
+struct Stores : avout::testing::ThreeStores {
+  Stores() : ThreeStores(std::chrono::milliseconds(2000)) {}
 
-  avout::Store& store(int index) {
-    switch (index % 3) {
-      case 0: return client.default_store();
-      case 1: return redis;
-      default: return postgres;
-    }
-  }
-  std::vector<avout::Ref<long>> accounts(const std::string& prefix, int count, long initial) {
-    std::vector<avout::Ref<long>> refs;
-    for (int i = 0; i < count; ++i) {
-      refs.push_back(client.ref<long>(account_name(prefix, i), initial, store(i)));
-    }
-    return refs;
-  }
-  static std::string account_name(const std::string& prefix, int index) {
-    return prefix + "/account-" + std::to_string(index);
-  }
   // Stored points of `name` that its head does not reference.
   std::size_t unreferenced_points(const std::string& name, avout::Store& in) {
     const std::string head_path = client.options().root + "/stm/refs" + name;

@@ -6,6 +6,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,38 +21,12 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/stm-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/stm-test", stem);
 }
 
-void start_servers() {
-  (void)avout::testing::shared_zookeeper();
-  (void)avout::testing::shared_redis();
-  (void)avout::testing::shared_postgres();
-}
+void start_servers() { avout::testing::start_shared_servers(); }
 
-// A client with one store of each kind, as each process of a test makes them.
-struct Stores {
-  avout::Client client{avout::ClientOptions{
-      .hosts = avout::testing::shared_zookeeper().connect_string(), .session_timeout = 6000ms}};
-  avout::redis::Store redis{avout::testing::shared_redis().url()};
-  avout::postgres::Store postgres{avout::testing::shared_postgres().url()};
-
-  avout::Store& store(int index) {
-    switch (index % 3) {
-      case 0: return client.default_store();
-      case 1: return redis;
-      default: return postgres;
-    }
-  }
-  std::vector<avout::Ref<long>> accounts(const std::string& prefix, int count, long initial) {
-    std::vector<avout::Ref<long>> refs;
-    for (int i = 0; i < count; ++i) {
-      refs.push_back(client.ref<long>(prefix + "/account-" + std::to_string(i), initial, store(i)));
-    }
-    return refs;
-  }
-};
+using Stores = avout::testing::ThreeStores;
 
 long total(avout::Client& client, std::vector<avout::Ref<long>>& accounts) {
   return client.dosync([&] {
