@@ -1,13 +1,15 @@
-# Installation and packaging: headers, static libraries, the `avout` tool, a CMake package
+# Installation and packaging: headers, the libraries (static, or shared with
+# -DBUILD_SHARED_LIBS=ON), the `avout` tool, a CMake package
 # (find_package(avout REQUIRED COMPONENTS zookeeper redis postgres) -> avout::core,
-# avout::zookeeper, avout::redis, avout::postgres), its version file and avout.pc.
+# avout::zookeeper, avout::redis, avout::postgres), its version file and one pkg-config file
+# per component: avout.pc, avout-redis.pc, avout-postgres.pc.
 # Included once, at the end of the root CMakeLists.txt, after every target exists.
 #
 #   cmake --install build --prefix /opt/avout
 #
-# Layout under the prefix: include/avout/..., <libdir>/libavout_*.a, bin/avout,
-# <libdir>/cmake/avout/ (avoutConfig.cmake, avoutConfigVersion.cmake, the targets files) and
-# <libdir>/pkgconfig/avout.pc. Both the CMake package and avout.pc are relocatable.
+# Layout under the prefix: include/avout/..., <libdir>/libavout_{core,redis,postgres}.{a,so},
+# bin/avout, <libdir>/cmake/avout/ (avoutConfig.cmake, avoutConfigVersion.cmake, the targets
+# files) and <libdir>/pkgconfig/avout*.pc. The CMake package and the .pc files are relocatable.
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -55,9 +57,8 @@ if(_avout_core_interface)
 endif()
 unset(_avout_core_interface)
 
-# avout_core and avout_zookeeper reference each other, so they share one export set (CMake
-# repeats the pair on a consumer's link line). The Redis and PostgreSQL backends have their
-# own sets: a component whose client library is missing on the consumer's machine is simply
+# avout_core and avout_zookeeper (an interface target naming the core, which holds the
+# ZooKeeper store) share one export set. The Redis and PostgreSQL backends have their own sets: a component whose client library is missing on the consumer's machine is simply
 # not loaded. Their private dependencies (PkgConfig::HIREDIS, PkgConfig::PQXX) appear in the
 # export as $<LINK_ONLY:...> and are recreated by avoutConfig.cmake.
 install(TARGETS avout_core avout_zookeeper
@@ -92,6 +93,13 @@ if(TARGET avout)
 endif()
 
 # --- CMake package config and version --------------------------------------------------------
+# Static libraries need their dependencies found by the consumer; shared ones carry them.
+get_target_property(_avout_core_type avout_core TYPE)
+if(_avout_core_type STREQUAL "STATIC_LIBRARY")
+  set(AVOUT_STATIC_LIBRARIES TRUE)
+else()
+  set(AVOUT_STATIC_LIBRARIES FALSE)
+endif()
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/avoutConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/avoutConfig.cmake"
@@ -105,9 +113,10 @@ install(FILES "${PROJECT_BINARY_DIR}/avoutConfig.cmake"
               "${PROJECT_BINARY_DIR}/avoutConfigVersion.cmake"
         DESTINATION "${AVOUT_INSTALL_CMAKEDIR}")
 
-# --- pkg-config -----------------------------------------------------------------------------
+# --- pkg-config: avout (core and the ZooKeeper store), avout-redis, avout-postgres --------
 # prefix is found from the .pc file's own place (${pcfiledir}), so `cmake --install --prefix`
-# to anywhere gives a working file.
+# to anywhere gives a working file. A static library's dependencies must be on the user's
+# link line (Libs, Requires); a shared one's only when linking statically (the .private fields).
 set(_avout_pc_dir "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 if(IS_ABSOLUTE "${_avout_pc_dir}")
   set(AVOUT_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
@@ -123,32 +132,44 @@ foreach(_avout_dir LIBDIR INCLUDEDIR)
     set(AVOUT_PC_${_avout_dir} "\${prefix}/${CMAKE_INSTALL_${_avout_dir}}")
   endif()
 endforeach()
-# The ZooKeeper C client has no .pc file: name its directories unless the compiler searches
-# them anyway.
-get_filename_component(_avout_zk_libdir "${ZOOKEEPER_MT_LIBRARY}" DIRECTORY)
-set(AVOUT_PC_ZOOKEEPER_CFLAGS "")
-if(NOT ZOOKEEPER_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
-  set(AVOUT_PC_ZOOKEEPER_CFLAGS "-I${ZOOKEEPER_INCLUDE_DIR}")
-endif()
-set(AVOUT_PC_ZOOKEEPER_LIBS "-lzookeeper_mt")
-if(NOT _avout_zk_libdir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
-  set(AVOUT_PC_ZOOKEEPER_LIBS "-L${_avout_zk_libdir} -lzookeeper_mt")
-endif()
-# Static avout_core and avout_zookeeper need each other: name avout_core again after
-# avout_zookeeper, spelled differently (-l:file), since pkgconf drops repeated flags.
-set(AVOUT_PC_CORE_AGAIN "")
 get_target_property(_avout_core_type avout_core TYPE)
-if(_avout_core_type STREQUAL "STATIC_LIBRARY")
-  set(AVOUT_PC_CORE_AGAIN
-      "-l:${CMAKE_STATIC_LIBRARY_PREFIX}avout_core${CMAKE_STATIC_LIBRARY_SUFFIX}")
+# The ZooKeeper C client has no .pc file: name its directory unless the linker searches it.
+get_filename_component(_avout_zk_libdir "${ZOOKEEPER_MT_LIBRARY}" DIRECTORY)
+set(_avout_zk_libs "-lzookeeper_mt")
+if(NOT _avout_zk_libdir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+  set(_avout_zk_libs "-L${_avout_zk_libdir} -lzookeeper_mt")
 endif()
-unset(_avout_core_type)
+if(_avout_core_type STREQUAL "STATIC_LIBRARY")
+  set(AVOUT_PC_ZOOKEEPER_PUBLIC "${_avout_zk_libs}")
+  set(AVOUT_PC_ZOOKEEPER_PRIVATE "")
+else()
+  set(AVOUT_PC_ZOOKEEPER_PUBLIC "")
+  set(AVOUT_PC_ZOOKEEPER_PRIVATE "${_avout_zk_libs}")
+endif()
 configure_file("${CMAKE_CURRENT_LIST_DIR}/avout.pc.in" "${PROJECT_BINARY_DIR}/avout.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/avout.pc" DESTINATION "${_avout_pc_dir}")
-unset(_avout_pc_dir)
-unset(_avout_up)
-unset(_avout_dir)
-unset(_avout_zk_libdir)
+foreach(_avout_backend "redis;Redis;hiredis" "postgres;PostgreSQL;libpqxx")
+  list(GET _avout_backend 0 AVOUT_PC_COMPONENT)
+  list(GET _avout_backend 1 AVOUT_PC_STORE)
+  list(GET _avout_backend 2 _avout_client)
+  get_target_property(_avout_backend_type avout_${AVOUT_PC_COMPONENT} TYPE)
+  if(_avout_backend_type STREQUAL "STATIC_LIBRARY")
+    set(AVOUT_PC_CLIENT_PUBLIC "${_avout_client}")
+    set(AVOUT_PC_CLIENT_PRIVATE "")
+  else()
+    set(AVOUT_PC_CLIENT_PUBLIC "")
+    set(AVOUT_PC_CLIENT_PRIVATE "${_avout_client}")
+  endif()
+  configure_file("${CMAKE_CURRENT_LIST_DIR}/avout-backend.pc.in"
+                 "${PROJECT_BINARY_DIR}/avout-${AVOUT_PC_COMPONENT}.pc" @ONLY)
+  install(FILES "${PROJECT_BINARY_DIR}/avout-${AVOUT_PC_COMPONENT}.pc" DESTINATION "${_avout_pc_dir}")
+endforeach()
+foreach(_avout_variable _avout_pc_dir _avout_up _avout_dir _avout_zk_libdir _avout_zk_libs
+        _avout_core_type _avout_backend _avout_backend_type _avout_client AVOUT_PC_COMPONENT
+        AVOUT_PC_STORE AVOUT_PC_CLIENT_PUBLIC AVOUT_PC_CLIENT_PRIVATE)
+  unset(${_avout_variable})
+endforeach()
+unset(_avout_variable)
 
 # --- The test: install into a temporary prefix and build an outside project against it -------
 if(AVOUT_BUILD_TESTS)
@@ -164,11 +185,19 @@ if(AVOUT_BUILD_TESTS)
   if(TARGET avout)
     set(_avout_check_tool with-tool)
   endif()
+  # The plain build also builds and checks the libraries of the other kind (static/shared);
+  # instrumented builds check only their own, to keep the suite short.
+  set(_avout_check_other no-other-kind)
+  if(AVOUT_SANITIZE STREQUAL "" AND NOT AVOUT_FUZZ)
+    set(_avout_check_other other-kind)
+  endif()
   add_test(NAME install_check
            COMMAND bash "${PROJECT_SOURCE_DIR}/tests/install/check.sh"
                    "${PROJECT_BINARY_DIR}" "${PROJECT_SOURCE_DIR}/tests/install/project"
-                   "${CMAKE_CXX_COMPILER}" "${_avout_check_flags}" ${_avout_check_tool})
+                   "${CMAKE_CXX_COMPILER}" "${_avout_check_flags}" ${_avout_check_tool}
+                   ${_avout_check_other})
   set_tests_properties(install_check PROPERTIES LABELS fast TIMEOUT 600)
   unset(_avout_check_flags)
   unset(_avout_check_tool)
+  unset(_avout_check_other)
 endif()

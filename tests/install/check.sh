@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs an avout build tree into a temporary prefix, then builds tests/install/project
-# against it twice, once with find_package(avout ... COMPONENTS zookeeper redis postgres) and
-# once with `pkg-config --cflags --libs avout`, runs both binaries and checks what they print.
+# against it: with find_package(avout ... COMPONENTS zookeeper redis postgres), with
+# `pkg-config --cflags --libs avout-redis avout-postgres`, and a ZooKeeper-only program with
+# `pkg-config avout` alone; runs each binary and checks what it prints. With other-kind, it
+# then builds avout's libraries of the other kind (shared for a static build tree, static
+# for a shared one) from the same sources and checks that installation the same way.
 # Run by ctest (test install_check, label fast); by hand:
-#   tests/install/check.sh BUILD_DIR tests/install/project [CXX_COMPILER] [EXTRA_FLAGS] [with-tool]
+#   tests/install/check.sh BUILD_DIR tests/install/project [CXX_COMPILER] [EXTRA_FLAGS] [with-tool] [other-kind]
 # EXTRA_FLAGS (sanitizer builds) go to compiling and linking the outside project; with-tool:
 # the build has the `avout` command line, which must be installed too.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-  echo "usage: $0 BUILD_DIR PROJECT_DIR [CXX_COMPILER] [EXTRA_FLAGS] [with-tool]" >&2
+  echo "usage: $0 BUILD_DIR PROJECT_DIR [CXX_COMPILER] [EXTRA_FLAGS] [with-tool] [other-kind]" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd)
@@ -17,6 +20,7 @@ project=$(cd "$2" && pwd)
 cxx=${3:-c++}
 flags=${4:-}
 tool=${5:-no-tool}
+other_kind=${6:-}
 source_root=$(cd "$project/../../.." && pwd)
 
 fail() {
@@ -26,41 +30,6 @@ fail() {
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/avout-install-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-prefix=$work/prefix
-
-echo "== cmake --install $build --prefix $prefix"
-cmake --install "$build" --prefix "$prefix" >"$work/install.log" ||
-  { cat "$work/install.log" >&2; fail "cmake --install failed"; }
-
-# What must be there: every public header of the source tree, and no private one.
-headers=0
-for include in "$source_root"/core/include "$source_root"/backends/*/include; do
-  while IFS= read -r header; do
-    [ -f "$prefix/include/$header" ] || fail "public header include/$header not installed"
-    headers=$((headers + 1))
-  done < <(cd "$include" && find avout -name '*.hpp')
-done
-[ "$headers" -gt 10 ] || fail "found only $headers public headers in $source_root"
-installed=$(find "$prefix/include" -name '*.hpp' | wc -l)
-[ "$installed" -eq "$headers" ] || fail "$installed headers installed, $headers public ones"
-find "$prefix" -name '*.cpp' | grep -q . && fail "source files were installed"
-for library in avout_core avout_zookeeper avout_redis avout_postgres; do
-  find "$prefix" -name "lib$library.a" -o -name "lib$library.so" | grep -q . ||
-    fail "library $library not installed"
-done
-config=$(find "$prefix" -name avoutConfig.cmake)
-[ -n "$config" ] || fail "avoutConfig.cmake not installed"
-[ -f "$(dirname "$config")/avoutConfigVersion.cmake" ] || fail "avoutConfigVersion.cmake not installed"
-pc=$(find "$prefix" -name avout.pc)
-[ -n "$pc" ] || fail "avout.pc not installed"
-if [ "$tool" = with-tool ]; then
-  [ -x "$prefix/bin/avout" ] || fail "the avout tool was not installed"
-  "$prefix/bin/avout" --help >/dev/null || fail "installed bin/avout --help failed"
-fi
-# The package must not point back into the build or source tree (it must be relocatable).
-if grep -rlF -e "$build" -e "$source_root" "$(dirname "$config")" "$pc"; then
-  fail "installed package files name the build or source tree"
-fi
 
 expected_lines=(
   'options: hosts=127.0.0.1:2181 root=/install-check max_history=10'
@@ -68,37 +37,129 @@ expected_lines=(
   'install check OK'
 )
 check_output() {  # check_output NAME BINARY
-  local output
+  local output line
   output=$("$2") || fail "$1: the binary exited with status $?"
   printf '%s\n' "$output" | sed "s/^/  [$1] /"
   for line in "${expected_lines[@]}"; do
+    [[ $1 == *"core only" && $line != 'install check OK' ]] && continue
     grep -qF -- "$line" <<<"$output" || fail "$1: expected the line '$line'"
   done
 }
 
-echo "== find_package(avout) from an outside project"
-cmake -S "$project" -B "$work/cmake-build" \
-  -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CXX_FLAGS="$flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$work/configure.log" 2>&1 ||
-  { cat "$work/configure.log" >&2; fail "configuring the outside project failed"; }
-grep -F "avout 0.1" "$work/configure.log" | grep -qF "$prefix/" ||
-  { cat "$work/configure.log" >&2; fail "find_package did not find avout in $prefix"; }
-cmake --build "$work/cmake-build" >"$work/build.log" 2>&1 ||
-  { cat "$work/build.log" >&2; fail "building the outside project failed"; }
-check_output cmake "$work/cmake-build/avout_install_check"
+library_kind() {  # library_kind BUILD_DIR: static or shared
+  if grep -q '^BUILD_SHARED_LIBS:[A-Z]*=ON' "$1/CMakeCache.txt"; then echo shared; else echo static; fi
+}
 
-echo "== pkg-config --cflags --libs avout"
-pc_dir=$(dirname "$pc")
-export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-pkg_flags=$(pkg-config --cflags --libs avout) || fail "pkg-config --cflags --libs avout failed"
-echo "  $pkg_flags"
-[ "$(pkg-config --modversion avout)" = "$(sed -n 's/^Version: //p' "$pc")" ] || fail "pkg-config --modversion"
-# shellcheck disable=SC2086  # the flags are words
-"$cxx" -std=c++20 -Wall -Wextra -Wpedantic -Werror $flags "$project/main.cpp" -o "$work/pkg-config-check" \
-  $pkg_flags || fail "compiling with pkg-config's flags failed"
-check_output pkg-config "$work/pkg-config-check"
+check_install() {  # check_install BUILD_DIR: install it and build the outside project against it
+  local build=$1 kind suffix prefix config pc pc_dir headers installed include header component
+  local module run_path pkg_flags core_flags
+  kind=$(library_kind "$build")
+  suffix=a
+  [ "$kind" = shared ] && suffix=so
+  prefix=$work/$kind-prefix
+  echo "== cmake --install $build --prefix $prefix"
+  cmake --install "$build" --prefix "$prefix" >"$work/install.log" ||
+    { cat "$work/install.log" >&2; fail "cmake --install failed"; }
+
+  # What must be there: every public header of the source tree, and no private one.
+  headers=0
+  for include in "$source_root"/core/include "$source_root"/backends/*/include; do
+    while IFS= read -r header; do
+      [ -f "$prefix/include/$header" ] || fail "public header include/$header not installed"
+      headers=$((headers + 1))
+    done < <(cd "$include" && find avout -name '*.hpp')
+  done
+  [ "$headers" -gt 10 ] || fail "found only $headers public headers in $source_root"
+  installed=$(find "$prefix/include" -name '*.hpp' | wc -l)
+  [ "$installed" -eq "$headers" ] || fail "$installed headers installed, $headers public ones"
+  find "$prefix" -name '*.cpp' | grep -q . && fail "source files were installed"
+  for library in avout_core avout_redis avout_postgres; do
+    find "$prefix" -name "lib$library.$suffix" | grep -q . ||
+      fail "library lib$library.$suffix not installed"
+  done
+  config=$(find "$prefix" -name avoutConfig.cmake)
+  [ -n "$config" ] || fail "avoutConfig.cmake not installed"
+  [ -f "$(dirname "$config")/avoutConfigVersion.cmake" ] || fail "avoutConfigVersion.cmake not installed"
+  pc=$(find "$prefix" -name avout.pc)
+  [ -n "$pc" ] || fail "avout.pc not installed"
+  for component in redis postgres; do
+    [ -f "$(dirname "$pc")/avout-$component.pc" ] || fail "avout-$component.pc not installed"
+  done
+  if [ "$tool" = with-tool ]; then
+    [ -x "$prefix/bin/avout" ] || fail "the avout tool was not installed"
+    "$prefix/bin/avout" --help >/dev/null || fail "installed bin/avout --help failed"
+  fi
+  # The package must not point back into the build or source tree (it must be relocatable).
+  if grep -rlF -e "$build" -e "$source_root" "$(dirname "$config")" "$(dirname "$pc")"; then
+    fail "installed package files name the build or source tree"
+  fi
+
+
+  echo "== find_package(avout) from an outside project ($kind)"
+  cmake -S "$project" -B "$work/$kind-cmake-build" \
+    -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$work/$kind-configure.log" 2>&1 ||
+    { cat "$work/$kind-configure.log" >&2; fail "configuring the outside project failed"; }
+  grep -F "avout 0.1" "$work/$kind-configure.log" | grep -qF "$prefix/" ||
+    { cat "$work/$kind-configure.log" >&2; fail "find_package did not find avout in $prefix"; }
+  cmake --build "$work/$kind-cmake-build" >"$work/$kind-build.log" 2>&1 ||
+    { cat "$work/$kind-build.log" >&2; fail "building the outside project failed"; }
+  check_output "$kind cmake" "$work/$kind-cmake-build/avout_install_check"
+
+  echo "== pkg-config ($kind)"
+  pc_dir=$(dirname "$pc")
+  export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  for module in avout avout-redis avout-postgres; do
+    [ "$(pkg-config --modversion "$module")" = "$(sed -n 's/^Version: //p' "$pc")" ] ||
+      fail "pkg-config --modversion $module"
+  done
+  # The core's file asks for neither store's client library.
+  if pkg-config --print-requires --print-requires-private avout | grep -Eq 'hiredis|pqxx'; then
+    fail "avout.pc requires hiredis or libpqxx"
+  fi
+  pkg-config --libs avout | grep -Eq 'hiredis|pqxx' && fail "pkg-config --libs avout names hiredis or libpqxx"
+  # A shared build's programs find the libraries through the loader's path; a static one's
+  # must not need them at run time.
+  run_path=""
+  [ "$kind" = shared ] && run_path="$prefix/lib:$(pkg-config --variable=libdir avout)"
+  pkg_flags=$(pkg-config --cflags --libs avout-redis avout-postgres) ||
+    fail "pkg-config --cflags --libs avout-redis avout-postgres failed"
+  echo "  $pkg_flags"
+  # shellcheck disable=SC2086  # the flags are words
+  "$cxx" -std=c++20 -Wall -Wextra -Wpedantic -Werror $flags "$project/main.cpp" \
+    -o "$work/$kind-pkg-config-check" $pkg_flags || fail "compiling with pkg-config's flags failed"
+  LD_LIBRARY_PATH=$run_path check_output "$kind pkg-config" "$work/$kind-pkg-config-check"
+  core_flags=$(pkg-config --cflags --libs avout) || fail "pkg-config --cflags --libs avout failed"
+  echo "  $core_flags"
+  # shellcheck disable=SC2086
+  "$cxx" -std=c++20 -Wall -Wextra -Wpedantic -Werror $flags "$project/core_only.cpp" \
+    -o "$work/$kind-core-only" $core_flags || fail "compiling with pkg-config avout alone failed"
+  LD_LIBRARY_PATH=$run_path check_output "$kind core only" "$work/$kind-core-only"
+}
+
+check_install "$build"
+
+if [ "$other_kind" = other-kind ]; then
+  # The same sources, the same compiler (and launcher), libraries of the other kind; build
+  # type None (no optimization, no debug information) compiles fastest: this checks linking.
+  shared=ON
+  [ "$(library_kind "$build")" = shared ] && shared=OFF
+  launcher=$(sed -n 's/^CMAKE_CXX_COMPILER_LAUNCHER:[A-Z]*=//p' "$build/CMakeCache.txt")
+  other=$work/other-build
+  echo "== building avout with BUILD_SHARED_LIBS=$shared"
+  cmake -S "$source_root" -B "$other" -DBUILD_SHARED_LIBS=$shared -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_BUILD_TYPE=None \
+    -DAVOUT_BUILD_TESTS=OFF -DAVOUT_BUILD_BENCH=OFF -DAVOUT_WERROR=ON \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
+    >"$work/other-configure.log" 2>&1 || { cat "$work/other-configure.log" >&2; fail "configuring it failed"; }
+  targets=(avout_core avout_redis avout_postgres)
+  [ "$tool" = with-tool ] && targets+=(avout)  # installed with the libraries
+  cmake --build "$other" -j "$(nproc)" --target "${targets[@]}" >"$work/other-build.log" 2>&1 ||
+    { tail -50 "$work/other-build.log" >&2; fail "building it failed"; }
+  check_install "$other"
+fi
 
 echo "install check passed"

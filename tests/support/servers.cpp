@@ -278,8 +278,11 @@ ZooKeeperEnsemble::~ZooKeeperEnsemble() = default;
 std::string ZooKeeperEnsemble::connect_string() const {
   std::string hosts;
   for (const auto& member : impl_->members) {
-    hosts += (hosts.empty() ? "" : ",") + std::string("127.0.0.1:") +
-             std::to_string(member.client_port);
+    // Appended piece by piece: GCC 12's -Wrestrict misfires on `"," + std::string(...)`
+    // (a char pointer plus a temporary string) in optimized builds.
+    if (!hosts.empty()) hosts += ',';
+    hosts += "127.0.0.1:";
+    hosts += std::to_string(member.client_port);
   }
   return hosts;
 }

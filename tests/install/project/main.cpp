@@ -1,8 +1,8 @@
 // Built against an installed avout, with find_package and with pkg-config. It needs no
 // server: it makes client options and stores (which connect lazily) and round-trips a value
 // through avout's codec. With --connect HOSTS it would also reach a ZooKeeper server: that
-// code is never run by the check, but it puts the Client (whose default store lives in the
-// avout_zookeeper library, which in turn needs avout_core) and the backends on the link line.
+// code is never run by the check, but it puts the Client (whose default store, the ZooKeeper
+// one, is part of avout_core) and the backends on the link line.
 #include <avout/avout.hpp>
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>

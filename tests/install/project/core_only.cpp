@@ -1,0 +1,20 @@
+// Built with `pkg-config --cflags --libs avout` alone: a user of ZooKeeper-held values only
+// needs neither hiredis nor libpqxx.
+#include <avout/avout.hpp>
+#include <avout/zookeeper.hpp>
+
+#include <iostream>
+#include <string>
+
+int main(int argc, char** argv) {
+  avout::ClientOptions options{.hosts = "127.0.0.1:2181", .root = "/install-check"};
+  if (argc > 2 && std::string(argv[1]) == "--connect") {
+    // Never run by the check; it puts the Client and its ZooKeeper store on the link line.
+    avout::Client client(options);
+    std::cout << "counter: " << client.atom<long>("/counter", 0).swap([](long v) { return v + 1; })
+              << "\n";
+  }
+  std::cout << "zookeeper node limit: " << avout::zookeeper::max_node_value << "\n";
+  std::cout << "install check OK\n";
+  return 0;
+}
