@@ -1,6 +1,7 @@
 #pragma once
-// Ref heads and barging tags cached per client and kept valid by one-shot watches (DESIGN
-// rule 12), so a transaction reads the nodes it needs without a round trip of their own.
+// Ref heads and barging tags cached per client and kept valid by one-shot watches
+// (docs/transactions.md rule 12), so a transaction reads the nodes it needs without a round
+// trip of their own.
 //
 // Why it is safe: a watch event reaches this client before the reply of any request sent
 // after the watched read, and the event callback runs on the ZooKeeper thread before that

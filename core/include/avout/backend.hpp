@@ -1,5 +1,5 @@
 #pragma once
-// The two interfaces a value store implements (DESIGN.md section 4), and the Store that makes
+// The two interfaces a value store implements (docs/writing-a-store.md), and the Store that makes
 // them. ZooKeeper coordinates; a store only keeps bytes. Implementations must be thread safe:
 // one object may be used by several threads at once.
 

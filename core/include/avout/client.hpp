@@ -135,7 +135,7 @@ class Client {
   /// margin (a tenth of it + 20 ms) on the contender's own clock. Must not outlive this client.
   LeaseLock lease_lock(const std::string& name);
 
-  /// Sweeps what crashed processes and aborted commits left (DESIGN rule 9): erases every
+  /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the
   /// default store and `stores`, and commit markers created more than `marker_grace` ago
   /// (judged by the server's ctime against this machine's clock). Safe while others commit.

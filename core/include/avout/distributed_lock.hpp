@@ -1,7 +1,7 @@
 #pragma once
 // avout::Lock (a reentrant distributed mutex) and avout::ReadWriteLock, on ZooKeeper.
 //
-// Recipe (DESIGN.md 5.1 "Locks"): writers queue as ephemeral sequential nodes
+// Recipe (docs/recipes.md, "Locks"): writers queue as ephemeral sequential nodes
 // <root>/locks<name>/writers/w-<unique id>-<seq>; each waits only for the node just before it
 // (no herd), and a deleted predecessor means "list again", never "acquired". The unique id in
 // the name lets a create retried after a lost connection find its own node. A ReadWriteLock

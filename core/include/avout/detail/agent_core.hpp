@@ -1,5 +1,5 @@
 #pragma once
-// The type-independent machinery of agents (DESIGN.md sections 3 and 5.1 "Agents").
+// The type-independent machinery of agents (docs/recipes.md, "Agents").
 //
 // Layout: the agent's head node <root>/agents/heads<name> names the point of its value in
 // the value store and, once an action failed, the error. Every send is an ephemeral

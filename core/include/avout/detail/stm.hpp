@@ -1,5 +1,5 @@
 #pragma once
-// The type-independent machinery of refs and transactions (DESIGN.md section 5): ref heads in
+// The type-independent machinery of refs and transactions (docs/transactions.md): ref heads in
 // ZooKeeper, values at unique points in stores, one commit multi per transaction.
 
 #include <avout/backend.hpp>
@@ -60,7 +60,7 @@ struct StmOptions {
   std::size_t barge_after = 3;      ///< failed attempts after which a transaction tags its refs
 };
 
-/// The age of one dosync across its attempts (rule 10): the older transaction wins.
+/// The age of one dosync across its attempts (transactions.md rule 10): the older transaction wins.
 struct TransactionAge {
   std::int64_t first_read_point = 0;  ///< read point of its first attempt
   std::int64_t session = 0;           ///< session that started it
@@ -123,7 +123,7 @@ class StmContext {
   ~StmContext();
   StmContext(const StmContext&) = delete;
   StmContext& operator=(const StmContext&) = delete;
-  /// Heads and tags this client has read, kept valid by watches (rule 12).
+  /// Heads and tags this client has read, kept valid by watches (docs/transactions.md rule 12).
   NodeCache& nodes() { return *nodes_; }
   ZooKeeperSession& session() { return session_; }
   const StmOptions& options() const { return options_; }
@@ -138,7 +138,7 @@ class StmContext {
   std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
 
   /// A fresh unique point (or attempt id) that names the current session as its writer,
-  /// so gc can tell whether the writer may still commit it (rule 9).
+  /// so gc can tell whether the writer may still commit it (docs/transactions.md rule 9).
   Point new_point();
   /// Makes sure this session's liveness node exists (once per session).
   void announce_session();
@@ -203,7 +203,7 @@ struct RetryAttempt {
 /// writer prefix (then gc never erases it).
 std::optional<std::int64_t> writer_of(const std::string& id);
 
-/// Barging state of one dosync, carried from attempt to attempt (rule 10).
+/// Barging state of one dosync, carried from attempt to attempt (docs/transactions.md rule 10).
 struct BargeState {
   std::optional<TransactionAge> age;  ///< set by the first attempt
   std::size_t failed_attempts = 0;    ///< attempts that retried so far
@@ -212,8 +212,9 @@ struct BargeState {
   std::map<std::shared_ptr<RefCore>, std::int32_t> held;
 };
 
-/// A definite "did it land?" for a multi whose reply was lost (rule 6): its marker, created
-/// in op 0, exists exactly when it was applied. nullopt when ZooKeeper stays unreachable.
+/// A definite "did it land?" for a multi whose reply was lost (docs/transactions.md rule 6):
+/// its marker, created in op 0, exists exactly when it was applied. nullopt when ZooKeeper
+/// stays unreachable.
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker);
 
 /// Sends a multi whose op 0 creates `marker`: true when it was applied, false when an
