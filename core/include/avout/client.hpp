@@ -147,6 +147,14 @@ class Client {
     return {stm_->commits(), stm_->retries()};
   }
 
+  /// The name stores keep the values of the ref `name` under: namespaced by this client's
+  /// deployment (chroot and root) and by kind, for tools that look into a store.
+  std::string ref_value_key(const std::string& name) const { return stm_->value_key("ref", name); }
+  /// The same for the agent `name`.
+  std::string agent_value_key(const std::string& name) const {
+    return stm_->value_key("agent", name);
+  }
+
   /// The ZooKeeper session all coordination runs through.
   ZooKeeperSession& session();
   /// The store used when none is given: values in ZooKeeper nodes.
