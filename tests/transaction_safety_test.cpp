@@ -194,3 +194,16 @@ TEST_CASE("reads inside and outside dosync never fail while another process trim
   CHECK(errors == 0);
   CHECK(went_back == 0);
 }
+
+TEST_CASE("gc keeps a commit marker its owner may still be resolving, whatever grace it is given") {
+  start_servers();
+  avout::Client client(options());
+  // A marker as a commit whose reply was lost leaves it (owner session id, then a unique id).
+  const std::string marker = client.options().root + "/stm/markers/" +
+                             unique_name("0000000000000001-marker").substr(std::string("/stm-safety/").size());
+  client.session().create(marker, {}, avout::CreateMode::persistent);
+  std::this_thread::sleep_for(50ms);
+  (void)client.gc({}, 1ms);
+  CHECK(client.session().exists(marker).has_value());
+  client.session().remove(marker, 0);
+}

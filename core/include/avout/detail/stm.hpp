@@ -236,6 +236,10 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
                                        const std::string& marker, MultiResult* result = nullptr);
 
+/// The least age of a commit marker gc removes: the longest time an owner may still be
+/// resolving it (rule 6), whatever grace a caller asks for.
+std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session);
+
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
 void run_transaction(StmContext& stm, const std::function<void()>& body);
 
