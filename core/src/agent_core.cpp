@@ -70,17 +70,27 @@ AgentCore::~AgentCore() = default;
 bool AgentCore::in_action() { return sends_of_running_action != nullptr; }
 
 void AgentCore::create_if_absent(const Bytes& initial) {
-  if (session_.exists(head_path_)) return;
+  // An empty node here is a folder made for a name nested below this one (/x for /x/y):
+  // the agent /x does not exist yet, and its head goes into that node.
+  const auto existing = session_.exists(head_path_);
+  if (existing && existing->data_length > 0) return;
   require_fits(initial.size(), max_value_size_, "agent " + name_);
   session_.create_recursive(head_path_.substr(0, head_path_.rfind('/')));
   session_.create_recursive(queue_path_);
   stm_.announce_session();
   const Point point = stm_.new_point();
   data_->set(initial, point);
+  const Bytes head = encode_agent_head(AgentHead{point, std::nullopt});
   try {
-    session_.create(head_path_, encode_agent_head(AgentHead{point, std::nullopt}));
+    if (existing) {
+      (void)session_.set(head_path_, head, existing->version);
+    } else {
+      session_.create(head_path_, head);
+    }
   } catch (const NodeExists&) {
     data_->erase(point);  // another process made the agent first
+  } catch (const BadVersion&) {
+    data_->erase(point);
   }
 }
 
