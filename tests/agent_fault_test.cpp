@@ -45,8 +45,9 @@ Log append(Log log, long value) {
   return log;
 }
 
-// A TCP relay to one server that can swallow the server's replies and then cut every
-// connection: a request that reached the server and was applied, whose reply never came.
+// A TCP relay to one server that can swallow the server's replies (a request that reached
+// the server and was applied, whose reply never came), or everything (a client the server
+// stops hearing from), and then cut every connection.
 class ReplyLosingRelay {
  public:
   explicit ReplyLosingRelay(int server_port) : server_port_(server_port) {
@@ -82,9 +83,16 @@ class ReplyLosingRelay {
     std::lock_guard lock(mutex_);
     for (auto& link : links_) link.losing = true;
   }
+  /// From now on both sides' bytes are thrown away, also on connections opened later.
+  void isolate() {
+    std::lock_guard lock(mutex_);
+    isolated_ = true;
+    for (auto& link : links_) link.losing = link.muted = true;
+  }
   /// Closes every open connection; new ones relay faithfully.
   void cut() {
     std::lock_guard lock(mutex_);
+    isolated_ = false;
     for (auto& link : links_) {
       ::shutdown(link.client, SHUT_RDWR);
       ::shutdown(link.server, SHUT_RDWR);
@@ -95,7 +103,8 @@ class ReplyLosingRelay {
   struct Link {
     int client = -1;
     int server = -1;
-    std::atomic<bool> losing{false};
+    std::atomic<bool> losing{false};  // the server's bytes are dropped
+    std::atomic<bool> muted{false};   // the client's bytes are dropped
     std::thread thread;
   };
 
@@ -122,6 +131,7 @@ class ReplyLosingRelay {
       auto& link = links_.emplace_back();
       link.client = client;
       link.server = server;
+      link.losing = link.muted = isolated_;
       link.thread = std::thread([&link] { relay(link); });
     }
   }
@@ -132,7 +142,10 @@ class ReplyLosingRelay {
     while (::poll(fds, 2, -1) > 0) {
       if (fds[0].revents != 0) {
         const auto got = ::read(link.client, buffer, sizeof buffer);
-        if (got <= 0 || ::write(link.server, buffer, static_cast<std::size_t>(got)) != got) break;
+        if (got <= 0) break;
+        if (!link.muted && ::write(link.server, buffer, static_cast<std::size_t>(got)) != got) {
+          break;
+        }
       }
       if (fds[1].revents != 0) {
         const auto got = ::read(link.server, buffer, sizeof buffer);
@@ -150,6 +163,7 @@ class ReplyLosingRelay {
   int listener_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
+  bool isolated_ = false;  // guarded by mutex_
   std::thread acceptor_;
   std::mutex mutex_;
   std::list<Link> links_;  // a list: links stay put while their threads use them
@@ -220,4 +234,42 @@ TEST_CASE("an agent's actions wait out a PostgreSQL restart: none is lost, await
   avout::postgres::Store postgres(postgres_server.url());
   outage_delays_actions(postgres, [&] { postgres_server.stop(); },
                         [&] { postgres_server.start(); });
+}
+
+TEST_CASE("a send that vanished with an expired session makes await throw, not succeed") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  ReplyLosingRelay relay(zookeeper.port());
+  const std::string name = unique_name("expired");
+  avout::Client holder(options(zookeeper.connect_string()));
+  avout::Client sender({.hosts = relay.connect_string(), .session_timeout = 2000ms});
+  auto held = holder.agent<Log>(name, {});
+  auto agent = sender.agent<Log>(name, {});
+  std::promise<void> expired;
+  struct Release {  // even when the test fails: the holder's client must be able to stop
+    std::promise<void>& expired;
+    ~Release() {
+      try {
+        expired.set_value();
+      } catch (const std::future_error&) {
+      }
+    }
+  } release{expired};
+  held.send_off([done = expired.get_future().share()](Log log) {
+    done.wait();  // keeps the sender's action queued behind it until its session is gone
+    log.push_back(-1);
+    return log;
+  });
+  agent.send(append, 1);
+  // The server stops hearing from the sender and expires its session, send node and all.
+  relay.isolate();
+  std::this_thread::sleep_for(4s);
+  relay.cut();
+  expired.set_value();
+  CHECK_THROWS_AS(agent.await_for(scaled(30s)), avout::SessionExpired);
+  REQUIRE(held.await_for(scaled(30s)));
+  CHECK(agent.deref() == Log{-1});
+  // The renewed session sends again, and await has nothing left to report.
+  agent.send(append, 2);
+  CHECK(agent.await_for(scaled(30s)));
+  CHECK(agent.deref() == Log{-1, 2});
 }
