@@ -7,7 +7,9 @@
 // A process runs only its own sends: when its oldest send is first in the queue it applies
 // the action and commits in one multi (marker, versioned head, delete of the send node),
 // which lets the next sender's action run. A dead sender's nodes vanish with its session,
-// so it never blocks the queue.
+// so it never blocks the queue. Locally the sends wait in sequence order (several threads
+// may send at once) and one worker at a time drives them; a send is never dropped because
+// the store or ZooKeeper failed, only when its node vanished with an expired session.
 
 #include <avout/backend.hpp>
 #include <avout/zookeeper_session.hpp>
