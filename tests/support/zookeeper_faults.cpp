@@ -1,0 +1,399 @@
+// The --wrap interposers of the C client's async calls (see zookeeper_faults.hpp). Each
+// wrapper asks the active plan what to do with this request; with no plan it calls the real
+// function unchanged.
+#include "support/zookeeper_faults.hpp"
+
+#ifndef THREADED
+#define THREADED
+#endif
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+extern "C" {
+int __real_zoo_acreate(zhandle_t*, const char*, const char*, int, const struct ACL_vector*, int,
+                       string_completion_t, const void*);
+int __real_zoo_aset(zhandle_t*, const char*, const char*, int, int, stat_completion_t, const void*);
+int __real_zoo_adelete(zhandle_t*, const char*, int, void_completion_t, const void*);
+int __real_zoo_amulti(zhandle_t*, int, const zoo_op_t*, zoo_op_result_t*, void_completion_t,
+                      const void*);
+int __real_zoo_awget(zhandle_t*, const char*, watcher_fn, void*, data_completion_t, const void*);
+int __real_zoo_awexists(zhandle_t*, const char*, watcher_fn, void*, stat_completion_t, const void*);
+int __real_zoo_awget_children(zhandle_t*, const char*, watcher_fn, void*, strings_completion_t,
+                              const void*);
+int __real_zoo_async(zhandle_t*, const char*, string_completion_t, const void*);
+}
+
+namespace avout::testing {
+namespace {
+
+enum class Fault { none, reply_lost, fail_early, expire_before, expire_after, delay };
+
+// Where a session to expire lives, copied while its handle is surely alive.
+struct SessionAddress {
+  clientid_t id{};
+  std::string server;
+  int timeout_ms = 4000;
+};
+
+// Ends a session from outside, as SERVERS.md describes: a twin handle takes it over and closes.
+// Best effort: if the owner reconnects first, the owner only sees a disconnection.
+void expire_session(const SessionAddress& session) {
+  if (session.server.empty()) return;
+  struct Waiter {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool connected = false;
+  } waiter;
+  auto on_event = [](zhandle_t*, int type, int state, const char*, void* context) {
+    if (type != ZOO_SESSION_EVENT || state != ZOO_CONNECTED_STATE) return;
+    auto* w = static_cast<Waiter*>(context);
+    std::lock_guard lock(w->mutex);
+    w->connected = true;
+    w->changed.notify_all();
+  };
+  zhandle_t* twin = zookeeper_init(session.server.c_str(), on_event, session.timeout_ms,
+                                   &session.id, &waiter, 0);
+  if (twin == nullptr) return;
+  {
+    std::unique_lock lock(waiter.mutex);
+    waiter.changed.wait_for(lock, std::chrono::seconds(1), [&] { return waiter.connected; });
+  }
+  zookeeper_close(twin);
+}
+
+SessionAddress address_of(zhandle_t* handle) {
+  SessionAddress address;
+  address.id = *zoo_client_id(handle);
+  const char* server = zoo_get_current_server(handle);
+  if (server != nullptr) address.server = server;
+  address.timeout_ms = zoo_recv_timeout(handle);
+  return address;
+}
+
+// The active plan's state: the seeded source, and one thread running the expiries that
+// come after their request.
+class Injector {
+ public:
+  Injector(std::uint64_t seed, ZooKeeperFaultRates rates)
+      : rates_(rates), random_(seed), worker_([this] { run(); }) {}
+
+  Fault draw(bool mutation) {
+    std::lock_guard lock(mutex_);
+    ++counts_.requests;
+    if (!enabled_) return Fault::none;
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    if (mutation && unit(random_) < rates_.reply_lost) return ++counts_.reply_lost, Fault::reply_lost;
+    if (unit(random_) < rates_.fail_early) return ++counts_.fail_early, Fault::fail_early;
+    if (mutation && unit(random_) < rates_.expire) {
+      ++counts_.expired;
+      return unit(random_) < 0.5 ? Fault::expire_before : Fault::expire_after;
+    }
+    if (unit(random_) < rates_.delay) return ++counts_.delayed, Fault::delay;
+    return Fault::none;
+  }
+
+  std::chrono::milliseconds delay() {
+    std::lock_guard lock(mutex_);
+    std::uniform_int_distribution<long> pick(1, std::max<long>(1, rates_.max_delay.count()));
+    return std::chrono::milliseconds(pick(random_));
+  }
+
+  // Runs `job` on the worker after `after`; at once (inline) once the plan is ending.
+  void post(std::chrono::milliseconds after, std::function<void()> job) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!stopping_) {
+        jobs_.emplace(std::chrono::steady_clock::now() + after, std::move(job));
+        wake_.notify_all();
+        return;
+      }
+    }
+    job();
+  }
+
+  void enable(bool on) {
+    std::lock_guard lock(mutex_);
+    enabled_ = on;
+  }
+  ZooKeeperFaultCounts counts() {
+    std::lock_guard lock(mutex_);
+    return counts_;
+  }
+
+  // Delivers every pending job now and ends the worker.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      wake_.notify_all();
+    }
+    worker_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (jobs_.empty()) {
+        if (stopping_) return;
+        wake_.wait(lock);
+        continue;
+      }
+      auto first = jobs_.begin();
+      if (!stopping_ && first->first > std::chrono::steady_clock::now()) {
+        wake_.wait_until(lock, first->first);
+        continue;
+      }
+      auto job = std::move(first->second);
+      jobs_.erase(first);
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  ZooKeeperFaultRates rates_;
+  std::mt19937_64 random_;
+  ZooKeeperFaultCounts counts_;
+  bool enabled_ = true;
+  bool stopping_ = false;
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> jobs_;
+  std::thread worker_;  // last: starts once the rest exists
+};
+
+std::mutex active_mutex;
+std::shared_ptr<Injector> active;
+
+std::shared_ptr<Injector> current() {
+  std::lock_guard lock(active_mutex);
+  return active;
+}
+
+// The context of a substituted completion: the caller's own completion and data.
+template <typename Completion>
+struct Substitute {
+  std::shared_ptr<Injector> injector;
+  Completion completion;
+  const void* data;
+};
+
+// Reply lost: whatever the server said, the caller hears ZCONNECTIONLOSS.
+void lost_string(int, const char*, const void* context) {
+  std::unique_ptr<const Substitute<string_completion_t>> s(static_cast<const Substitute<string_completion_t>*>(context));
+  s->completion(ZCONNECTIONLOSS, nullptr, s->data);
+}
+void lost_stat(int, const Stat*, const void* context) {
+  std::unique_ptr<const Substitute<stat_completion_t>> s(static_cast<const Substitute<stat_completion_t>*>(context));
+  s->completion(ZCONNECTIONLOSS, nullptr, s->data);
+}
+void lost_void(int, const void* context) {
+  std::unique_ptr<const Substitute<void_completion_t>> s(static_cast<const Substitute<void_completion_t>*>(context));
+  s->completion(ZCONNECTIONLOSS, s->data);
+}
+
+// Delayed replies: the completion thread waits before handing the reply on, so every later
+// reply of this handle waits too (ZooKeeper delivers replies in order; a test must not see
+// an order the server never produces).
+template <typename Completion>
+std::unique_ptr<const Substitute<Completion>> wait_then_take(const void* context) {
+  std::unique_ptr<const Substitute<Completion>> s(static_cast<const Substitute<Completion>*>(context));
+  std::this_thread::sleep_for(s->injector->delay());
+  return s;
+}
+void delayed_string(int rc, const char* value, const void* context) {
+  auto s = wait_then_take<string_completion_t>(context);
+  s->completion(rc, value, s->data);
+}
+void delayed_stat(int rc, const Stat* stat, const void* context) {
+  auto s = wait_then_take<stat_completion_t>(context);
+  s->completion(rc, stat, s->data);
+}
+void delayed_void(int rc, const void* context) {
+  auto s = wait_then_take<void_completion_t>(context);
+  s->completion(rc, s->data);
+}
+void delayed_data(int rc, const char* value, int length, const Stat* stat, const void* context) {
+  auto s = wait_then_take<data_completion_t>(context);
+  s->completion(rc, value, length, stat, s->data);
+}
+void delayed_strings(int rc, const String_vector* strings, const void* context) {
+  auto s = wait_then_take<strings_completion_t>(context);
+  s->completion(rc, strings, s->data);
+}
+
+// The common decision for one request. `real(completion, data)` sends it; `lost` and
+// `delayed` are the substitutes for this completion type (lost is null for reads).
+template <typename Completion, typename Send>
+int intercept(zhandle_t* handle, bool mutation, Completion completion, const void* data,
+              Completion lost, Completion delayed, Send real) {
+  auto injector = current();
+  if (!injector || completion == nullptr) return real(completion, data);
+  switch (injector->draw(mutation)) {
+    case Fault::none:
+      return real(completion, data);
+    case Fault::fail_early:
+      return ZCONNECTIONLOSS;  // the caller completes a refused call itself
+    case Fault::reply_lost: {
+      auto* s = new Substitute<Completion>{injector, completion, data};
+      const int rc = real(lost, s);
+      if (rc != ZOK) delete s;
+      return rc;
+    }
+    case Fault::delay: {
+      auto* s = new Substitute<Completion>{injector, completion, data};
+      const int rc = real(delayed, s);
+      if (rc != ZOK) delete s;
+      return rc;
+    }
+    case Fault::expire_before:
+      expire_session(address_of(handle));
+      return real(completion, data);
+    case Fault::expire_after: {
+      auto address = address_of(handle);
+      const int rc = real(completion, data);
+      injector->post(std::chrono::milliseconds(0), [address] { expire_session(address); });
+      return rc;
+    }
+  }
+  return real(completion, data);
+}
+
+}  // namespace
+
+FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates) {
+  auto injector = std::make_shared<Injector>(seed, rates);
+  std::lock_guard lock(active_mutex);
+  active = std::move(injector);
+}
+
+FaultPlan::~FaultPlan() {
+  std::shared_ptr<Injector> ending;
+  {
+    std::lock_guard lock(active_mutex);
+    ending = std::move(active);
+  }
+  if (ending) ending->stop();
+}
+
+ZooKeeperFaultCounts FaultPlan::counts() {
+  auto injector = current();
+  return injector ? injector->counts() : ZooKeeperFaultCounts{};
+}
+
+void FaultPlan::enable(bool on) {
+  if (auto injector = current()) injector->enable(on);
+}
+
+ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults) {
+  const char* text = std::getenv("AVOUT_ZK_FAULTS");
+  if (text == nullptr) return defaults;
+  if (std::string(text) == "off") return ZooKeeperFaultRates{};
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto equals = item.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = item.substr(0, equals);
+    const double value = std::stod(item.substr(equals + 1));
+    if (key == "lost") defaults.reply_lost = value;
+    else if (key == "early") defaults.fail_early = value;
+    else if (key == "expire") defaults.expire = value;
+    else if (key == "delay") defaults.delay = value;
+  }
+  return defaults;
+}
+
+std::string describe(const ZooKeeperFaultRates& rates) {
+  std::ostringstream out;
+  out << "lost=" << rates.reply_lost << ",early=" << rates.fail_early << ",expire=" << rates.expire
+      << ",delay=" << rates.delay;
+  return out.str();
+}
+
+}  // namespace avout::testing
+
+using avout::testing::intercept;
+
+extern "C" {
+
+int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int length,
+                       const struct ACL_vector* acl, int mode, string_completion_t completion,
+                       const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_string,
+                   &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+                     return __real_zoo_acreate(zh, path, value, length, acl, mode, c, d);
+                   });
+}
+
+int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int length, int version,
+                    stat_completion_t completion, const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_stat,
+                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                     return __real_zoo_aset(zh, path, buffer, length, version, c, d);
+                   });
+}
+
+int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_completion_t completion,
+                       const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_void,
+                   &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                     return __real_zoo_adelete(zh, path, version, c, d);
+                   });
+}
+
+int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
+                      zoo_op_result_t* results, void_completion_t completion, const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_void,
+                   &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                     return __real_zoo_amulti(zh, count, operations, results, c, d);
+                   });
+}
+
+int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
+                     data_completion_t completion, const void* data) {
+  return intercept(zh, false, completion, data, data_completion_t{nullptr},
+                   &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
+                     return __real_zoo_awget(zh, path, watcher, context, c, d);
+                   });
+}
+
+int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
+                        stat_completion_t completion, const void* data) {
+  return intercept(zh, false, completion, data, stat_completion_t{nullptr},
+                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                     return __real_zoo_awexists(zh, path, watcher, context, c, d);
+                   });
+}
+
+int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
+                              strings_completion_t completion, const void* data) {
+  return intercept(zh, false, completion, data, strings_completion_t{nullptr},
+                   &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
+                     return __real_zoo_awget_children(zh, path, watcher, context, c, d);
+                   });
+}
+
+int __wrap_zoo_async(zhandle_t* zh, const char* path, string_completion_t completion,
+                     const void* data) {
+  return intercept(zh, false, completion, data, string_completion_t{nullptr},
+                   &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+                     return __real_zoo_async(zh, path, c, d);
+                   });
+}
+
+}  // extern "C"
