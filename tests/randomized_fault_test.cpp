@@ -189,8 +189,7 @@ void attempt(SharedHistory& history, const std::string& f, std::int64_t id, cons
 }
 
 // One random transaction over the refs: list-append micro-operations.
-void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& random, const Settings& settings,
-                        int thread) {
+void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& random, const Settings& settings) {
   const auto id = history.next_id();
   const int size = 1 + static_cast<int>(random() % 4);
   nlohmann::json plan = nlohmann::json::array();
@@ -234,16 +233,20 @@ void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& ran
       if (abort) throw Abort();
       return done;
     };
-    auto result = node.client.dosync(body);
-    outcome = "ok";
-    return result;
+    try {
+      auto result = node.client.dosync(body);
+      outcome = "ok";
+      return result;
+    } catch (const avout::RetryLimitExceeded&) {
+      outcome = "fail";
+      throw;
+    }
   });
   if (send) {
     // The send shares the transaction's fate (abort and retry limit: "fail").
     if (abort) outcome = "fail";
     history.record(outcome, "txn-send", send_id);
   }
-  (void)thread;
 }
 
 void random_atom_operation(Node& node, SharedHistory& history, std::mt19937_64& random) {
@@ -322,38 +325,54 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
   }
   std::mutex watched_mutex;
   List watched;
-  if (settings.on("watches")) {
-    node->atoms[0].add_watch("last", [&](const List&, const List& now) {
-      std::lock_guard lock(watched_mutex);
-      if (now.size() >= watched.size()) watched = now;  // watches may arrive out of order
-    });
+  for (bool armed = !settings.on("watches"); !armed;) {  // a server may be down right now
+    try {
+      node->atoms[0].add_watch("last", [&](const List&, const List& now) {
+        std::lock_guard lock(watched_mutex);
+        if (now.size() >= watched.size()) watched = now;  // watches may arrive out of order
+      });
+      armed = true;
+    } catch (const avout::Error&) {
+      std::this_thread::sleep_for(200ms);
+    }
   }
+  // One random operation of an enabled primitive.
+  auto step = [&](std::mt19937_64& random, std::map<std::string, std::unique_ptr<avout::ReadWriteLock>>& read_write,
+                  avout::Lock& mutex, int thread) {
+    switch (random() % 4) {
+      case 0:
+        if (settings.on("refs")) random_transaction(*node, history, random, settings);
+        break;
+      case 1:
+        if (settings.on("atoms")) random_atom_operation(*node, history, random);
+        break;
+      case 2:
+        if (settings.on("locks")) random_hold(*node, history, random, prefix, read_write, mutex);
+        break;
+      default:
+        if (settings.on("agents")) {
+          const auto id = history.next_id();
+          attempt(history, "send", id, {{"agent", "agent"}, {"value", id}, {"thread", index * 10 + thread}}, [&] {
+            node->agent.send(appended, static_cast<long>(id));
+            return nlohmann::json(nullptr);
+          });
+        }
+    }
+  };
   node->faults(true);
   std::vector<std::thread> workers;
   for (int thread = 0; thread < threads; ++thread) {
     workers.emplace_back([&, thread] {
       std::mt19937_64 random(process_seed * 31 + static_cast<std::uint64_t>(thread));
-      auto mutex = node->client.lock(prefix + "/mutex");
+      std::optional<avout::Lock> mutex;
       std::map<std::string, std::unique_ptr<avout::ReadWriteLock>> read_write;
       while (!fs::exists(directory / "stop")) {
-        switch (random() % 4) {
-          case 0:
-            if (settings.on("refs")) random_transaction(*node, history, random, settings, thread);
-            break;
-          case 1:
-            if (settings.on("atoms")) random_atom_operation(*node, history, random);
-            break;
-          case 2:
-            if (settings.on("locks")) random_hold(*node, history, random, prefix, read_write, mutex);
-            break;
-          default:
-            if (settings.on("agents")) {
-              const auto id = history.next_id();
-              attempt(history, "send", id, {{"agent", "agent"}, {"value", id}, {"thread", index * 10 + thread}}, [&] {
-                node->agent.send(appended, static_cast<long>(id));
-                return nlohmann::json(nullptr);
-              });
-            }
+        // Making a handle (a lock's nodes) may itself meet a fault: try again.
+        try {
+          if (!mutex) mutex.emplace(node->client.lock(prefix + "/mutex"));
+          step(random, read_write, *mutex, thread);
+        } catch (const std::exception&) {
+          std::this_thread::sleep_for(20ms);
         }
       }
     });
@@ -375,6 +394,15 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
       return nlohmann::json(watched);
     });
   }
+}
+
+// True once the child `pid` has exited (a zombie not yet reaped): a crashed child never
+// writes its marker.
+bool ended(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_text, name, state;
+  stat >> pid_text >> name >> state;
+  return !stat || state == "Z";
 }
 
 fs::path make_directory(std::uint64_t seed) {
@@ -436,10 +464,11 @@ std::vector<std::string> run_seed(const Settings& settings) {
   std::ofstream(directory / "stop").put('\n');
   const auto quiet_deadline = std::chrono::steady_clock::now() + scaled(120s);
   for (const auto& [index, child] : children) {
-    while (!fs::exists(directory / ("done-" + std::to_string(index))) && std::chrono::steady_clock::now() < quiet_deadline) {
+    while (!fs::exists(directory / ("done-" + std::to_string(index))) && !ended(child->pid()) &&
+           std::chrono::steady_clock::now() < quiet_deadline) {
       std::this_thread::sleep_for(50ms);
     }
-    if (!fs::exists(directory / ("done-" + std::to_string(index)))) {
+    if (!fs::exists(directory / ("done-" + std::to_string(index))) && !ended(child->pid())) {
       problems.push_back("process " + std::to_string(index) + " did not stop within 120 s (a hang)");
     }
   }
@@ -468,6 +497,9 @@ std::vector<std::string> run_seed(const Settings& settings) {
   });
   for (int i = 0; i < atom_count; ++i) atom_lists["a" + std::to_string(i)] = node->atoms[static_cast<std::size_t>(i)].deref();
   agent_lists["agent"] = node->agent.deref();
+  std::printf("  final: %zu appends in refs, agent ran %zu actions%s\n",
+              [&] { std::size_t n = 0; for (const auto& [key, list] : ref_lists) n += list.size(); return n; }(),
+              agent_lists["agent"].size(), node->agent.error() ? (", agent failed: " + *node->agent.error()).c_str() : "");
 
   const auto operations = avout::testing::pair_operations(avout::testing::read_histories(directory.string()));
   std::map<std::string, int> counts;
