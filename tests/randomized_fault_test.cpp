@@ -194,7 +194,8 @@ void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& ran
   const int size = 1 + static_cast<int>(random() % 4);
   nlohmann::json plan = nlohmann::json::array();
   for (int j = 0; j < size; ++j) {
-    const int key = static_cast<int>(random() % ref_count);
+    const int key = random() % 3 == 0 ? 0 : static_cast<int>(random() % ref_count);
+    // Keys crowd on ref 0 so that its two handles often meet in one transaction.
     if (random() % 2 == 0) plan.push_back({"append", "r" + std::to_string(key), id * 10 + j});
     else plan.push_back({"r", "r" + std::to_string(key), nullptr});
   }
@@ -214,7 +215,8 @@ void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& ran
       for (std::size_t j = 0; j < plan.size(); ++j) {
         const auto& micro = plan[j];
         const int key = std::stoi(micro[1].get<std::string>().substr(1));
-        auto& ref = key == 0 && (how & 1) ? node.second_handle : node.refs[static_cast<std::size_t>(key)];
+        // Ref 0 through either of its two handles, mixed within one transaction.
+        auto& ref = key == 0 && (how & 1) && j % 2 == 1 ? node.second_handle : node.refs[static_cast<std::size_t>(key)];
         auto step = [&] {
           if (micro[0] == "append") {
             const long value = micro[2].get<long>();
