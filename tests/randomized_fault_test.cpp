@@ -388,6 +388,12 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
     const auto id = history.next_id();
     attempt(history, "await", id, nullptr, [&] { return nlohmann::json(node->agent.await_for(scaled(30s))); });
   }
+  const auto injected = avout::testing::FaultPlan::counts();
+  std::printf("  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, %llu expiries, %llu delayed\n",
+              index, static_cast<unsigned long long>(injected.requests), static_cast<unsigned long long>(injected.reply_lost),
+              static_cast<unsigned long long>(injected.fail_early), static_cast<unsigned long long>(injected.expired),
+              static_cast<unsigned long long>(injected.delayed));
+  std::fflush(stdout);
   if (settings.on("watches")) {
     std::this_thread::sleep_for(2s);
     const auto id = history.next_id();
@@ -508,8 +514,6 @@ std::vector<std::string> run_seed(const Settings& settings) {
   for (const auto& [id, operation] : operations) counts[operation.f + " " + operation.outcome]++;
   std::string summary;
   for (const auto& [what, count] : counts) summary += " " + what + "=" + std::to_string(count);
-  const auto injected = avout::testing::FaultPlan::counts();
-  (void)injected;  // the children's counts stay in the children
   std::printf("  operations:%s\n", summary.c_str());
   auto add = [&](std::vector<std::string> found) { problems.insert(problems.end(), found.begin(), found.end()); };
   if (settings.on("refs")) add(avout::testing::check_list_append(operations, ref_lists));

@@ -25,8 +25,8 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
 /// "f": "atom-read", argument {"atom"}, result the list): every acknowledged append present
 /// exactly once, unknown ones at most once, failed ones never; every list seen is a prefix
 /// of the final one; real-time order (an append that completed before another began comes
-/// first, a read begun after an append completed contains it). That is linearizability of
-/// an append register.
+/// first: the appends are linearizable; a read contains what its own process completed
+/// before it began, since plain reads may come from a lagging follower).
 std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& operations,
                                      const std::map<std::string, std::vector<long>>& final_lists);
 
@@ -38,7 +38,8 @@ std::vector<std::string> check_locks(const std::map<std::int64_t, Operation>& op
 
 /// Agents ("f": "send" and "txn-send", argument {"agent", "value", "thread"}): in the agent's
 /// final list every acknowledged send appears exactly once, unknown ones at most once, failed
-/// ones (and sends of failed transactions) never, and one thread's sends in its order.
+/// ones (and sends of failed transactions) never, one thread's sends in its order, and every
+/// final "await" (result: await_for's answer) true.
 std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& operations,
                                       const std::map<std::string, std::vector<long>>& final_lists);
 
