@@ -314,7 +314,7 @@ void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random, co
 // The body of one client process.
 void run_client(const std::string& prefix, const fs::path& directory, const Settings& settings, int index) {
   const auto process_seed = settings.seed * 1000 + static_cast<std::uint64_t>(index);
-  avout::testing::FaultPlan plan(process_seed, settings.zookeeper_faults);
+  avout::testing::FaultPlan plan(process_seed, settings.zookeeper_faults, cluster().zookeeper.connect_string());
   avout::testing::FaultPlan::enable(false);
   SharedHistory history((directory / std::to_string(index)).string(), index);
   std::unique_ptr<Node> node;

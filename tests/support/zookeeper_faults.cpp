@@ -10,13 +10,8 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -41,17 +36,19 @@ namespace {
 
 enum class Fault { none, reply_lost, fail_early, expire_before, expire_after, delay };
 
-// Where a session to expire lives, copied while its handle is surely alive.
-struct SessionAddress {
-  clientid_t id{};
-  std::string server;
-  int timeout_ms = 4000;
-};
-
-// Ends a session from outside, as SERVERS.md describes: a twin handle takes it over and closes.
-// Best effort: if the owner reconnects first, the owner only sees a disconnection.
-void expire_session(const SessionAddress& session) {
-  if (session.server.empty()) return;
+// Ends the session of `handle` from outside, as SERVERS.md describes: a twin handle takes it
+// over and closes it. The handle is first pointed at a closed port, or it would win its
+// session back before the twin's close. Runs on the requesting thread (the handle is surely
+// alive there); `hosts` restores the handle's servers afterwards.
+void expire_session(zhandle_t* handle, const std::string& hosts) {
+  const clientid_t id = *zoo_client_id(handle);
+  const char* current = zoo_get_current_server(handle);
+  const std::string server = current != nullptr ? current : hosts;
+  const int timeout_ms = zoo_recv_timeout(handle);
+  zoo_set_servers(handle, "127.0.0.1:1");  // dropped at its next I/O wake-up (a ping: timeout/3)
+  for (int waited = 0; zoo_state(handle) == ZOO_CONNECTED_STATE && waited < 3000; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   struct Waiter {
     std::mutex mutex;
     std::condition_variable changed;
@@ -64,31 +61,21 @@ void expire_session(const SessionAddress& session) {
     w->connected = true;
     w->changed.notify_all();
   };
-  zhandle_t* twin = zookeeper_init(session.server.c_str(), on_event, session.timeout_ms,
-                                   &session.id, &waiter, 0);
-  if (twin == nullptr) return;
-  {
-    std::unique_lock lock(waiter.mutex);
-    waiter.changed.wait_for(lock, std::chrono::seconds(1), [&] { return waiter.connected; });
+  if (zhandle_t* twin = zookeeper_init(server.c_str(), on_event, timeout_ms, &id, &waiter, 0)) {
+    {
+      std::unique_lock lock(waiter.mutex);
+      waiter.changed.wait_for(lock, std::chrono::seconds(1), [&] { return waiter.connected; });
+    }
+    zookeeper_close(twin);
   }
-  zookeeper_close(twin);
+  zoo_set_servers(handle, hosts.c_str());
 }
 
-SessionAddress address_of(zhandle_t* handle) {
-  SessionAddress address;
-  address.id = *zoo_client_id(handle);
-  const char* server = zoo_get_current_server(handle);
-  if (server != nullptr) address.server = server;
-  address.timeout_ms = zoo_recv_timeout(handle);
-  return address;
-}
-
-// The active plan's state: the seeded source, and one thread running the expiries that
-// come after their request.
+// The active plan's state: the seeded source and the counts.
 class Injector {
  public:
-  Injector(std::uint64_t seed, ZooKeeperFaultRates rates)
-      : rates_(rates), random_(seed), worker_([this] { run(); }) {}
+  Injector(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts)
+      : rates_(rates), random_(seed), hosts_(std::move(hosts)) {}
 
   Fault draw(bool mutation) {
     std::lock_guard lock(mutex_);
@@ -111,18 +98,7 @@ class Injector {
     return std::chrono::milliseconds(pick(random_));
   }
 
-  // Runs `job` on the worker after `after`; at once (inline) once the plan is ending.
-  void post(std::chrono::milliseconds after, std::function<void()> job) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!stopping_) {
-        jobs_.emplace(std::chrono::steady_clock::now() + after, std::move(job));
-        wake_.notify_all();
-        return;
-      }
-    }
-    job();
-  }
+  const std::string& hosts() const { return hosts_; }
 
   void enable(bool on) {
     std::lock_guard lock(mutex_);
@@ -133,47 +109,13 @@ class Injector {
     return counts_;
   }
 
-  // Delivers every pending job now and ends the worker.
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-      wake_.notify_all();
-    }
-    worker_.join();
-  }
-
  private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      if (jobs_.empty()) {
-        if (stopping_) return;
-        wake_.wait(lock);
-        continue;
-      }
-      auto first = jobs_.begin();
-      if (!stopping_ && first->first > std::chrono::steady_clock::now()) {
-        wake_.wait_until(lock, first->first);
-        continue;
-      }
-      auto job = std::move(first->second);
-      jobs_.erase(first);
-      lock.unlock();
-      job();
-      lock.lock();
-    }
-  }
-
   std::mutex mutex_;
-  std::condition_variable wake_;
   ZooKeeperFaultRates rates_;
   std::mt19937_64 random_;
   ZooKeeperFaultCounts counts_;
   bool enabled_ = true;
-  bool stopping_ = false;
-  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> jobs_;
-  std::thread worker_;  // last: starts once the rest exists
+  const std::string hosts_;
 };
 
 std::mutex active_mutex;
@@ -261,12 +203,11 @@ int intercept(zhandle_t* handle, bool mutation, Completion completion, const voi
       return rc;
     }
     case Fault::expire_before:
-      expire_session(address_of(handle));
+      expire_session(handle, injector->hosts());
       return real(completion, data);
     case Fault::expire_after: {
-      auto address = address_of(handle);
       const int rc = real(completion, data);
-      injector->post(std::chrono::milliseconds(0), [address] { expire_session(address); });
+      expire_session(handle, injector->hosts());
       return rc;
     }
   }
@@ -275,19 +216,15 @@ int intercept(zhandle_t* handle, bool mutation, Completion completion, const voi
 
 }  // namespace
 
-FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates) {
-  auto injector = std::make_shared<Injector>(seed, rates);
+FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts) {
+  auto injector = std::make_shared<Injector>(seed, rates, std::move(hosts));
   std::lock_guard lock(active_mutex);
   active = std::move(injector);
 }
 
 FaultPlan::~FaultPlan() {
-  std::shared_ptr<Injector> ending;
-  {
-    std::lock_guard lock(active_mutex);
-    ending = std::move(active);
-  }
-  if (ending) ending->stop();
+  std::lock_guard lock(active_mutex);
+  active.reset();
 }
 
 ZooKeeperFaultCounts FaultPlan::counts() {

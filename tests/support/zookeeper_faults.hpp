@@ -7,6 +7,7 @@
 //                 (mutations only: a read whose watch the server set cannot be un-set)
 //   fail early    nothing is sent, the caller hears ZCONNECTIONLOSS
 //   expire        the session is expired by a twin handle, before or after the request
+//                 (on the requesting thread, which waits up to a few seconds for it)
 //   delay         the handle's replies reach callers up to `max_delay` later, in order
 // Every completion still runs exactly once.
 
@@ -33,9 +34,10 @@ struct ZooKeeperFaultCounts {
 /// Turns injection on for this process while alive (one at a time).
 class FaultPlan {
  public:
-  /// Starts injecting with `rates`, drawing from a source seeded with `seed`.
-  FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates);
-  /// Stops injecting; waits for delayed replies and pending expiries to be delivered.
+  /// Starts injecting with `rates`, drawing from a source seeded with `seed`; `hosts` is the
+  /// connect string (without chroot) a handle returns to after an expiry.
+  FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts);
+  /// Stops injecting (requests already substituted still complete through it).
   ~FaultPlan();
   FaultPlan(const FaultPlan&) = delete;
   FaultPlan& operator=(const FaultPlan&) = delete;
