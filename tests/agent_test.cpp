@@ -263,3 +263,52 @@ TEST_CASE("a sender killed with SIGKILL loses only its own actions and blocks no
   CHECK(agent.deref() == Log{7});
   CHECK_FALSE(agent.error());
 }
+
+TEST_CASE("sends made inside a failed action never go out") {
+  start_servers();
+  avout::Client client(options());
+  auto failing = client.agent<long>(unique_name("failing"), 0);
+  auto other = client.agent<Log>(unique_name("failing-other"), {});
+  failing.send([&other](long) -> long {
+    other.send(append, 1);
+    throw std::runtime_error("the action fails after sending");
+  });
+  REQUIRE(failing.await_for(scaled(30s)));
+  REQUIRE(failing.error());
+
+  // The same when the validator refuses the action's value.
+  failing.restart(0);
+  failing.set_validator([](const long& v) { return v < 10; });
+  failing.send([&other](long) {
+    other.send(append, 2);
+    return 100L;
+  });
+  REQUIRE(failing.await_for(scaled(30s)));
+  REQUIRE(failing.error());
+
+  // A send made afterwards goes out: any send that leaked would have come before it.
+  other.send(append, 3);
+  REQUIRE(other.await_for(scaled(30s)));
+  CHECK(other.deref() == Log{3});
+}
+
+TEST_CASE("agent names nested inside each other both work, whichever is made first") {
+  start_servers();
+  avout::Client client(options());
+  const std::string outer_first = unique_name("outer-first");
+  const std::string inner_first = unique_name("inner-first");
+  std::vector<avout::Agent<long>> agents;
+  agents.push_back(client.agent<long>(outer_first, 1));
+  agents.push_back(client.agent<long>(outer_first + "/y", 2));
+  agents.push_back(client.agent<long>(inner_first + "/y", 3));
+  agents.push_back(client.agent<long>(inner_first, 4));
+  for (auto& agent : agents) agent.send([](long v) { return v * 10; });
+  for (auto& agent : agents) REQUIRE(agent.await_for(scaled(30s)));
+  for (std::size_t i = 0; i < agents.size(); ++i) {
+    CHECK(agents[i].deref() == static_cast<long>(i + 1) * 10);
+    CHECK_FALSE(agents[i].error());
+  }
+  // A second handle finds each agent as it is, not made anew.
+  CHECK(client.agent<long>(inner_first, 0).deref() == 40);
+  CHECK(client.agent<long>(outer_first, 0).deref() == 10);
+}

@@ -271,3 +271,25 @@ TEST_CASE("processes forked after their parent wrote an atom draw different writ
   std::filesystem::remove_all(path);
   CHECK(ids.size() == 3);
 }
+
+TEST_CASE("atoms whose names nest inside each other both work, whichever is made first") {
+  start_servers();
+  for (StoreKind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    Setup setup(kind);
+    const std::string inner_first = unique_name("nested");
+    auto inner = setup.client.atom<long>(inner_first + "/inner", 1, setup.store());
+    auto outer = setup.client.atom<long>(inner_first, 2, setup.store());
+    CHECK(inner.swap([](long v) { return v + 10; }) == 11);
+    CHECK(outer.swap([](long v) { return v + 20; }) == 22);
+
+    const std::string outer_first = unique_name("nested");
+    auto top = setup.client.atom<long>(outer_first, 3, setup.store());
+    auto below = setup.client.atom<long>(outer_first + "/below", 4, setup.store());
+    CHECK(top.swap([](long v) { return v + 30; }) == 33);
+    CHECK(below.swap([](long v) { return v + 40; }) == 44);
+    CHECK(inner.deref() == 11);
+    CHECK(outer.deref() == 22);
+  }
+}

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -80,19 +81,27 @@ struct Bank {
 // The body of one client process: transfers, audits and increments until `stop` exists.
 void run_client(const std::string& prefix, const std::filesystem::path& directory, int index) {
   avout::testing::HistoryWriter history((directory / std::to_string(index)).string(), index);
+  // Setting up talks to the servers too: a fault may hit it (a frozen process finds its
+  // session expired when it wakes), so all of it is retried, not only the first step.
   std::unique_ptr<Bank> bank;
-  while (!bank) {  // the servers may be down at this moment
+  std::vector<avout::Ref<std::vector<long>>> ledgers;  // every client's, for the audits
+  std::optional<avout::Lock> lock_handle;
+  while (!lock_handle) {
     try {
+      ledgers.clear();  // made by the client a failed try opened: gone before it goes
+      bank.reset();
       bank = std::make_unique<Bank>(prefix);
+      for (int other = 0; other < most_clients; ++other) {
+        ledgers.push_back(bank->ledger(prefix, other));
+      }
+      lock_handle.emplace(bank->client.lock(prefix + "/lock"));
     } catch (const avout::Error&) {
       std::this_thread::sleep_for(200ms);
     }
   }
-  auto ledger = bank->ledger(prefix, index);
-  std::vector<avout::Ref<std::vector<long>>> ledgers;  // every client's, for the audits
-  for (int other = 0; other < most_clients; ++other) ledgers.push_back(bank->ledger(prefix, other));
+  auto& ledger = ledgers.at(static_cast<std::size_t>(index));
   // A plain ZooKeeper counter changed only under the lock: a lost exclusion loses increments.
-  auto lock = bank->client.lock(prefix + "/lock");
+  auto& lock = *lock_handle;
   const std::string plain_counter = bank->client.options().root + "/fault-counters" + prefix;
   std::mt19937 random(static_cast<unsigned>(index) * 7919u + 3);
   std::int64_t next_id = std::int64_t{index} * 1000000;

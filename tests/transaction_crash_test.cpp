@@ -40,7 +40,7 @@ struct Stores : avout::testing::ThreeStores {
     std::set<std::string> referenced{head.newest.id};
     for (const auto& older : head.history) referenced.insert(older.point.id);
     std::size_t count = 0;
-    for (const auto& point : in.reference_data(name)->points()) {
+    for (const auto& point : in.reference_data(client.ref_value_key(name))->points()) {
       if (!referenced.contains(point.id)) ++count;
     }
     return count;

@@ -118,7 +118,7 @@ TEST_CASE("history grows where snapshot reads missed it, and is trimmed otherwis
   const std::string prefix = unique_name("history");
   auto x = client.ref<long>(prefix + "/x", 0, redis);
   auto s = client.ref<long>(prefix + "/s", 0, redis);
-  auto stored_points = [&] { return redis.reference_data(x.name())->points().size(); };
+  auto stored_points = [&] { return redis.reference_data(client.ref_value_key(x.name()))->points().size(); };
 
   for (int i = 0; i < 5; ++i) client.dosync([&] { x.alter([](long v) { return v + 1; }); });
   CHECK(stored_points() == 1);  // min_history 0: nothing older is kept until a read misses

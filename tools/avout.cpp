@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   set->add_option("--store", store, "where its value lives")->check(CLI::IsMember({"zookeeper", "redis", "postgres"}));
   int grace_seconds = 600;
   auto* gc = app.add_subcommand("gc", "erase values no ref references whose writers are dead");
-  gc->add_option("--grace", grace_seconds, "keep commit markers younger than this (seconds)")->check(CLI::PositiveNumber);
+  gc->add_option("--grace", grace_seconds, "keep commit markers younger than this (seconds; at least the commit resolution window, 120 s by default)")->check(CLI::PositiveNumber);
   avout::tool::BankSettings bank;
   auto* bank_command = app.add_subcommand("bank", "transfer between accounts from N processes; print the total");
   bank_command->add_option("--processes", bank.processes)->check(CLI::Range(1, 64));

@@ -103,7 +103,7 @@ void show_ref(Client& client, Store& store, const std::string& name, std::ostrea
   const std::string head_path = client.options().root + "/stm/refs" + name;
   auto node = read_or_not_found(client.session(), head_path, "ref " + name);
   auto head = detail::decode_head(node.data, head_path);
-  auto data = store.reference_data(name);
+  auto data = store.reference_data(client.ref_value_key(name));
   out << "ref " << name << " in " << store.description() << "\n"
       << "  value:   " << describe_point(*data, head.newest) << "\n"
       << "  commit:  zxid " << node.stat.mzxid << ", point " << head.newest.id << "\n"
@@ -118,7 +118,7 @@ void show_agent(Client& client, Store& store, const std::string& name, std::ostr
   const std::string head_path = root + "/agents/heads" + name;
   auto node = read_or_not_found(client.session(), head_path, "agent " + name);
   auto head = detail::decode_agent_head(node.data, head_path);
-  auto data = store.reference_data("/agents" + name);
+  auto data = store.reference_data(client.agent_value_key(name));
   std::size_t queued = 0;
   try {
     queued = client.session().children(root + "/agents/queues" + name).size();

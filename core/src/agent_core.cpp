@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <thread>
 
 namespace avout::detail {
@@ -69,17 +70,27 @@ AgentCore::~AgentCore() = default;
 bool AgentCore::in_action() { return sends_of_running_action != nullptr; }
 
 void AgentCore::create_if_absent(const Bytes& initial) {
-  if (session_.exists(head_path_)) return;
+  // An empty node here is a folder made for a name nested below this one (/x for /x/y):
+  // the agent /x does not exist yet, and its head goes into that node.
+  const auto existing = session_.exists(head_path_);
+  if (existing && existing->data_length > 0) return;
   require_fits(initial.size(), max_value_size_, "agent " + name_);
   session_.create_recursive(head_path_.substr(0, head_path_.rfind('/')));
   session_.create_recursive(queue_path_);
   stm_.announce_session();
   const Point point = stm_.new_point();
   data_->set(initial, point);
+  const Bytes head = encode_agent_head(AgentHead{point, std::nullopt});
   try {
-    session_.create(head_path_, encode_agent_head(AgentHead{point, std::nullopt}));
+    if (existing) {
+      (void)session_.set(head_path_, head, existing->version);
+    } else {
+      session_.create(head_path_, head);
+    }
   } catch (const NodeExists&) {
     data_->erase(point);  // another process made the agent first
+  } catch (const BadVersion&) {
+    data_->erase(point);
   }
 }
 
@@ -97,11 +108,46 @@ std::string AgentCore::send_prefix(const std::string& tag) const {
   return queue_path_ + "/s-" + tag + "-";
 }
 
-std::optional<std::string> AgentCore::find_send(const std::string& tag) {
-  for (const auto& child : session_.children(queue_path_)) {
-    if (child.rfind("s-" + tag + "-", 0) == 0) return queue_path_ + "/" + child;
+std::optional<std::string> AgentCore::locate_send(const std::string& tag,
+                                                  std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    try {
+      // The sync makes the listing at least as new as the create whose reply was lost.
+      auto synced = session_.sync_async(queue_path_);
+      auto listed = session_.children_async(queue_path_);
+      session_.wait(synced);
+      for (const auto& child : session_.wait(listed)) {
+        if (child.rfind("s-" + tag + "-", 0) == 0) return queue_path_ + "/" + child;
+      }
+      return std::nullopt;
+    } catch (const SessionExpired&) {
+      return std::nullopt;  // an ephemeral send node goes with its session
+    } catch (const ConnectionLoss&) {
+    }
+    // Unreachable for three session timeouts: the server has expired a session it did not
+    // hear from for that long, and the node with it.
+    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return std::nullopt;
+}
+
+std::string AgentCore::create_send(const std::string& tag) {
+  const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+  while (true) {
+    try {
+      return session_.create(send_prefix(tag), {}, CreateMode::ephemeral_sequential);
+    } catch (const ConnectionLoss&) {
+      // The create may have landed: find it before creating again, so no orphan is left.
+      if (auto found = locate_send(tag, deadline)) return *found;
+    } catch (const SessionExpired&) {
+      // A create that landed went with the session: nothing of this send is left.
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
+                           send_prefix(tag) + "* left behind)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 void AgentCore::send(AgentAction action, bool blocking) {
@@ -119,26 +165,24 @@ void AgentCore::send(AgentAction action, bool blocking) {
     transaction->add_to_commit(
         {op::Create{send_prefix(tag), {}, CreateMode::ephemeral_sequential}},
         [self, tag, shared_action, blocking](const std::vector<OperationResult>& results) {
-          std::promise<std::string> created;
           if (!results.empty()) {
-            created.set_value(results.front().created_path);
-          } else if (auto found = self->find_send(tag)) {  // the commit's reply was lost
-            created.set_value(*found);
-          } else {
-            created.set_exception(std::make_exception_ptr(SendVanished{}));
+            return self->enqueue(results.front().created_path, std::move(*shared_action), blocking);
           }
-          self->enqueue(Pending{created.get_future().share(), tag, std::move(*shared_action),
-                                blocking});
+          // The commit's reply was lost (it landed): find the node again.
+          const auto deadline = std::chrono::steady_clock::now() +
+                                self->session_.options().session_timeout * 3;
+          if (auto found = self->locate_send(tag, deadline)) {
+            self->enqueue(*found, std::move(*shared_action), blocking);
+          } else {
+            self->count_dropped();
+          }
         });
     return;
   }
+  // The send waits for its node: once send() returns its place in the global order is fixed,
+  // so a send that returned before another began runs first.
   auto go = [self, tag, action = std::move(action), blocking]() mutable {
-    // The send waits for its node (one round trip): once send() returns its place in the
-    // global order is fixed, so a send that returned before another began runs first.
-    auto created = self->session_.create_async(self->send_prefix(tag), {},
-                                               CreateMode::ephemeral_sequential).share();
-    (void)self->session_.wait(created);
-    self->enqueue(Pending{created, tag, std::move(action), blocking});
+    self->enqueue(self->create_send(tag), std::move(action), blocking);
   };
   if (sends_of_running_action != nullptr) {
     sends_of_running_action->push_back(std::move(go));  // after the action's value is stored
@@ -147,51 +191,53 @@ void AgentCore::send(AgentAction action, bool blocking) {
   }
 }
 
-void AgentCore::enqueue(Pending pending) {
-  const bool blocking = pending.blocking;
-  bool start = false;
+void AgentCore::enqueue(std::string node, AgentAction action, bool blocking) {
+  bool first = false;
   {
     std::lock_guard lock(mutex_);
     ++sent_;
-    pending_.push_back(std::move(pending));
-    if (!driving_) {
-      driving_ = true;
-      start = true;
-    }
+    // Kept alive by the workers while sends are queued, even when every handle is gone.
+    if (pending_.empty()) workers_->retain(shared_from_this());
+    const std::string sequence(sequence_of(node));
+    auto placed =
+        pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {}});
+    first = placed.first == pending_.begin();
   }
-  if (start) {
-    workers_->retain(shared_from_this());
-    schedule(blocking);
-  }
+  // A send that goes before the one being waited for must be looked at now; one behind it
+  // is reached once those before it finish.
+  if (first) kick();
 }
 
-void AgentCore::schedule(bool blocking) {
-  workers_->post(blocking, [self = shared_from_this(), blocking] {
-    std::optional<bool> wrong_pool;
-    {
-      std::lock_guard lock(self->mutex_);
-      if (!self->pending_.empty() && self->pending_.front().blocking != blocking) {
-        wrong_pool = self->pending_.front().blocking;
-      }
-    }
-    if (wrong_pool) return self->schedule(*wrong_pool);
-    self->drive();
-  });
+void AgentCore::count_dropped() {
+  std::lock_guard lock(mutex_);
+  ++sent_;
+  ++finished_;
+  ++dropped_;
+  idle_.notify_all();
 }
 
-void AgentCore::finish_one() {
-  bool done = false;
+void AgentCore::kick() {
+  bool blocking = false;
   {
     std::lock_guard lock(mutex_);
-    pending_.pop_front();
+    if (pending_.empty()) return;
+    blocking = pending_.begin()->second.blocking;
+  }
+  workers_->post(blocking, [self = shared_from_this(), blocking] { self->drive(blocking); });
+}
+
+void AgentCore::finish_front(const std::string& sequence, bool dropped) {
+  bool idle = false;
+  {
+    std::lock_guard lock(mutex_);
+    pending_.erase(sequence);
     ++finished_;
-    if (pending_.empty()) {
-      driving_ = false;
-      done = true;
-    }
+    if (dropped) ++dropped_;
+    retry_delay_ = std::chrono::milliseconds(0);
+    idle = pending_.empty();
     idle_.notify_all();
   }
-  if (done) workers_->release(this);
+  if (idle) workers_->release(this);
 }
 
 bool AgentCore::first_in_queue(const std::string& node) {
@@ -205,7 +251,9 @@ bool AgentCore::first_in_queue(const std::string& node) {
     if (mine == known_queue_.begin() && mine != known_queue_.end()) return true;
   }
   while (true) {
+    // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
     auto children = session_.children(queue_path_);
+    std::erase_if(children, [](const std::string& child) { return child.rfind("s-", 0) != 0; });
     std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
       return sequence_of(a) < sequence_of(b);
     });
@@ -218,67 +266,137 @@ bool AgentCore::first_in_queue(const std::string& node) {
     if (mine == children.begin()) return true;
     const std::string predecessor = queue_path_ + "/" + *std::prev(mine);
     std::weak_ptr<AgentCore> weak = weak_from_this();
-    const bool blocking = [&] {
-      std::lock_guard lock(mutex_);
-      return pending_.front().blocking;
-    }();
-    auto still_there = session_.exists(
-        predecessor, [weak, blocking, gone = *std::prev(mine)](const WatchEvent& event) {
+    auto still_there =
+        session_.exists(predecessor, [weak, gone = *std::prev(mine)](const WatchEvent& event) {
           auto self = weak.lock();
           if (!self) return;
           if (event.type == WatchEventType::deleted) {
             std::lock_guard lock(self->mutex_);
             std::erase(self->known_queue_, gone);
           }
-          self->schedule(blocking);
+          self->kick();
         });
     if (still_there) return false;  // the watch brings us back
   }
 }
 
-void AgentCore::drive() {
+void AgentCore::drive(bool pool) {
+  {
+    std::lock_guard lock(mutex_);
+    if (running_) {
+      again_ = true;  // the running worker looks once more
+      return;
+    }
+    running_ = true;
+  }
   while (true) {
     Pending* front = nullptr;
+    std::string sequence;
     {
-      std::lock_guard lock(mutex_);
-      if (pending_.empty()) return;
-      front = &pending_.front();  // only this driver pops; deque references stay valid
+      std::unique_lock lock(mutex_);
+      again_ = false;
+      if (pending_.empty()) {
+        running_ = false;
+        return;
+      }
+      sequence = pending_.begin()->first;
+      front = &pending_.begin()->second;  // only this worker erases; map nodes stay put
+      if (front->blocking != pool) {
+        running_ = false;
+        lock.unlock();
+        return kick();  // on the pool the oldest send asked for
+      }
     }
-    std::string node;
+    Step result = Step::retry_later;
     try {
-      node = session_.wait(front->created);
-      if (!first_in_queue(node)) return;
-      apply(node, *front);
+      result = step(*front);
     } catch (const SendVanished&) {
-      // Our session expired with the send node: the action is dropped like a dead sender's,
-      // and the queue goes on without it.
-    } catch (const SessionExpired&) {
-    } catch (const ConnectionLoss&) {
-      // ZooKeeper unreachable: try again shortly rather than drop a send that may still be
-      // queued.
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      schedule(front->blocking);
-      return;
+      result = Step::dropped;  // our session expired with the send node, like a dead sender's
     } catch (const std::exception& error) {
-      // The store failed or the head is unreadable: drop this send so it cannot block the
-      // queue of every process, and say so.
-      std::fprintf(stderr, "avout: agent %s dropped an action: %s\n", name_.c_str(), error.what());
-      if (!node.empty()) (void)session_.remove_async(node, -1);
+      // The store or ZooKeeper is unavailable: the send keeps its place and is tried again.
+      std::lock_guard lock(mutex_);
+      if (retry_delay_.count() == 0) {
+        std::fprintf(stderr, "avout: agent %s: an action is delayed: %s\n", name_.c_str(),
+                     error.what());
+      }
     }
-    finish_one();
+    if (result == Step::finished || result == Step::dropped) {
+      finish_front(sequence, result == Step::dropped);
+      continue;
+    }
+    if (result == Step::retry_later) {
+      std::chrono::milliseconds delay;
+      {
+        std::lock_guard lock(mutex_);
+        retry_delay_ = std::clamp(retry_delay_ * 2, std::chrono::milliseconds(50),
+                                  std::chrono::milliseconds(1000));
+        delay = retry_delay_;
+      }
+      std::this_thread::sleep_for(delay);
+      {
+        std::lock_guard lock(mutex_);
+        running_ = false;
+      }
+      return kick();  // let other tasks of the pool run in between
+    }
+    std::lock_guard lock(mutex_);
+    if (!again_) {
+      running_ = false;
+      return;  // the watch on the predecessor brings us back
+    }
   }
 }
 
-void AgentCore::apply(const std::string& node, Pending& pending) {
+AgentCore::Step AgentCore::step(Pending& pending) {
+  if (pending.in_doubt) {
+    const auto landed = resolve_commit(session_, pending.in_doubt->marker);
+    if (!landed) return Step::retry_later;
+    if (*landed) {
+      complete(pending.node, *pending.in_doubt);
+      return Step::finished;
+    }
+    if (pending.in_doubt->written) erase_quietly(*pending.in_doubt->written);
+    pending.in_doubt.reset();
+  }
+  if (!first_in_queue(pending.node)) return Step::waiting;
+  apply(pending);
+  return pending.in_doubt ? Step::retry_later : Step::finished;
+}
+
+void AgentCore::erase_quietly(const Point& point) {
+  try {
+    data_->erase(point);
+  } catch (const Error&) {
+    // Left for gc: an unreferenced point is garbage, never visible.
+  }
+}
+
+void AgentCore::complete(const std::string& node, InDoubt& landed) {
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(known_queue_, last_segment(node));
+  }
+  (void)session_.remove_async(landed.marker, 0);
+  if (landed.written) erase_quietly(landed.previous);
+  stm_.nodes().refresh(head_path_);
+  for (auto& go : landed.later_sends) {
+    try {
+      go();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "avout: agent %s: a send made by an action failed: %s\n",
+                   name_.c_str(), error.what());
+    }
+  }
+}
+
+void AgentCore::apply(Pending& pending) {
   for (std::size_t attempt = 0; attempt < stm_.options().retry_limit; ++attempt) {
     auto lookup = stm_.nodes().begin(head_path_);  // read ahead after our last action
     auto head_node = stm_.nodes().finish(lookup);
     auto head = decode_agent_head(head_node.data, head_path_);
+    InDoubt commit{stm_.marker_path(stm_.new_point().id), head.point, std::nullopt, {}};
     std::vector<Operation> operations;
-    const std::string marker = stm_.marker_path(stm_.new_point().id);
-    operations.push_back(op::Create{marker, {}, CreateMode::persistent});
-    std::vector<std::function<void()>> later_sends;
-    std::optional<Point> written;
+    operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
     if (head.error) {
       // A failed agent drops the actions still queued; only restart brings it back.
       operations.push_back(op::Check{head_path_, head_node.stat.version});
@@ -290,7 +408,7 @@ void AgentCore::apply(const std::string& node, Pending& pending) {
       }
       AgentHead next_head{head.point, std::nullopt};
       Bytes next;
-      sends_of_running_action = &later_sends;
+      sends_of_running_action = &commit.later_sends;
       try {
         next = pending.action(*current);
         require_fits(next.size(), max_value_size_, "agent " + name_);
@@ -301,33 +419,28 @@ void AgentCore::apply(const std::string& node, Pending& pending) {
         next_head.error = "a non-standard exception";
       }
       sends_of_running_action = nullptr;
-      if (!next_head.error) {
+      if (next_head.error) {
+        commit.later_sends.clear();  // a failed action's sends never go out (as in Clojure)
+      } else {
         stm_.announce_session();
-        written = stm_.new_point();
-        data_->set(next, *written);
-        stm_.remember(*written, next);
-        next_head.point = *written;
+        commit.written = stm_.new_point();
+        data_->set(next, *commit.written);
+        stm_.remember(*commit.written, next);
+        next_head.point = *commit.written;
       }
       operations.push_back(
           op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version});
     }
-    operations.push_back(op::Remove{node, 0});
+    operations.push_back(op::Remove{pending.node, 0});
 
-    const auto landed = commit_with_marker(session_, operations, marker);
-    if (!landed) throw ConnectionLoss("agent " + name_ + ": outcome of an action unknown");
-    if (*landed) {
-      {
-        std::lock_guard lock(mutex_);
-        std::erase(known_queue_, last_segment(node));
-      }
-      (void)session_.remove_async(marker, 0);
-      if (written) data_->erase(head.point);
-      stm_.nodes().refresh(head_path_);
-      for (auto& go : later_sends) go();
+    const auto landed = commit_with_marker(session_, operations, commit.marker);
+    if (!landed) {
+      pending.in_doubt = std::move(commit);  // resolved before anything else is tried
       return;
     }
-    if (written) data_->erase(*written);
-    if (!session_.exists(node)) throw SendVanished{};
+    if (*landed) return complete(pending.node, commit);
+    if (commit.written) erase_quietly(*commit.written);
+    if (!session_.exists(pending.node)) throw SendVanished{};
     // The head moved (a restart): apply again to the new value.
   }
   throw RetryLimitExceeded("agent " + name_ + ": an action kept conflicting with restarts");
@@ -338,7 +451,13 @@ bool AgentCore::await_for(std::chrono::milliseconds timeout) {
   if (Transaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
   std::unique_lock lock(mutex_);
   const std::uint64_t target = sent_;
-  return idle_.wait_for(lock, timeout, [&] { return finished_ >= target; });
+  if (!idle_.wait_for(lock, timeout, [&] { return finished_ >= target; })) return false;
+  if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
+    throw SessionExpired("agent " + name_ + ": " + std::to_string(dropped) +
+                         " action(s) sent by this process were dropped: their send nodes "
+                         "vanished with an expired ZooKeeper session");
+  }
+  return true;
 }
 
 std::optional<std::string> AgentCore::error() {

@@ -80,7 +80,12 @@ struct AgentWorkers::Impl {
   GrowingPool growing;
   std::mutex mutex;
   bool stopped = false;
-  std::map<const AgentCore*, std::shared_ptr<AgentCore>> retained;
+  // Counted: a retain made before the matching release of an earlier one ran keeps the agent.
+  struct Retained {
+    std::shared_ptr<AgentCore> agent;
+    std::size_t count = 0;
+  };
+  std::map<const AgentCore*, Retained> retained;
 };
 
 AgentWorkers::AgentWorkers() : impl_(std::make_unique<Impl>()) {}
@@ -101,14 +106,18 @@ void AgentWorkers::post(bool blocking, std::function<void()> task) {
 
 void AgentWorkers::retain(const std::shared_ptr<AgentCore>& agent) {
   std::lock_guard lock(impl_->mutex);
-  if (!impl_->stopped) impl_->retained.emplace(agent.get(), agent);
+  if (impl_->stopped) return;
+  auto& entry = impl_->retained[agent.get()];
+  entry.agent = agent;
+  ++entry.count;
 }
 
 void AgentWorkers::release(const AgentCore* agent) {
   std::shared_ptr<AgentCore> last;  // may be the last owner: destroyed outside the lock
   std::lock_guard lock(impl_->mutex);
   if (auto found = impl_->retained.find(agent); found != impl_->retained.end()) {
-    last = std::move(found->second);
+    if (--found->second.count > 0) return;
+    last = std::move(found->second.agent);
     impl_->retained.erase(found);
   }
 }
@@ -122,7 +131,7 @@ void AgentWorkers::stop() {
   impl_->fixed.stop();
   impl_->fixed.join();
   impl_->growing.stop();
-  std::map<const AgentCore*, std::shared_ptr<AgentCore>> retained;
+  std::map<const AgentCore*, Impl::Retained> retained;
   {
     std::lock_guard lock(impl_->mutex);
     retained.swap(impl_->retained);

@@ -18,9 +18,9 @@ class AgentWorkers {
 
   /// Runs `task` on the send_off pool when `blocking`, else on the fixed pool.
   void post(bool blocking, std::function<void()> task);
-  /// Keeps `agent` alive while it has queued sends, even when every handle is gone.
+  /// Keeps `agent` alive while it has queued sends, even when every handle is gone; counted.
   void retain(const std::shared_ptr<AgentCore>& agent);
-  /// Ends retain().
+  /// Ends one retain(); the agent is let go when none is left.
   void release(const AgentCore* agent);
   /// Finishes the running tasks, drops the queued ones and every retained agent.
   void stop();

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -64,46 +64,90 @@ bool AtomCore::write(const AtomSnapshot& expected, Bytes payload) {
   if (next.recent_writers.size() > kept_writers) {
     next.recent_writers.erase(next.recent_writers.begin());
   }
-  Bytes bytes = encode_envelope(next);
+  const Bytes bytes = encode_envelope(next);
   require_fits(bytes.size(), max_value_size_, "atom " + name_);
   bool written = false;
   try {
-    written = state_->compare_and_set(expected.stored, std::move(bytes));
+    written = state_->compare_and_set(expected.stored, bytes);
   } catch (const ConnectionLoss&) {
-    written = resolve_lost_reply(expected, writer);
+    written = resolve_lost_reply(expected, bytes, writer);
   } catch (const BackendError&) {
-    written = resolve_lost_reply(expected, writer);
+    written = resolve_lost_reply(expected, bytes, writer);
   }
-  if (written && notify_) {
-    // Fire and forget: watchers re-read the store, and a lost touch only delays them
-    // until the next write.
-    (void)session_.set_async(watch_path_, {}, -1);
-  }
+  if (written && notify_) announce();
   return written;
 }
 
-// The write may or may not have landed. Read back (retrying while the store is unreachable):
-// our id in the envelope means it did; an envelope whose writer list covers every write
-// since `expected` without our id means it did not; anything else stays unknown.
-bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, std::uint64_t writer) {
+// Watchers in other processes learn of a value held outside ZooKeeper only through this
+// touch: it is awaited and repeated until it lands (a lost one would leave them on an old
+// value), also across a reconnect or a renewed session.
+void AtomCore::announce() {
+  std::exception_ptr last_error;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    try {
+      session_.set(watch_path_, {}, -1);
+      return;
+    } catch (const ConnectionLoss&) {
+      last_error = std::current_exception();
+    } catch (const SessionExpired&) {
+      last_error = std::current_exception();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * std::min(attempt + 1, 10)));
+  }
+  try {
+    std::rethrow_exception(last_error);
+  } catch (const Error& error) {
+    throw ConnectionLoss("atom " + name_ + ": the new value is stored, but its change notice on " +
+                         watch_path_ + " could not be sent: " + error.what());
+  }
+}
+
+// A read whose view is at least as new as any write this process sent before it: for a
+// ZooKeeper-held value a sync is pipelined in front of the read, so a follower that has not
+// yet applied the lost write cannot answer for it.
+AtomSnapshot AtomCore::read_after_sync() {
+  if (notify_) return read();
+  auto synced = session_.sync_async(watch_path_);
+  AtomSnapshot snapshot = read();
+  session_.wait(synced);
+  return snapshot;
+}
+
+// The write of `sent` (carrying `writer`) may or may not have landed, and it may even still
+// be on its way to the store (a command that timed out can run later). It could only ever
+// land on the version it expected, so: our id in the envelope means it landed; the version
+// moved on without our id (and the envelope lists every write since) means it never will;
+// the version unchanged means it has not landed yet, and the same write is sent again. Both
+// copies expect that one version, so at most one lands, and the loop reads which did.
+bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent,
+                                  std::uint64_t writer) {
   std::exception_ptr last_error = std::current_exception();
   for (int attempt = 0; attempt < 20; ++attempt) {
-    std::optional<AtomSnapshot> read_back;
+    bool undecidable = false;
     try {
-      read_back = read();
+      const AtomSnapshot now = read_after_sync();
+      const auto& writers = now.envelope.recent_writers;
+      if (now.stored.exists() &&
+          std::find(writers.begin(), writers.end(), writer) != writers.end()) {
+        return true;
+      }
+      if (now.stored.version == expected.stored.version) {
+        if (state_->compare_and_set(expected.stored, sent)) return true;
+        continue;  // another write came first, or ours did: read which
+      }
+      if (now.stored.exists() &&
+          now.envelope.sequence - expected.envelope.sequence <= writers.size()) {
+        return false;
+      }
+      undecidable = true;
     } catch (const ConnectionLoss&) {
       last_error = std::current_exception();
     } catch (const BackendError&) {
       last_error = std::current_exception();
     }
-    if (read_back) {
-      const AtomSnapshot& now = *read_back;
-      if (!now.stored.exists()) return false;  // a create that did not land
-      const auto& writers = now.envelope.recent_writers;
-      if (std::find(writers.begin(), writers.end(), writer) != writers.end()) return true;
-      if (now.envelope.sequence - expected.envelope.sequence <= writers.size()) return false;
+    if (undecidable) {
       throw BackendError("atom " + name_ + ": a write's reply was lost and too many writes "
-                         "followed it to tell whether it landed");
+                         "followed it (or the value was deleted) to tell whether it landed");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50 * (attempt + 1)));
   }

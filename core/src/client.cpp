@@ -80,7 +80,7 @@ std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, S
 std::shared_ptr<detail::AgentCore> Client::attach_agent(const std::string& name, Store& store) {
   validate_path(name);
   return std::make_shared<detail::AgentCore>(
-      name, std::shared_ptr<ReferenceData>(store.reference_data("/agents" + name)),
+      name, std::shared_ptr<ReferenceData>(store.reference_data(stm_->value_key("agent", name))),
       store.max_value_size(), *stm_, agent_workers_);
 }
 

@@ -4,6 +4,7 @@
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
+#include <algorithm>
 #include <set>
 
 namespace avout::detail {
@@ -38,6 +39,13 @@ std::set<std::int64_t> live_sessions(ZooKeeperSession& session, const std::strin
 
 }  // namespace
 
+std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session) {
+  // An owner resolves for up to three of its session timeouts (resolve_commit); other clients'
+  // timeouts are unknown but ZooKeeper caps them, by default at 40 s (20 ticks of 2 s).
+  constexpr std::chrono::milliseconds default_maximum_session_timeout{40000};
+  return 3 * std::max(session.options().session_timeout, default_maximum_session_timeout);
+}
+
 GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
                                           std::chrono::milliseconds marker_grace) {
   GarbageReport report;
@@ -71,14 +79,16 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
       }
     }
   }
-  // Markers only matter while their owner may still resolve a lost commit reply (rule 6).
-  const auto now = std::chrono::system_clock::now();
+  // Markers only matter while their owner may still resolve a lost commit reply (rule 6):
+  // never sooner than that window, and judged on one clock, ZooKeeper's own: the mtime of a
+  // write made now against the markers' ctimes.
+  const auto grace = std::max(marker_grace, minimum_marker_grace(session_));
+  const std::int64_t now = session_.set(session_node(session_.session_id()), {}).mtime;
   for (const auto& child : session_.children(markers_root_)) {
     const std::string path = markers_root_ + "/" + child;
     auto stat = session_.exists(path);
     if (!stat) continue;
-    const auto created = std::chrono::system_clock::time_point(std::chrono::milliseconds(stat->ctime));
-    if (now - created < marker_grace) continue;
+    if (std::chrono::milliseconds(now - stat->ctime) < grace) continue;
     try {
       session_.remove(path, stat->version);
       ++report.markers_removed;

@@ -133,6 +133,28 @@ bool StmContext::alive(const TransactionAge& age) {
   return session_.exists(session_node(age.session)).has_value();
 }
 
+namespace {
+// A commit may replace and trim the value between our reads of the head and of the value:
+// then the head (read again after a sync) has moved on and names a newer one. Only a value
+// the head still names is missing for real (rule 8).
+Bytes newest_value(ZooKeeperSession& session, const std::string& head, const std::string& name,
+                   const std::function<std::optional<Bytes>(const Point&)>& fetch) {
+  constexpr int rereads = 10000;
+  auto record = decode_head(session.get(head).data, head);
+  for (int attempt = 0; attempt < rereads; ++attempt) {
+    if (auto value = fetch(record.newest)) return std::move(*value);
+    session.sync(head);
+    auto now = decode_head(session.get(head).data, head);
+    if (now.newest == record.newest) {
+      throw BackendError("ref " + name + ": the newest value (point " + record.newest.id +
+                         ") is missing from its store");
+    }
+    record = std::move(now);
+  }
+  throw RetryLimitExceeded("ref " + name + ": its newest value kept being replaced while read");
+}
+}  // namespace
+
 RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
                  std::size_t max_value_size, StmContext& stm)
     : name_(std::move(name)),
@@ -143,22 +165,21 @@ RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
   // The watcher's reads must not reach back into this object (it may die first).
   watcher_ = std::make_shared<ValueWatcher>(
       stm.session(), head_path_, "ref " + name_,
-      [data = data_, head = head_path_, &session = stm.session()] {
-        auto record = decode_head(session.get(head).data, head);
-        return data->get(record.newest);
+      [data = data_, head = head_path_, name = name_, &session = stm.session()] {
+        return newest_value(session, head, name, [&](const Point& point) -> std::optional<Bytes> {
+          try {
+            return data->get(point);
+          } catch (const MissingPoint&) {
+            return std::nullopt;
+          }
+        });
       },
       stm.callbacks());
 }
 
 Bytes RefCore::read_latest() {
-  auto node = stm_.session().get(head_path_);
-  auto record = decode_head(node.data, head_path_);
-  auto value = stm_.fetch(*this, record.newest);
-  if (!value) {
-    throw BackendError("ref " + name_ + ": the newest value (point " + record.newest.id +
-                       ") is missing from its store");
-  }
-  return *value;
+  return newest_value(stm_.session(), head_path_, name_,
+                      [&](const Point& point) { return stm_.fetch(*this, point); });
 }
 
 void RefCore::set_validator(std::function<bool(const Bytes&)> validator) {
@@ -222,39 +243,77 @@ void StmContext::remember(const Point& point, const Bytes& value) {
   cache_.emplace(point.id, value);
 }
 
+std::string StmContext::value_key(const std::string& kind, const std::string& name) const {
+  // The deployment is one escaped segment: roots may nest, so root "/r" with ref "/ref/x/y"
+  // and root "/r/ref/x" with ref "/y" must not compose to the same key.
+  std::string deployment;
+  for (const char c : session_.options().chroot + root_) {
+    if (c == '%') deployment += "%25";
+    else if (c == '/') deployment += "%2F";
+    else deployment += c;
+  }
+  return "/" + deployment + "/" + kind + name;
+}
+
 std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& store,
                                             const Bytes& initial) {
   validate_path(name);
-  auto ref = std::make_shared<RefCore>(name, std::shared_ptr<ReferenceData>(store.reference_data(name)),
-                                       store.max_value_size(), *this);
-  if (session_.exists(ref->head_path())) return ref;
-  require_fits(initial.size(), store.max_value_size(), "ref " + name);
-  // Creating a ref is a commit (rule 1): the head and the clock change in one multi.
-  const std::string head = ref->head_path();
-  session_.create_recursive(head.substr(0, head.rfind('/')));
-  session_.create_recursive(tag_path(name));  // barging tags change only by setData (rule 10)
-  announce_session();
-  const Point point = new_point();
-  ref->data().set(initial, point);
-  const std::vector<Operation> create{
-      op::Create{head, encode_head(HeadRecord{point, {}, static_cast<std::uint32_t>(options_.min_history)}),
-                 CreateMode::persistent},
-      op::SetData{clock_path_, {}, -1}};
-  bool created = false;
-  try {
-    created = session_.multi(create).committed;
-  } catch (const ConnectionLoss&) {
-    // Outcome unknown: the head names our point exactly when our create landed.
-    session_.sync(head);
-    created = decode_head(session_.get(head).data, head).newest == point;
+  std::shared_ptr<RefCore> ref;
+  {
+    std::lock_guard lock(refs_mutex_);
+    auto& known = refs_[name];
+    ref = known.core.lock();
+    if (ref && known.store != store.description()) {
+      throw Error("ref " + name + " is already attached with another store (" + known.store +
+                  ") in this client");
+    }
+    if (!ref) {
+      ref = std::make_shared<RefCore>(
+          name, std::shared_ptr<ReferenceData>(store.reference_data(value_key("ref", name))),
+          store.max_value_size(), *this);
+      known = KnownRef{ref, store.description()};
+    }
   }
-  if (created) {
-    remember(point, initial);
-  } else {
-    ref->data().erase(point);  // another process created the ref first
-    if (!session_.exists(head)) throw BackendError("ref " + name + ": could not create its head");
-  }
+  create_head(*ref, store, initial);
   return ref;
+}
+
+void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
+  const std::string& head = ref.head_path();
+  for (std::size_t attempt = 0; attempt < options_.retry_limit; ++attempt) {
+    // A head always has data; an empty node is only the parent of deeper names (rule 14).
+    const auto stat = session_.exists(head);
+    if (stat && stat->data_length > 0) return;
+    require_fits(initial.size(), store.max_value_size(), "ref " + ref.name());
+    session_.create_recursive(head.substr(0, head.rfind('/')));
+    session_.create_recursive(tag_path(ref.name()));  // tags change only by setData (rule 10)
+    announce_session();
+    const Point point = new_point();
+    ref.data().set(initial, point);
+    // Creating a ref is a commit (rule 1) with a marker, so a lost reply is resolved exactly
+    // (rule 6) even when other commits have moved the head on since.
+    const Bytes record =
+        encode_head(HeadRecord{point, {}, static_cast<std::uint32_t>(options_.min_history)});
+    const std::string marker = marker_path(new_point().id);
+    Operation write_head = op::Create{head, record, CreateMode::persistent};
+    if (stat) write_head = op::SetData{head, record, stat->version};
+    const std::optional<bool> landed = commit_with_marker(
+        session_, {op::Create{marker, {}, CreateMode::persistent}, write_head,
+                   op::SetData{clock_path_, {}, -1}},
+        marker);
+    if (!landed) {
+      // The point may be referenced: it stays for gc to judge.
+      throw OutcomeUnknown("ref " + ref.name() + ": creating its head " + head +
+                           ": outcome unknown (ZooKeeper unreachable); marker " + marker);
+    }
+    if (*landed) {
+      remember(point, initial);
+      (void)session_.remove_async(marker, 0);
+      return;
+    }
+    ref.data().erase(point);  // another process wrote the head first: look again
+  }
+  throw RetryLimitExceeded("ref " + ref.name() + ": could not create its head " + head);
 }
 
 }  // namespace avout::detail

@@ -134,6 +134,8 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
   }
   if (auto value = stm_.fetch(*target.ref, *point)) return std::move(*value);
   // Rule 8: a missing value is a history miss only when the head moved past it.
+  // Synced: a follower's stale head could still name a value the leader's head has dropped.
+  stm_.session().sync(target.ref->head_path());
   auto node = stm_.session().get(target.ref->head_path());
   auto now = decode_head(node.data, target.ref->head_path());
   bool referenced = now.newest == *point;
@@ -278,13 +280,6 @@ void Transaction::commit() {
   std::vector<Tag> tags;
 
   // Values of written refs are final now: validate and store them under fresh points.
-  struct Staged {
-    Entry* target;
-    Point point;
-    HeadRecord next;
-    std::vector<Point> trimmed;
-    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
-  };
   std::size_t multi_bytes = 0;
   auto stage = [&](Entry* target, const HeadRecord& head, std::int64_t head_zxid,
                    const Bytes& value) {
@@ -339,8 +334,8 @@ void Transaction::commit() {
     throw;
   }
 
-  const std::string attempt = stm_.new_point().id;
-  const std::string marker = stm_.marker_path(attempt);
+  marker_path_ = stm_.marker_path(stm_.new_point().id);
+  const std::string& marker = marker_path_;
   for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
     // Rule 4: commuted refs start again from their newest value, under fresh points.
     std::vector<Staged> recomputed;
@@ -415,39 +410,24 @@ void Transaction::commit() {
     }
     operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
 
+    // Rule 2: values were stored under this session's points; if it was renewed meanwhile,
+    // gc may already see their writer dead and erase them, so the attempt starts again.
+    try {
+      check_session();
+    } catch (const RetryAttempt&) {
+      discard(recomputed);
+      discard(written);
+      throw;
+    }
     MultiResult result;
     const std::optional<bool> landed = commit_with_marker(session, operations, marker, &result);
     if (!landed) {
       // Unknown: the points may be referenced, so they stay; gc judges them later.
-      throw ConnectionLoss("transaction commit: outcome unknown (ZooKeeper unreachable); "
+      throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
                            "marker " + marker);
     }
     if (*landed) {
-      // Rule 9: trimmed values go only now that the commit is known to have landed.
-      for (auto* staged : {&written, &recomputed}) {
-        for (auto& s : *staged) {
-          for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
-        }
-      }
-      for (const auto& ref : released) barge_.held.erase(ref);
-      (void)session.remove_async(marker, 0);
-      // The heads (and released tags) just changed: read them ahead for the next transaction.
-      for (auto* staged : {&written, &recomputed}) {
-        for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());
-      }
-      for (const auto& ref : released) stm_.nodes().refresh(stm_.tag_path(ref->name()));
-      std::size_t at = first_addition;
-      for (const auto& addition : additions_) {
-        const auto count = addition.operations.size();
-        std::vector<OperationResult> results;
-        if (result.results.size() >= at + count) {
-          results.assign(result.results.begin() + static_cast<std::ptrdiff_t>(at),
-                         result.results.begin() + static_cast<std::ptrdiff_t>(at + count));
-        }
-        at += count;
-        if (addition.on_commit) addition.on_commit(results);
-      }
-      stm_.count_commit();
+      after_landing(written, recomputed, released, result, first_addition);
       return;
     }
     discard(recomputed);
@@ -476,6 +456,55 @@ void Transaction::commit() {
   }
   discard(written);
   throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
+}
+
+void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged>& recomputed,
+                                const std::vector<std::shared_ptr<RefCore>>& released,
+                                const MultiResult& result, std::size_t first_addition) {
+  // Rule 15: the commit has landed. Nothing from here on may run the body again or report
+  // the transaction as not committed: every step runs, and a failure is named as such.
+  stm_.count_commit();
+  std::string failure;
+  auto step = [&](const char* what, const auto& work) {
+    try {
+      work();
+    } catch (const std::exception& error) {
+      if (failure.empty()) failure = std::string(what) + " failed: " + error.what();
+    } catch (...) {
+      if (failure.empty()) failure = std::string(what) + " failed";
+    }
+  };
+  auto& session = stm_.session();
+  const std::string marker = marker_path_;
+  step("cleaning up after the commit", [&] {
+    // Rule 9: trimmed values go only now that the commit is known to have landed.
+    for (auto* staged : {&written, &recomputed}) {
+      for (auto& s : *staged) {
+        for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
+      }
+    }
+    for (const auto& ref : released) barge_.held.erase(ref);
+    (void)session.remove_async(marker, 0);
+    // The heads (and released tags) just changed: read them ahead for the next transaction.
+    for (auto* staged : {&written, &recomputed}) {
+      for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());
+    }
+    for (const auto& ref : released) stm_.nodes().refresh(stm_.tag_path(ref->name()));
+  });
+  std::size_t at = first_addition;
+  for (const auto& addition : additions_) {
+    const auto count = addition.operations.size();
+    std::vector<OperationResult> results;
+    if (result.results.size() >= at + count) {
+      results.assign(result.results.begin() + static_cast<std::ptrdiff_t>(at),
+                     result.results.begin() + static_cast<std::ptrdiff_t>(at + count));
+    }
+    at += count;
+    if (addition.on_commit) step("a commit callback", [&] { addition.on_commit(results); });
+  }
+  if (!failure.empty()) {
+    throw CommittedWithError("transaction committed (marker " + marker + "), but " + failure);
+  }
 }
 
 }  // namespace avout::detail

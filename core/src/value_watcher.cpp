@@ -1,8 +1,13 @@
 #include <avout/detail/atom_core.hpp>
 #include <avout/detail/value_watcher.hpp>
 
+#include <avout/errors.hpp>
+
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,15 +25,22 @@ ValueWatcher::ValueWatcher(ZooKeeperSession& session, std::string watch_path, st
 void ValueWatcher::add(const std::string& key, BytesWatch watch) {
   std::lock_guard lock(mutex_);
   if (!subscription_) {
-    last_seen_ = read_();
     std::weak_ptr<ValueWatcher> weak = weak_from_this();
     auto callbacks = callbacks_;
+    // Armed before the first read: the arm goes out first on the session, so a change made
+    // after that read fires it (armed after, the change could fall between the two).
     subscription_ = session_.watch_persistently(watch_path_, [weak, callbacks](const WatchEvent&) {
       // On ZooKeeper's event thread: only hand over; the read happens on the callback thread.
       callbacks->post([weak] {
-        if (auto self = weak.lock()) self->on_change();
+        if (auto self = weak.lock()) self->on_change(0);
       });
     });
+    try {
+      last_seen_ = read_();
+    } catch (...) {
+      subscription_.reset();
+      throw;
+    }
   }
   watches_[key] = std::move(watch);
 }
@@ -40,8 +52,37 @@ void ValueWatcher::remove(const std::string& key) {
   if (watches_.empty()) released = std::move(subscription_);
 }
 
-void ValueWatcher::on_change() {
-  const Bytes current = read_();
+void ValueWatcher::on_change(int failed_reads) {
+  Bytes current;
+  std::string unreadable;
+  try {
+    current = read_();
+  } catch (const ConnectionLoss& error) {
+    unreadable = error.what();
+  } catch (const SessionExpired& error) {
+    unreadable = error.what();
+  } catch (const BackendError& error) {
+    unreadable = error.what();
+  }
+  if (!unreadable.empty()) {
+    // The change is known but not its value (ZooKeeper or the store is unreachable): read
+    // again shortly, or the watch would stay on an older value until the next change.
+    {
+      std::lock_guard lock(mutex_);
+      if (!subscription_) return;
+    }
+    if (failed_reads >= max_failed_reads) {
+      std::fprintf(stderr, "avout: a watch on %s gave up reading the new value: %s\n",
+                   name_.c_str(), unreadable.c_str());
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::weak_ptr<ValueWatcher> weak = weak_from_this();
+    callbacks_->post([weak, failed_reads] {
+      if (auto self = weak.lock()) self->on_change(failed_reads + 1);
+    });
+    return;
+  }
   Bytes previous;
   std::vector<BytesWatch> to_call;
   {

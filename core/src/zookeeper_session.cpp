@@ -60,10 +60,10 @@ void complete_persistent_arm(int rc, const Stat*, const void* data) {
   auto watch = arm->watch.lock();
   if (!watch || !watch->active) return;
   if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
-    // Not armed, and a change may have gone unseen: tell the user to look, and try again
-    // (the request waits in the client until it reconnects).
-    watch->deliver(WatchEvent{WatchEventType::changed, watch->path});
+    // Not armed, and a change may have gone unseen: try again (the request waits in the
+    // client until it reconnects), then tell the user to look, so its look follows the arm.
     watch->arm(arm->handle);
+    watch->deliver(WatchEvent{WatchEventType::changed, watch->path});
   }
   // Session gone: the renewal re-arms on the next session.
 }
@@ -73,8 +73,10 @@ void PersistentWatch::arm(Handle* handle) {
   auto* record = handle->add_watch(path, [weak, handle](const WatchEvent& event) {
     auto self = weak.lock();
     if (!self || !self->active) return;
-    self->deliver(event);
+    // Re-armed before the user hears of it: a read the user makes on hearing goes out after
+    // the new watch, so any change after that read fires again.
     if (event.type != WatchEventType::session_lost) self->arm(handle);
+    self->deliver(event);
   });
   auto* context = new PersistentArm{weak, handle, record};
   const int rc = zoo_awexists(handle->get(), path.c_str(), &Handle::on_watch_event, record,
@@ -235,10 +237,18 @@ struct ZooKeeperSession::Impl {
   }
 
   void rearm_persistent_watches(Handle& target) {
-    std::lock_guard lock(persistent_mutex);
-    std::erase_if(persistent, [](const auto& weak) { return weak.expired(); });
-    for (auto& weak : persistent) {
-      if (auto watch = weak.lock(); watch && watch->active) watch->arm(&target);
+    std::vector<std::shared_ptr<PersistentWatch>> live;
+    {
+      std::lock_guard lock(persistent_mutex);
+      std::erase_if(persistent, [](const auto& weak) { return weak.expired(); });
+      for (auto& weak : persistent) {
+        if (auto watch = weak.lock(); watch && watch->active) live.push_back(std::move(watch));
+      }
+    }
+    for (auto& watch : live) {
+      watch->arm(&target);
+      // A change made while no session was up fired no watch: tell the user to look again.
+      watch->deliver(WatchEvent{WatchEventType::changed, watch->path});
     }
   }
 };

@@ -27,7 +27,9 @@ std::string parent_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// An atom's value: one node; its ZooKeeper data version is the CAS version.
+// An atom's value: one node; its ZooKeeper data version is the CAS version. A node without
+// data at version 0 holds no value yet: it is the parent made for an atom nested below this
+// one's name (a value, even an empty one, is never stored at version 0 without data).
 class NodeAtomState final : public AtomState {
  public:
   NodeAtomState(ZooKeeperSession& session, std::string path)
@@ -36,6 +38,7 @@ class NodeAtomState final : public AtomState {
   Versioned get() override {
     try {
       auto node = session_.get(path_);
+      if (holds_no_value(node)) return Versioned{};
       return Versioned{std::move(node.data), std::to_string(node.stat.version)};
     } catch (const NoNode&) {
       return Versioned{};
@@ -45,11 +48,14 @@ class NodeAtomState final : public AtomState {
   bool compare_and_set(const Versioned& expected, Bytes next) override {
     check_size(next, path_);
     try {
-      if (!expected.exists()) {
-        session_.create_recursive(parent_of(path_));
-        session_.create(path_, next, CreateMode::persistent);
-      } else {
+      if (expected.exists()) {
         session_.set(path_, next, parse_version(expected.version, path_));
+      } else if (next.empty() || !create(next)) {
+        // The node is there (or made here for an empty value): fill it in only while it is
+        // still an empty parent, else another creator came first.
+        if (next.empty()) create({});
+        if (!holds_no_value(session_.get(path_))) return false;
+        session_.set(path_, next, 0);
       }
       return true;
     } catch (const NodeExists&) {
@@ -64,6 +70,21 @@ class NodeAtomState final : public AtomState {
   std::string zookeeper_path() const override { return path_; }
 
  private:
+  static bool holds_no_value(const NodeData& node) {
+    return node.data.empty() && node.stat.version == 0;
+  }
+
+  // Creates the node with `data`; false when it exists already.
+  bool create(const Bytes& data) {
+    session_.create_recursive(parent_of(path_));
+    try {
+      session_.create(path_, data, CreateMode::persistent);
+      return true;
+    } catch (const NodeExists&) {
+      return false;
+    }
+  }
+
   ZooKeeperSession& session_;
   std::string path_;
 };

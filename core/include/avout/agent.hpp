@@ -1,7 +1,9 @@
 #pragma once
 // avout::Agent<T>: a value changed by actions sent to it. Actions run one at a time, in the
 // order the sends were made across all processes, each on a worker of the process that sent
-// it, and each sees the value the previous one left.
+// it, and each sees the value the previous one left. A store or ZooKeeper outage delays
+// actions (one may then run again, only one result is kept); only an action that throws or
+// whose value the validator refuses fails the agent, and its own sends are dropped with it.
 
 #include <avout/codec.hpp>
 #include <avout/detail/agent_core.hpp>
@@ -43,11 +45,12 @@ class Agent {
   }
 
   /// Blocks until every action this process sent so far has run. Throws Error inside an
-  /// action or a transaction, Timeout after `limit` (default: one minute).
+  /// action or a transaction, Timeout after `limit` (default: one minute), SessionExpired
+  /// (once) when some of them were dropped because this process's session expired.
   void await(std::chrono::milliseconds limit = std::chrono::minutes(1)) {
     if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
   }
-  /// Like await, but returns false instead of throwing when `timeout` passes.
+  /// Like await, but returns false instead of throwing Timeout when `timeout` passes.
   bool await_for(std::chrono::milliseconds timeout) { return core_->await_for(timeout); }
 
   /// The error of the action that failed the agent (in any process), or nullopt.

@@ -137,14 +137,24 @@ class Client {
 
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the
-  /// default store and `stores`, and commit markers created more than `marker_grace` ago
-  /// (judged by the server's ctime against this machine's clock). Safe while others commit.
+  /// default store and `stores`, and commit markers created more than `marker_grace` ago,
+  /// judged on ZooKeeper's clock. A shorter grace than an owner may spend resolving a lost
+  /// commit reply (3 x max(session timeout, 40 s)) is raised to that. Only keys of this
+  /// client's deployment are touched. Safe while others commit.
   GarbageReport gc(const std::vector<std::reference_wrapper<Store>>& stores = {},
                    std::chrono::milliseconds marker_grace = std::chrono::minutes(10));
 
   /// Transactions this client committed and attempts it retried.
   std::pair<std::uint64_t, std::uint64_t> transaction_counts() const {
     return {stm_->commits(), stm_->retries()};
+  }
+
+  /// The name stores keep the values of the ref `name` under: namespaced by this client's
+  /// deployment (chroot and root) and by kind, for tools that look into a store.
+  std::string ref_value_key(const std::string& name) const { return stm_->value_key("ref", name); }
+  /// The same for the agent `name`.
+  std::string agent_value_key(const std::string& name) const {
+    return stm_->value_key("agent", name);
   }
 
   /// The ZooKeeper session all coordination runs through.

@@ -19,6 +19,13 @@ class ConnectionLoss : public Error {
   using Error::Error;
 };
 
+/// A commit (or creation) whose reply was lost could not be resolved: it may or may not have
+/// landed. Unlike other connection losses it is not safe to simply run the work again.
+class OutcomeUnknown : public ConnectionLoss {
+ public:
+  using ConnectionLoss::ConnectionLoss;
+};
+
 /// The ZooKeeper session expired: its ephemeral nodes, watches and held locks are gone.
 class SessionExpired : public Error {
  public:
@@ -33,6 +40,13 @@ class NoTransaction : public Error {
 
 /// A transaction or swap gave up after its configured number of retries.
 class RetryLimitExceeded : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The transaction committed, but a step after its commit (a commit callback such as an
+/// agent send's follow-up) failed; the message names the step. The body is not run again.
+class CommittedWithError : public Error {
  public:
   using Error::Error;
 };

@@ -7,7 +7,9 @@
 // A process runs only its own sends: when its oldest send is first in the queue it applies
 // the action and commits in one multi (marker, versioned head, delete of the send node),
 // which lets the next sender's action run. A dead sender's nodes vanish with its session,
-// so it never blocks the queue.
+// so it never blocks the queue. Locally the sends wait in sequence order (several threads
+// may send at once) and one worker at a time drives them; a send is never dropped because
+// the store or ZooKeeper failed, only when its node vanished with an expired session.
 
 #include <avout/backend.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -15,7 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <functional>
 #include <future>
 #include <memory>
@@ -61,7 +63,9 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   /// Queues `action`: inside dosync it goes out with the commit, inside an action after that
   /// action's value is stored, else at once. `blocking` picks the send_off workers.
   void send(AgentAction action, bool blocking);
-  /// Waits until every action this process sent so far has run (or was dropped).
+  /// Waits until every action this process sent so far has run; false on timeout. Throws
+  /// SessionExpired when some of them were dropped because their send vanished with an
+  /// expired session (reported once).
   bool await_for(std::chrono::milliseconds timeout);
   /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
   std::optional<std::string> error();
@@ -76,20 +80,37 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   static bool in_action();
 
  private:
+  // A commit of an action whose outcome is not known yet (its reply was lost and ZooKeeper
+  // stayed unreachable): resolved through its marker before anything else is tried.
+  struct InDoubt {
+    std::string marker;
+    Point previous;                                  // the value the action replaced
+    std::optional<Point> written;                    // set when the action succeeded
+    std::vector<std::function<void()>> later_sends;  // its own sends, out once it landed
+  };
   struct Pending {
-    std::shared_future<std::string> created;  // the send node's path
-    std::string tag;                          // unique part of its name, to find it again
+    std::string node;  // the send node
     AgentAction action;
     bool blocking = false;
+    std::optional<InDoubt> in_doubt;
   };
-  void enqueue(Pending pending);
-  void schedule(bool blocking);
-  void drive();
+  // What one look at the oldest pending send came to.
+  enum class Step { finished, dropped, waiting, retry_later };
+
+  void enqueue(std::string node, AgentAction action, bool blocking);
+  void count_dropped();
+  void kick();
+  void drive(bool pool);
+  Step step(Pending& pending);
   bool first_in_queue(const std::string& node);
-  void apply(const std::string& node, Pending& pending);
-  void finish_one();
+  void apply(Pending& pending);
+  void complete(const std::string& node, InDoubt& landed);
+  void erase_quietly(const Point& point);
+  void finish_front(const std::string& sequence, bool dropped);
   std::string send_prefix(const std::string& tag) const;
-  std::optional<std::string> find_send(const std::string& tag);
+  std::string create_send(const std::string& tag);
+  std::optional<std::string> locate_send(const std::string& tag,
+                                         std::chrono::steady_clock::time_point deadline);
 
   std::string name_;
   std::shared_ptr<ReferenceData> data_;
@@ -102,10 +123,15 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
 
   std::mutex mutex_;  // guards the members below
   std::condition_variable idle_;
-  std::deque<Pending> pending_;
-  bool driving_ = false;
+  // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
+  // the threads that sent got their replies in.
+  std::map<std::string, Pending> pending_;
+  bool running_ = false;  // a worker is in drive()
+  bool again_ = false;    // something changed while it ran: it looks once more
+  std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
   std::uint64_t sent_ = 0;
   std::uint64_t finished_ = 0;
+  std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
 };

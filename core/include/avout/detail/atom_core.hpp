@@ -53,7 +53,9 @@ class AtomCore : public std::enable_shared_from_this<AtomCore> {
   /// The stored value now.
   AtomSnapshot read();
   /// Stores `payload` if the cell still holds `expected`; false when another write came
-  /// first. A lost reply is resolved by reading back, never by writing again.
+  /// first. A lost reply is resolved by reading back (and, while the cell is unchanged,
+  /// sending the same conditional write again), so the write lands at most once. For a
+  /// value held outside ZooKeeper the change notice is sent before returning.
   bool write(const AtomSnapshot& expected, Bytes payload);
 
   /// Adds or replaces the watch `key`.
@@ -62,7 +64,9 @@ class AtomCore : public std::enable_shared_from_this<AtomCore> {
   void remove_watch(const std::string& key);
 
  private:
-  bool resolve_lost_reply(const AtomSnapshot& expected, std::uint64_t writer);
+  bool resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent, std::uint64_t writer);
+  AtomSnapshot read_after_sync();
+  void announce();
 
   std::string name_;
   std::shared_ptr<AtomState> state_;  // shared with the watcher's reads

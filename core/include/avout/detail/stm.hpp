@@ -147,8 +147,12 @@ class StmContext {
   /// True when the session that owns `age` is still alive (its liveness node exists).
   bool alive(const TransactionAge& age);
 
-  /// Attaches to the ref `name` in `store`, creating it with `initial` when it is new.
+  /// Attaches to the ref `name` in `store`, creating it with `initial` when it is new. All
+  /// handles of one name share one RefCore per client (rule 14).
   std::shared_ptr<RefCore> attach(const std::string& name, Store& store, const Bytes& initial);
+  /// The name stores keep the values of the `kind` ("ref", "agent") `name` under: unique per
+  /// deployment (chroot and root) and per kind, so nothing else ever shares its keys (rule 13).
+  std::string value_key(const std::string& kind, const std::string& name) const;
 
   /// The value at `point` of `ref`, from the cache or the store (values never change).
   /// nullopt when the store has no value there.
@@ -187,6 +191,15 @@ class StmContext {
   std::uint64_t announced_generation_ = ~std::uint64_t{0};
   std::atomic<std::uint64_t> ages_{0};
 
+  void create_head(RefCore& ref, Store& store, const Bytes& initial);
+
+  struct KnownRef {
+    std::weak_ptr<RefCore> core;
+    std::string store;  // its store's description
+  };
+  std::mutex refs_mutex_;
+  std::unordered_map<std::string, KnownRef> refs_;  // name -> its one identity in this client
+
   std::mutex cache_mutex_;
   std::unordered_map<std::string, Bytes> cache_;  // point id -> value
   std::atomic<std::uint64_t> commits_{0};
@@ -223,6 +236,10 @@ std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string&
 std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
                                        const std::string& marker, MultiResult* result = nullptr);
+
+/// The least age of a commit marker gc removes: the longest time an owner may still be
+/// resolving it (rule 6), whatever grace a caller asks for.
+std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session);
 
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
 void run_transaction(StmContext& stm, const std::function<void()>& body);
@@ -286,6 +303,19 @@ class Transaction {
   std::vector<Tag> read_tags(const std::vector<Entry*>& targets,
                              const std::function<void()>& meanwhile = {});
 
+  // A written or commuted value stored under a fresh point for the commit.
+  struct Staged {
+    Entry* target;
+    Point point;
+    HeadRecord next;
+    std::vector<Point> trimmed;
+    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
+  };
+  // Clean-up and commit callbacks once the multi landed; CommittedWithError when one failed.
+  void after_landing(std::vector<Staged>& written, std::vector<Staged>& recomputed,
+                     const std::vector<std::shared_ptr<RefCore>>& released,
+                     const MultiResult& result, std::size_t first_addition);
+
   struct CommitAddition {
     std::vector<Operation> operations;
     std::function<void(const std::vector<OperationResult>&)> on_commit;
@@ -299,6 +329,7 @@ class Transaction {
   Transaction* outer_;
   std::uint64_t generation_;
   std::int64_t read_point_ = 0;
+  std::string marker_path_;  // the commit's outcome marker
   std::map<RefCore*, Entry> entries_;
 };
 

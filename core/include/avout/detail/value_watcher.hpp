@@ -30,7 +30,10 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
   void remove(const std::string& key);
 
  private:
-  void on_change();
+  // Reads the value and calls the watches if it changed; a failed read is retried.
+  void on_change(int failed_reads);
+  // Reads retried after a change (about 100 ms apart) before the change is given up.
+  static constexpr int max_failed_reads = 300;
 
   ZooKeeperSession& session_;
   std::string watch_path_;

@@ -1,0 +1,137 @@
+// Atom watches across processes end on the newest value: with several processes updating and
+// watching at once, and when a change is made while ZooKeeper is down.
+#include <avout/avout.hpp>
+#include <avout/redis.hpp>
+
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+
+namespace {
+
+std::string unique_name(const std::string& stem) {
+  static std::mt19937_64 random{std::random_device{}()};
+  return "/atom-watch-test/" + stem + "-" + std::to_string(random() % 1000000000);
+}
+
+// The newest value one watch reported.
+class LastSeen {
+ public:
+  explicit LastSeen(avout::Atom<long>& atom) : atom_(atom) {
+    atom_.add_watch("last", [this](const long&, const long& value) {
+      std::lock_guard lock(mutex_);
+      last_ = value;
+      changed_.notify_all();
+    });
+  }
+  ~LastSeen() { atom_.remove_watch("last"); }
+  LastSeen(const LastSeen&) = delete;
+  LastSeen& operator=(const LastSeen&) = delete;
+  // Throws naming what it saw unless the watch reports `wanted` within `timeout`.
+  void require(long wanted, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [&] { return last_ == wanted; })) {
+      throw std::runtime_error("the watch ended on " + std::to_string(last_) + ", not " +
+                               std::to_string(wanted));
+    }
+  }
+
+ private:
+  avout::Atom<long>& atom_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  long last_ = 0;
+};
+
+std::filesystem::path make_directory() {
+  static std::mt19937_64 random{std::random_device{}()};
+  auto path = std::filesystem::temp_directory_path() / ("avout-watch-" + std::to_string(random()));
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+void wait_for_files(const std::filesystem::path& directory, int count,
+                    std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (int i = 0; i < count; ++i) {
+    while (!std::filesystem::exists(directory / std::to_string(i))) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every process's watch ends on the newest value while several processes update") {
+  (void)avout::testing::shared_zookeeper();
+  (void)avout::testing::shared_redis();
+  for (const bool in_redis : {false, true}) {
+    CAPTURE(in_redis);
+    const std::string name = unique_name("counter");
+    constexpr int processes = 4;
+    constexpr int swaps = 60;
+    const auto codes = avout::testing::run_in_processes(
+        processes,
+        [&](int) {
+          avout::Client client(avout::ClientOptions{
+              .hosts = avout::testing::shared_zookeeper().connect_string()});
+          avout::redis::Store redis(avout::testing::shared_redis().url());
+          auto counter = in_redis ? client.atom<long>(name, 0, redis) : client.atom<long>(name, 0);
+          LastSeen seen(counter);
+          for (int i = 0; i < swaps; ++i) counter.swap([](long v) { return v + 1; });
+          seen.require(processes * swaps, scaled(20s));
+        },
+        scaled(120s));
+    CHECK(codes == std::vector<int>(processes, 0));
+  }
+}
+
+TEST_CASE("a change made while ZooKeeper is down reaches every watching process") {
+  // The value lives in Redis, so it can change while ZooKeeper, which announces changes, is
+  // down; the writer's announcement must still reach the watchers once it is back.
+  avout::testing::ZooKeeperServer zookeeper;
+  auto& redis = avout::testing::shared_redis();
+  const std::string name = unique_name("outage");
+  const auto ready = make_directory();
+  constexpr int watchers = 2;
+  auto options = avout::ClientOptions{.hosts = zookeeper.connect_string(),
+                                      .session_timeout = 20000ms};
+  std::vector<avout::testing::ChildProcess> children;
+  for (int index = 0; index < watchers; ++index) {
+    children.emplace_back(index, [&](int i) {
+      avout::Client client(options);
+      avout::redis::Store store(redis.url());
+      auto watched = client.atom<long>(name, 0, store);
+      LastSeen seen(watched);
+      std::ofstream(ready / std::to_string(i)).put('\n');
+      seen.require(2, scaled(20s));
+    });
+  }
+  wait_for_files(ready, watchers, scaled(30s));
+  avout::Client client(options);
+  avout::redis::Store store(redis.url());
+  auto counter = client.atom<long>(name, 0, store);
+  counter.swap([](long v) { return v + 1; });
+  zookeeper.stop();
+  std::thread restart([&] {
+    std::this_thread::sleep_for(1s);
+    zookeeper.start();
+  });
+  CHECK(counter.swap([](long v) { return v + 1; }) == 2);
+  restart.join();
+  for (auto& child : children) CHECK(child.wait(scaled(60s)) == 0);
+  std::filesystem::remove_all(ready);
+}

@@ -1,0 +1,108 @@
+// The fault injectors themselves (support/zookeeper_faults.hpp, support/faulty_store.hpp): each
+// fault does what the randomized workload relies on, against real servers.
+#include <avout/avout.hpp>
+#include <avout/redis.hpp>
+
+#include "support/faulty_store.hpp"
+#include "support/servers.hpp"
+#include "support/zookeeper_faults.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+avout::testing::ZooKeeperServer& zookeeper() {
+  static avout::testing::ZooKeeperServer server;
+  return server;
+}
+
+avout::ClientOptions options() {
+  return avout::ClientOptions{.hosts = zookeeper().connect_string(), .session_timeout = 4000ms};
+}
+
+}  // namespace
+
+TEST_CASE("an injected lost reply reports connection loss for a create the server applied") {
+  avout::Client client(options());
+  auto& session = client.session();
+  const std::string path = client.options().root + "/lost-reply";
+  {
+    avout::testing::FaultPlan plan(1, {.reply_lost = 1.0}, zookeeper().connect_string());
+    CHECK_THROWS_AS(session.create(path, avout::to_bytes("x")), avout::ConnectionLoss);
+    CHECK(avout::testing::FaultPlan::counts().reply_lost == 1);
+  }
+  CHECK(session.exists(path).has_value());
+}
+
+TEST_CASE("an injected early failure reports connection loss and sends nothing") {
+  avout::Client client(options());
+  auto& session = client.session();
+  const std::string path = client.options().root + "/early-failure";
+  {
+    avout::testing::FaultPlan plan(1, {.fail_early = 1.0}, zookeeper().connect_string());
+    CHECK_THROWS_AS(session.create(path, avout::to_bytes("x")), avout::ConnectionLoss);
+    CHECK_THROWS_AS(session.get(path), avout::ConnectionLoss);
+  }
+  CHECK_FALSE(session.exists(path).has_value());
+}
+
+TEST_CASE("an injected delay holds the reply back and still delivers it") {
+  avout::Client client(options());
+  auto& session = client.session();
+  const std::string path = client.options().root + "/delayed";
+  avout::testing::FaultPlan plan(1, {.delay = 1.0, .max_delay = 150ms}, zookeeper().connect_string());
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) session.exists(path);
+  CHECK(std::chrono::steady_clock::now() - started >= 5ms);
+  CHECK(avout::testing::FaultPlan::counts().delayed == 5);
+}
+
+TEST_CASE("an injected expiry ends the session and the client renews it") {
+  avout::Client client(options());
+  auto& session = client.session();
+  const auto before = session.session_id();
+  const std::string path = client.options().root + "/expired";
+  {
+    avout::testing::FaultPlan plan(1, {.expire = 1.0}, zookeeper().connect_string());
+    try {
+      session.create(path, avout::to_bytes("x"));
+    } catch (const avout::Error&) {
+      // Before the request the expiry fails it; after it the create landed: either is right.
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + avout::testing::scaled(20s);
+  while (session.session_id() == before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(session.session_id() != before);
+}
+
+TEST_CASE("a faulty store loses the reply of a write it applied, fails early, or is unavailable") {
+  avout::testing::RedisServer redis;
+  avout::redis::Store inner(redis.url());
+  SUBCASE("reply lost") {
+    avout::testing::FaultyStore store(inner, 1, {.reply_lost = 1.0});
+    auto cell = store.atom_state("/lost");
+    CHECK_THROWS_AS(cell->compare_and_set({}, avout::to_bytes("x")), avout::BackendError);
+    store.enable(false);
+    CHECK(cell->get().exists());
+  }
+  SUBCASE("fail early") {
+    avout::testing::FaultyStore store(inner, 1, {.fail_early = 1.0});
+    auto cell = store.atom_state("/early");
+    CHECK_THROWS_AS(cell->compare_and_set({}, avout::to_bytes("x")), avout::BackendError);
+    store.enable(false);
+    CHECK_FALSE(cell->get().exists());
+  }
+  SUBCASE("outage") {
+    avout::testing::FaultyStore store(inner, 1, {.outage = 1.0, .outage_length = 200ms});
+    auto cell = store.atom_state("/outage");
+    CHECK_THROWS_AS(cell->get(), avout::BackendError);
+    store.enable(false);
+    CHECK_NOTHROW(cell->get());
+  }
+}

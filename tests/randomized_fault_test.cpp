@@ -1,0 +1,548 @@
+// The randomized workload: client processes of several threads each run random transactions
+// (list-append over refs in ZooKeeper, Redis and PostgreSQL, with nested dosync, two handles
+// of one ref, commute, ensure, ref_set, sends to an agent, aborts), atom appends and CAS,
+// lock holds (Lock and ReadWriteLock of every policy) and agent sends, while faults are
+// injected at the ZooKeeper border (support/zookeeper_faults.hpp), at the store border
+// (support/faulty_store.hpp) and by a nemesis (SIGKILL, SIGSTOP past the session timeout,
+// ZooKeeper member and leader kill). Every process records its history; the checkers of
+// support/checkers.hpp judge them. Every run prints its seed; the environment selects:
+//   AVOUT_SEED=<n>            replay one seed (default: the CI seeds below)
+//   AVOUT_RUN_SECONDS=<n>     length of each seed's run (default 8)
+//   AVOUT_WORKLOAD=refs,atoms,locks,agents,watches   the primitives exercised
+//   AVOUT_NEMESIS=kill,freeze,member,leader          the process and server faults
+//   AVOUT_ZK_FAULTS=lost=..,early=..,expire=..,delay=..   (or "off")
+//   AVOUT_STORE_FAULTS=lost=..,early=..,outage=..         (or "off")
+//   AVOUT_KEEP_HISTORIES=1    keep the histories of a passing run too
+#include <avout/avout.hpp>
+#include <avout/postgres.hpp>
+#include <avout/redis.hpp>
+
+#include "support/checkers.hpp"
+#include "support/faulty_store.hpp"
+#include "support/history.hpp"
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+#include "support/zookeeper_faults.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int processes = 4;
+constexpr int most_processes = 12;  // the first ones and those started in place of killed ones
+constexpr int threads = 3;
+constexpr int ref_count = 6;
+constexpr int atom_count = 3;
+const std::vector<std::string> lock_kinds{"mutex", "hard", "soft", "timed_soft"};
+
+struct Cluster {
+  avout::testing::ZooKeeperEnsemble zookeeper;
+  avout::testing::RedisServer redis{true};
+  avout::testing::PostgresServer postgres;
+};
+
+Cluster& cluster() {
+  static Cluster servers;
+  return servers;
+}
+
+std::string environment(const char* name, const std::string& otherwise) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : otherwise;
+}
+
+std::set<std::string> words(const std::string& list) {
+  std::set<std::string> found;
+  std::stringstream in(list);
+  std::string word;
+  while (std::getline(in, word, ',')) {
+    if (!word.empty()) found.insert(word);
+  }
+  return found;
+}
+
+// What one run does: read once in the parent, inherited by the children.
+struct Settings {
+  std::uint64_t seed = 0;
+  std::chrono::seconds length{8};
+  std::set<std::string> workload;
+  std::set<std::string> nemesis;
+  avout::testing::ZooKeeperFaultRates zookeeper_faults;
+  avout::testing::StoreFaultRates store_faults;
+  bool on(const std::string& primitive) const { return workload.contains(primitive); }
+};
+
+Settings settings_for(std::uint64_t seed) {
+  Settings settings;
+  settings.seed = seed;
+  settings.length = std::chrono::seconds(std::stoi(environment("AVOUT_RUN_SECONDS", "8")));
+  settings.workload = words(environment("AVOUT_WORKLOAD", "refs,atoms,locks,agents,watches"));
+  settings.nemesis = words(environment("AVOUT_NEMESIS", "kill,freeze,member,leader"));
+  settings.zookeeper_faults = avout::testing::zookeeper_fault_rates_from_env(
+      {.reply_lost = 0.03, .fail_early = 0.02, .expire = 0.002, .delay = 0.05});
+  settings.store_faults = avout::testing::store_fault_rates_from_env({.reply_lost = 0.03, .fail_early = 0.03, .outage = 0.002});
+  return settings;
+}
+
+std::string ref_name(const std::string& prefix, int i) { return prefix + "/ref-" + std::to_string(i); }
+std::string atom_name(const std::string& prefix, int i) { return prefix + "/atom-" + std::to_string(i); }
+
+using List = std::vector<long>;
+
+List appended(List list, long value) {
+  list.push_back(value);
+  return list;
+}
+
+// A transaction the workload's user aborts on purpose: its writes and sends must vanish.
+struct Abort : std::runtime_error {
+  Abort() : std::runtime_error("aborted on purpose") {}
+};
+
+// One process's connections: a client on the ensemble and the three stores, each behind a
+// FaultyStore.
+struct Node {
+  avout::Client client;
+  avout::redis::Store redis;
+  avout::postgres::Store postgres;
+  avout::testing::FaultyStore zookeeper_faulty, redis_faulty, postgres_faulty;
+  std::vector<avout::Ref<List>> refs;
+  avout::Ref<List> second_handle;  // a second handle of refs[0]
+  std::vector<avout::Atom<List>> atoms;
+  avout::Agent<List> agent;
+
+  Node(const std::string& prefix, const Settings& settings, std::uint64_t seed)
+      : client(avout::ClientOptions{.hosts = cluster().zookeeper.connect_string(),
+                                    .session_timeout = 4000ms,
+                                    .connect_timeout = 30000ms}),
+        redis(cluster().redis.url()),
+        postgres(cluster().postgres.url()),
+        zookeeper_faulty(client.default_store(), seed * 3 + 0, settings.store_faults),
+        redis_faulty(redis, seed * 3 + 1, settings.store_faults),
+        postgres_faulty(postgres, seed * 3 + 2, settings.store_faults),
+        second_handle(client.ref<List>(ref_name(prefix, 0), {}, store(0))),
+        agent(client.agent<List>(prefix + "/agent", {}, redis_faulty)) {
+    for (int i = 0; i < ref_count; ++i) refs.push_back(client.ref<List>(ref_name(prefix, i), {}, store(i)));
+    for (int i = 0; i < atom_count; ++i) atoms.push_back(client.atom<List>(atom_name(prefix, i), {}, store(i)));
+  }
+  avout::Store& store(int i) {
+    return i % 3 == 0 ? static_cast<avout::Store&>(zookeeper_faulty)
+           : i % 3 == 1 ? static_cast<avout::Store&>(redis_faulty)
+                        : static_cast<avout::Store&>(postgres_faulty);
+  }
+  void faults(bool on) {
+    avout::testing::FaultPlan::enable(on);
+    zookeeper_faulty.enable(on);
+    redis_faulty.enable(on);
+    postgres_faulty.enable(on);
+  }
+};
+
+// The history of one process, shared by its threads.
+class SharedHistory {
+ public:
+  SharedHistory(const std::string& path, int process) : writer_(path, process), next_(std::int64_t{process} * 1000000) {}
+  std::int64_t next_id() { return next_++; }
+  void record(const std::string& type, const std::string& f, std::int64_t id, const nlohmann::json& value = nullptr) {
+    std::lock_guard lock(mutex_);
+    writer_.record(type, f, id, value);
+  }
+
+ private:
+  std::mutex mutex_;
+  avout::testing::HistoryWriter writer_;
+  std::atomic<std::int64_t> next_;
+};
+
+// Runs `call`, recording invoke and outcome: certain failures "fail", doubt "info".
+template <typename Call>
+void attempt(SharedHistory& history, const std::string& f, std::int64_t id, const nlohmann::json& argument,
+             Call&& call) {
+  history.record("invoke", f, id, argument);
+  try {
+    history.record("ok", f, id, call());
+  } catch (const Abort&) {
+    history.record("fail", f, id, "aborted");
+  } catch (const avout::RetryLimitExceeded& error) {
+    history.record("fail", f, id, error.what());
+  } catch (const std::exception& error) {
+    history.record("info", f, id, error.what());
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// One random transaction over the refs: list-append micro-operations.
+void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& random, const Settings& settings) {
+  const auto id = history.next_id();
+  const int size = 1 + static_cast<int>(random() % 4);
+  nlohmann::json plan = nlohmann::json::array();
+  for (int j = 0; j < size; ++j) {
+    const int key = random() % 3 == 0 ? 0 : static_cast<int>(random() % ref_count);
+    // Keys crowd on ref 0 so that its two handles often meet in one transaction.
+    if (random() % 2 == 0) plan.push_back({"append", "r" + std::to_string(key), id * 10 + j});
+    else plan.push_back({"r", "r" + std::to_string(key), nullptr});
+  }
+  bool write_only = true;
+  for (const auto& micro : plan) write_only = write_only && micro[0] == "append";
+  const bool commute = write_only && random() % 2 == 0;
+  const bool nested = random() % 4 == 0;
+  const bool abort = random() % 10 == 0;
+  const bool send = settings.on("agents") && random() % 5 == 0;
+  const int how = static_cast<int>(random() % 4);  // deref/ensure, alter/ref_set
+  const auto send_id = send ? history.next_id() : 0;
+  if (send) history.record("invoke", "txn-send", send_id, {{"agent", "agent"}, {"value", send_id}, {"thread", nullptr}});
+  std::string outcome = "info";
+  attempt(history, "txn", id, plan, [&] {
+    auto body = [&] {
+      nlohmann::json done = nlohmann::json::array();
+      for (std::size_t j = 0; j < plan.size(); ++j) {
+        const auto& micro = plan[j];
+        const int key = std::stoi(micro[1].get<std::string>().substr(1));
+        // Ref 0 through either of its two handles, mixed within one transaction.
+        auto& ref = key == 0 && (how & 1) && j % 2 == 1 ? node.second_handle : node.refs[static_cast<std::size_t>(key)];
+        auto step = [&] {
+          if (micro[0] == "append") {
+            const long value = micro[2].get<long>();
+            if (commute) ref.commute(appended, value);
+            else if (how & 2) ref.ref_set(appended(ref.deref(), value));
+            else ref.alter(appended, value);
+            done.push_back(micro);
+          } else {
+            done.push_back({"r", micro[1], (how & 2) ? ref.ensure() : ref.deref()});
+          }
+        };
+        if (nested && j == plan.size() - 1) node.client.dosync(step);
+        else step();
+      }
+      if (send) node.agent.send(appended, static_cast<long>(send_id));
+      if (abort) throw Abort();
+      return done;
+    };
+    try {
+      auto result = node.client.dosync(body);
+      outcome = "ok";
+      return result;
+    } catch (const avout::RetryLimitExceeded&) {
+      outcome = "fail";
+      throw;
+    }
+  });
+  if (send) {
+    // The send shares the transaction's fate (abort and retry limit: "fail").
+    if (abort) outcome = "fail";
+    history.record(outcome, "txn-send", send_id);
+  }
+}
+
+void random_atom_operation(Node& node, SharedHistory& history, std::mt19937_64& random) {
+  const int index = static_cast<int>(random() % atom_count);
+  auto& atom = node.atoms[static_cast<std::size_t>(index)];
+  const auto name = "a" + std::to_string(index);
+  const auto id = history.next_id();
+  switch (random() % 3) {
+    case 0:
+      attempt(history, "atom-append", id, {{"atom", name}, {"value", id}},
+              [&] { return nlohmann::json(atom.swap(appended, static_cast<long>(id))); });
+      break;
+    case 1: {
+      List seen;
+      try {
+        seen = atom.deref();
+      } catch (const avout::Error&) {
+        return;
+      }
+      attempt(history, "atom-cas", id, {{"atom", name}, {"value", id}},
+              [&] { return nlohmann::json(atom.compare_and_set(seen, appended(seen, static_cast<long>(id)))); });
+      break;
+    }
+    default:
+      attempt(history, "atom-read", id, {{"atom", name}}, [&] { return nlohmann::json(atom.deref()); });
+  }
+}
+
+void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random, const std::string& prefix,
+                 std::map<std::string, std::unique_ptr<avout::ReadWriteLock>>& read_write, avout::Lock& mutex) {
+  const auto& kind = lock_kinds[random() % lock_kinds.size()];
+  const bool write = kind == "mutex" || random() % 2 == 0;
+  avout::Lock* lock = &mutex;
+  if (kind != "mutex") {
+    auto& rw = read_write[kind];
+    if (!rw) {
+      const auto policy = kind == "hard" ? avout::WriterPolicy::hard
+                          : kind == "soft" ? avout::WriterPolicy::soft
+                                           : avout::WriterPolicy::timed_soft;
+      rw = std::make_unique<avout::ReadWriteLock>(node.client.read_write_lock(prefix + "/rw-" + kind, policy));
+    }
+    lock = write ? &rw->write_lock() : &rw->read_lock();
+  }
+  const auto id = history.next_id();
+  attempt(history, "hold", id, {{"lock", kind}, {"side", write ? "write" : "read"}}, [&]() -> nlohmann::json {
+    if (!lock->try_lock_for(std::chrono::milliseconds(300))) return "timeout";
+    const auto entered = avout::testing::monotonic_ns();
+    const auto token = lock->fencing_token();
+    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 20));
+    bool held = true;
+    try {
+      lock->ensure_held();
+    } catch (const avout::Error&) {
+      held = false;
+    }
+    const auto left = avout::testing::monotonic_ns();
+    lock->unlock();
+    if (!held) return "lost";
+    return {{"token", token}, {"entered_ns", entered}, {"left_ns", left}};
+  });
+}
+
+// The body of one client process.
+void run_client(const std::string& prefix, const fs::path& directory, const Settings& settings, int index) {
+  const auto process_seed = settings.seed * 1000 + static_cast<std::uint64_t>(index);
+  avout::testing::FaultPlan plan(process_seed, settings.zookeeper_faults, cluster().zookeeper.connect_string());
+  avout::testing::FaultPlan::enable(false);
+  SharedHistory history((directory / std::to_string(index)).string(), index);
+  std::unique_ptr<Node> node;
+  while (!node) {  // the servers may be down at this moment
+    try {
+      node = std::make_unique<Node>(prefix, settings, process_seed);
+    } catch (const avout::Error&) {
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  std::mutex watched_mutex;
+  List watched;
+  for (bool armed = !settings.on("watches"); !armed;) {  // a server may be down right now
+    try {
+      node->atoms[0].add_watch("last", [&](const List&, const List& now) {
+        std::lock_guard lock(watched_mutex);
+        if (now.size() >= watched.size()) watched = now;  // watches may arrive out of order
+      });
+      armed = true;
+    } catch (const avout::Error&) {
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  // One random operation of an enabled primitive.
+  auto step = [&](std::mt19937_64& random, std::map<std::string, std::unique_ptr<avout::ReadWriteLock>>& read_write,
+                  avout::Lock& mutex, int thread) {
+    switch (random() % 4) {
+      case 0:
+        if (settings.on("refs")) random_transaction(*node, history, random, settings);
+        break;
+      case 1:
+        if (settings.on("atoms")) random_atom_operation(*node, history, random);
+        break;
+      case 2:
+        if (settings.on("locks")) random_hold(*node, history, random, prefix, read_write, mutex);
+        break;
+      default:
+        if (settings.on("agents")) {
+          const auto id = history.next_id();
+          attempt(history, "send", id, {{"agent", "agent"}, {"value", id}, {"thread", index * 10 + thread}}, [&] {
+            node->agent.send(appended, static_cast<long>(id));
+            return nlohmann::json(nullptr);
+          });
+        }
+    }
+  };
+  node->faults(true);
+  std::vector<std::thread> workers;
+  for (int thread = 0; thread < threads; ++thread) {
+    workers.emplace_back([&, thread] {
+      std::mt19937_64 random(process_seed * 31 + static_cast<std::uint64_t>(thread));
+      std::optional<avout::Lock> mutex;
+      std::map<std::string, std::unique_ptr<avout::ReadWriteLock>> read_write;
+      while (!fs::exists(directory / "stop")) {
+        // Making a handle (a lock's nodes) may itself meet a fault: try again.
+        try {
+          if (!mutex) mutex.emplace(node->client.lock(prefix + "/mutex"));
+          step(random, read_write, *mutex, thread);
+        } catch (const std::exception&) {
+          std::this_thread::sleep_for(20ms);
+        }
+      }
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  // The quiet phase: no faults, wait for every process to stop writing, then look.
+  node->faults(false);
+  std::ofstream(directory / ("done-" + std::to_string(index))).put('\n');
+  while (!fs::exists(directory / "final")) std::this_thread::sleep_for(50ms);
+  if (settings.on("agents")) {
+    const auto id = history.next_id();
+    attempt(history, "await", id, nullptr, [&] { return nlohmann::json(node->agent.await_for(scaled(30s))); });
+  }
+  const auto injected = avout::testing::FaultPlan::counts();
+  std::printf("  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, %llu expiries, %llu delayed\n",
+              index, static_cast<unsigned long long>(injected.requests), static_cast<unsigned long long>(injected.reply_lost),
+              static_cast<unsigned long long>(injected.fail_early), static_cast<unsigned long long>(injected.expired),
+              static_cast<unsigned long long>(injected.delayed));
+  std::fflush(stdout);
+  if (settings.on("watches")) {
+    std::this_thread::sleep_for(2s);
+    const auto id = history.next_id();
+    attempt(history, "watch-last", id, {{"atom", "a0"}}, [&] {
+      std::lock_guard lock(watched_mutex);
+      return nlohmann::json(watched);
+    });
+  }
+}
+
+// True once the child `pid` has exited (a zombie not yet reaped): a crashed child never
+// writes its marker.
+bool ended(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_text, name, state;
+  stat >> pid_text >> name >> state;
+  return !stat || state == "Z";
+}
+
+fs::path make_directory(std::uint64_t seed) {
+  static std::mt19937_64 random{std::random_device{}()};
+  auto path = fs::temp_directory_path() / ("avout-random-" + std::to_string(seed) + "-" + std::to_string(random() % 100000));
+  fs::create_directories(path);
+  return path;
+}
+
+// Runs one seed: processes, nemesis, checks. Returns the problems found.
+std::vector<std::string> run_seed(const Settings& settings) {
+  std::mt19937_64 random(settings.seed);
+  const std::string prefix = "/random/" + std::to_string(settings.seed) + "-" + std::to_string(std::random_device{}() % 1000000);
+  const auto directory = make_directory(settings.seed);
+  std::string describe_run = "seed " + std::to_string(settings.seed) + " (AVOUT_SEED=" + std::to_string(settings.seed) +
+                             "), zookeeper faults " + describe(settings.zookeeper_faults) + ", histories in " + directory.string();
+  std::printf("randomized workload: %s\n", describe_run.c_str());
+  std::fflush(stdout);
+
+  std::map<int, std::unique_ptr<avout::testing::ChildProcess>> children;
+  auto start = [&](int index) {
+    children[index] = std::make_unique<avout::testing::ChildProcess>(
+        index, [&](int i) { run_client(prefix, directory, settings, i); });
+  };
+  for (int i = 0; i < processes; ++i) start(i);
+  int next_index = processes;
+  std::vector<std::string> problems;
+  std::vector<int> retired;
+  const auto end = std::chrono::steady_clock::now() + settings.length;
+  std::vector<std::string> nemesis(settings.nemesis.begin(), settings.nemesis.end());
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000 + random() % 1500));
+    if (nemesis.empty() || std::chrono::steady_clock::now() >= end) continue;
+    const auto& fault = nemesis[random() % nemesis.size()];
+    std::vector<int> live;
+    for (const auto& [index, child] : children) live.push_back(index);
+    const int victim = live[random() % live.size()];
+    std::printf("  nemesis: %s\n", fault.c_str());
+    if (fault == "kill" && next_index < most_processes) {
+      children.at(victim)->signal(SIGKILL);
+      children.at(victim)->wait(scaled(10s));
+      children.erase(victim);
+      // Its marker file would never come: the final phase waits only for live processes.
+      start(next_index++);
+    } else if (fault == "freeze") {
+      children.at(victim)->signal(SIGSTOP);
+      std::this_thread::sleep_for(9s);  // past the 4 s session timeout
+      children.at(victim)->signal(SIGCONT);
+    } else if (fault == "member" || fault == "leader") {
+      const int leader = cluster().zookeeper.leader();
+      const int member = fault == "leader" ? leader : (std::max(leader, 0) + 1 + static_cast<int>(random() % 2)) % 3;
+      if (member < 0) continue;
+      cluster().zookeeper.kill(member);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000 + random() % 2000));
+      cluster().zookeeper.restart(member);
+      cluster().zookeeper.wait_for_quorum();
+    }
+  }
+  std::ofstream(directory / "stop").put('\n');
+  const auto quiet_deadline = std::chrono::steady_clock::now() + scaled(120s);
+  for (const auto& [index, child] : children) {
+    while (!fs::exists(directory / ("done-" + std::to_string(index))) && !ended(child->pid()) &&
+           std::chrono::steady_clock::now() < quiet_deadline) {
+      std::this_thread::sleep_for(50ms);
+    }
+    if (!fs::exists(directory / ("done-" + std::to_string(index))) && !ended(child->pid())) {
+      problems.push_back("process " + std::to_string(index) + " did not stop within 120 s (a hang)");
+    }
+  }
+  std::ofstream(directory / "final").put('\n');
+  for (auto& [index, child] : children) {
+    const int code = child->wait(scaled(90s));
+    if (code != 0) problems.push_back("process " + std::to_string(index) + " exited with " + std::to_string(code));
+  }
+  children.clear();
+
+  // The final state, read without faults by the parent (which never installs a plan).
+  Settings quiet = settings;
+  quiet.store_faults = {};
+  std::unique_ptr<Node> node;
+  for (int tries = 0; !node && tries < 100; ++tries) {
+    try {
+      node = std::make_unique<Node>(prefix, quiet, 0);
+    } catch (const avout::Error&) {
+      std::this_thread::sleep_for(300ms);
+    }
+  }
+  REQUIRE(node);
+  std::map<std::string, List> ref_lists, atom_lists, agent_lists;
+  node->client.dosync([&] {
+    for (int i = 0; i < ref_count; ++i) ref_lists["r" + std::to_string(i)] = node->refs[static_cast<std::size_t>(i)].deref();
+  });
+  for (int i = 0; i < atom_count; ++i) atom_lists["a" + std::to_string(i)] = node->atoms[static_cast<std::size_t>(i)].deref();
+  agent_lists["agent"] = node->agent.deref();
+  std::printf("  final: %zu appends in refs, agent ran %zu actions%s\n",
+              [&] { std::size_t n = 0; for (const auto& [key, list] : ref_lists) n += list.size(); return n; }(),
+              agent_lists["agent"].size(), node->agent.error() ? (", agent failed: " + *node->agent.error()).c_str() : "");
+
+  const auto operations = avout::testing::pair_operations(avout::testing::read_histories(directory.string()));
+  std::map<std::string, int> counts;
+  for (const auto& [id, operation] : operations) counts[operation.f + " " + operation.outcome]++;
+  std::string summary;
+  for (const auto& [what, count] : counts) summary += " " + what + "=" + std::to_string(count);
+  std::printf("  operations:%s\n", summary.c_str());
+  auto add = [&](std::vector<std::string> found) { problems.insert(problems.end(), found.begin(), found.end()); };
+  if (settings.on("refs")) add(avout::testing::check_list_append(operations, ref_lists));
+  if (settings.on("atoms")) add(avout::testing::check_atoms(operations, atom_lists));
+  if (settings.on("locks")) add(avout::testing::check_locks(operations));
+  if (settings.on("agents")) add(avout::testing::check_agents(operations, agent_lists));
+  if (settings.on("watches")) add(avout::testing::check_watches(operations, atom_lists));
+  const bool keep = !problems.empty() || std::getenv("AVOUT_KEEP_HISTORIES") != nullptr;
+  if (!problems.empty()) {
+    std::printf("ANOMALIES for %s:\n", describe_run.c_str());
+    for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
+  }
+  if (keep) std::printf("  histories kept in %s\n", directory.c_str());
+  else fs::remove_all(directory);
+  std::fflush(stdout);
+  return problems;
+}
+
+std::vector<std::uint64_t> seeds() {
+  if (const char* seed = std::getenv("AVOUT_SEED")) return {std::stoull(seed)};
+  return {1, 2, 3};
+}
+
+}  // namespace
+
+TEST_CASE("randomized workloads under injected faults show no anomaly for any seed") {
+  (void)cluster();
+  for (const auto seed : seeds()) {
+    const auto problems = run_seed(settings_for(seed));
+    CHECK_MESSAGE(problems.empty(), "seed " << seed << ": " << problems.size() << " anomalies (see above)");
+  }
+}

@@ -1,0 +1,504 @@
+#include "support/checkers.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace avout::testing {
+namespace {
+
+// One operation for a report: id, process, outcome, argument and result.
+std::string show(const Operation& operation) {
+  std::string text = "op " + std::to_string(operation.id) + " (process " +
+                     std::to_string(operation.id / 1000000) + ", " + operation.outcome + ") " +
+                     operation.f + " " + operation.argument.dump();
+  if (!operation.result.is_null()) text += " -> " + operation.result.dump();
+  return text.size() > 600 ? text.substr(0, 600) + "..." : text;
+}
+
+std::string show_list(const std::vector<long>& list) { return nlohmann::json(list).dump(); }
+
+bool is_prefix(const std::vector<long>& prefix, const std::vector<long>& of) {
+  return prefix.size() <= of.size() && std::equal(prefix.begin(), prefix.end(), of.begin());
+}
+
+void duplicates_in(const std::string& what, const std::vector<long>& list,
+                   std::vector<std::string>& problems) {
+  std::set<long> seen;
+  for (long value : list) {
+    if (!seen.insert(value).second) {
+      problems.push_back("duplicate: " + std::to_string(value) + " appears twice in " + what + " " + show_list(list));
+    }
+  }
+}
+
+// Positions of each value in each final list.
+std::map<std::string, std::map<long, std::size_t>> positions(
+    const std::map<std::string, std::vector<long>>& lists) {
+  std::map<std::string, std::map<long, std::size_t>> at;
+  for (const auto& [key, list] : lists) {
+    for (std::size_t i = 0; i < list.size(); ++i) at[key].emplace(list[i], i);
+  }
+  return at;
+}
+
+long count_in(const std::vector<long>& list, long value) {
+  return static_cast<long>(std::count(list.begin(), list.end(), value));
+}
+
+// The dependency graph of list-append transactions.
+struct Edge {
+  std::int64_t to;
+  char kind;  // 'w' ww, 'r' wr, 'a' rw (anti-dependency)
+  std::string key;
+};
+using Graph = std::map<std::int64_t, std::vector<Edge>>;
+
+// Strongly connected components over the edges whose kind is in `kinds` (Tarjan).
+std::vector<std::vector<std::int64_t>> components(const Graph& graph, const std::string& kinds) {
+  std::map<std::int64_t, int> index, low;
+  std::set<std::int64_t> on_stack;
+  std::vector<std::int64_t> stack;
+  std::vector<std::vector<std::int64_t>> found;
+  int next = 0;
+  std::function<void(std::int64_t)> visit = [&](std::int64_t node) {
+    index[node] = low[node] = next++;
+    stack.push_back(node);
+    on_stack.insert(node);
+    if (auto out = graph.find(node); out != graph.end()) {
+      for (const auto& edge : out->second) {
+        if (kinds.find(edge.kind) == std::string::npos) continue;
+        if (!index.contains(edge.to)) {
+          visit(edge.to);
+          low[node] = std::min(low[node], low[edge.to]);
+        } else if (on_stack.contains(edge.to)) {
+          low[node] = std::min(low[node], index[edge.to]);
+        }
+      }
+    }
+    if (low[node] == index[node]) {
+      std::vector<std::int64_t> component;
+      std::int64_t member;
+      do {
+        member = stack.back();
+        stack.pop_back();
+        on_stack.erase(member);
+        component.push_back(member);
+      } while (member != node);
+      if (component.size() > 1) found.push_back(std::move(component));
+    }
+  };
+  for (const auto& [node, edges] : graph) {
+    if (!index.contains(node)) visit(node);
+  }
+  return found;
+}
+
+// A path from `from` to `to` over edges of `kinds` inside `allowed`, as edges (BFS).
+std::optional<std::vector<std::pair<std::int64_t, Edge>>> path(
+    const Graph& graph, std::int64_t from, std::int64_t to, const std::string& kinds) {
+  std::map<std::int64_t, std::pair<std::int64_t, Edge>> parent;
+  std::vector<std::int64_t> frontier{from};
+  std::set<std::int64_t> seen{from};
+  while (!frontier.empty()) {
+    std::vector<std::int64_t> next;
+    for (auto node : frontier) {
+      auto out = graph.find(node);
+      if (out == graph.end()) continue;
+      for (const auto& edge : out->second) {
+        if (kinds.find(edge.kind) == std::string::npos || seen.contains(edge.to)) continue;
+        seen.insert(edge.to);
+        parent.emplace(edge.to, std::make_pair(node, edge));
+        if (edge.to == to) {
+          std::vector<std::pair<std::int64_t, Edge>> steps;
+          for (auto at = to; at != from;) {
+            const auto& [before, via] = parent.at(at);
+            steps.push_back({before, via});
+            at = before;
+          }
+          std::reverse(steps.begin(), steps.end());
+          return steps;
+        }
+        next.push_back(edge.to);
+      }
+    }
+    frontier = std::move(next);
+  }
+  return std::nullopt;
+}
+
+std::string edge_name(char kind) { return kind == 'w' ? "ww" : kind == 'r' ? "wr" : "rw"; }
+
+std::string show_cycle(const std::string& anomaly, const std::vector<std::pair<std::int64_t, Edge>>& steps,
+                       const std::map<std::int64_t, Operation>& operations) {
+  std::string text = anomaly + ": cycle ";
+  for (const auto& [from, edge] : steps) {
+    text += std::to_string(from) + " -" + edge_name(edge.kind) + "(" + edge.key + ")-> ";
+  }
+  text += std::to_string(steps.front().first);
+  for (const auto& [from, edge] : steps) text += "\n    " + show(operations.at(from));
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
+                                           const std::map<std::string, std::vector<long>>& final_lists) {
+  std::vector<std::string> problems;
+  const auto at = positions(final_lists);
+  for (const auto& [key, list] : final_lists) duplicates_in("the final list of " + key, list, problems);
+
+  // Who appended what, and each transaction's appends per key in order.
+  std::map<long, std::int64_t> writer;
+  std::map<std::int64_t, std::map<std::string, std::vector<long>>> appends;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "txn") continue;
+    for (const auto& micro : operation.argument) {
+      if (micro.at(0) != "append") continue;
+      const auto key = micro.at(1).get<std::string>();
+      const long value = micro.at(2).get<long>();
+      writer[value] = id;
+      appends[id][key].push_back(value);
+    }
+  }
+  auto present = [&](const std::string& key, long value) {
+    auto list = final_lists.find(key);
+    return list == final_lists.end() ? 0L : count_in(list->second, value);
+  };
+  std::set<std::int64_t> committed;  // nodes of the graph: acknowledged, or seen to have landed
+  for (const auto& [id, keys] : appends) {
+    const auto& operation = operations.at(id);
+    for (const auto& [key, values] : keys) {
+      for (long value : values) {
+        const long times = present(key, value);
+        if (operation.outcome == "ok" && times == 0) {
+          problems.push_back("lost: acknowledged append " + std::to_string(value) + " to " + key +
+                             " is not in the final list\n    " + show(operation));
+        }
+        if (operation.outcome == "fail" && times > 0) {
+          problems.push_back("G1a: append " + std::to_string(value) + " of a failed transaction is in the final list of " +
+                             key + "\n    " + show(operation));
+        }
+        if (times > 0) committed.insert(id);
+      }
+    }
+    if (operation.outcome == "ok") committed.insert(id);
+  }
+
+  Graph graph;
+  for (auto id : committed) graph[id];
+  // ww: consecutive appends of the final lists.
+  for (const auto& [key, list] : final_lists) {
+    for (std::size_t i = 0; i + 1 < list.size(); ++i) {
+      auto a = writer.find(list[i]), b = writer.find(list[i + 1]);
+      if (a == writer.end() || b == writer.end()) {
+        problems.push_back("unknown value in the final list of " + key + " " + show_list(list));
+        break;
+      }
+      if (a->second != b->second) graph[a->second].push_back({b->second, 'w', key});
+    }
+  }
+  // Reads: internal consistency, prefixes, G1a, G1b, and the wr and rw edges.
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "txn" || operation.outcome != "ok") continue;
+    std::map<std::string, std::vector<long>> expected;  // what the next read of a key must show
+    std::map<std::string, std::vector<long>> own;       // own appends not yet followed by a read
+    std::set<std::string> edged;
+    for (const auto& micro : operation.result) {
+      const auto key = micro.at(1).get<std::string>();
+      if (micro.at(0) == "append") {
+        const long value = micro.at(2).get<long>();
+        if (expected.contains(key)) expected[key].push_back(value);
+        own[key].push_back(value);
+        continue;
+      }
+      const auto read = micro.at(2).get<std::vector<long>>();
+      duplicates_in("a read of " + key, read, problems);
+      if (auto known = expected.find(key); known != expected.end() && known->second != read) {
+        problems.push_back("internal: a read of " + key + " gave " + show_list(read) + " where the transaction's own view was " +
+                           show_list(known->second) + "\n    " + show(operation));
+      }
+      // The snapshot part: the read without this transaction's own appends at its end.
+      std::vector<long> snapshot = read;
+      const auto& mine = own[key];
+      if (!expected.contains(key) && !mine.empty()) {
+        if (read.size() < mine.size() || !std::equal(mine.begin(), mine.end(), read.end() - static_cast<long>(mine.size()))) {
+          problems.push_back("internal: a read of " + key + " gave " + show_list(read) + " without the transaction's own appends " +
+                             show_list(mine) + "\n    " + show(operation));
+        } else {
+          snapshot.resize(read.size() - mine.size());
+        }
+      }
+      expected[key] = read;
+      own[key].clear();
+      if (edged.contains(key)) continue;
+      edged.insert(key);
+      const auto final_list = final_lists.count(key) ? final_lists.at(key) : std::vector<long>{};
+      if (!is_prefix(snapshot, final_list)) {
+        problems.push_back("incompatible order: a read of " + key + " " + show_list(snapshot) +
+                           " is no prefix of the final list " + show_list(final_list) + "\n    " + show(operation));
+        continue;
+      }
+      for (long value : snapshot) {
+        auto w = writer.find(value);
+        if (w != writer.end() && operations.at(w->second).outcome == "fail") {
+          problems.push_back("G1a: read of " + std::to_string(value) + " in " + key + " written by a failed transaction\n    " +
+                             show(operation) + "\n    " + show(operations.at(w->second)));
+        }
+      }
+      if (!snapshot.empty() && writer.contains(snapshot.back())) {
+        const auto w = writer.at(snapshot.back());
+        if (w != id) {
+          const auto& theirs = appends[w][key];
+          if (theirs.back() != snapshot.back()) {
+            problems.push_back("G1b: read of " + key + " ends at " + std::to_string(snapshot.back()) +
+                               ", an intermediate append of its transaction\n    " + show(operation) + "\n    " +
+                               show(operations.at(w)));
+          }
+          graph[w].push_back({id, 'r', key});
+        }
+      }
+      if (snapshot.size() < final_list.size() && writer.contains(final_list[snapshot.size()])) {
+        const auto next = writer.at(final_list[snapshot.size()]);
+        if (next != id) graph[id].push_back({next, 'a', key});
+      }
+    }
+  }
+
+  // Cycles: G0 (ww only), G1c (ww and wr), G-single (one rw and the rest ww/wr).
+  int reported = 0;
+  for (const auto& component : components(graph, "w")) {
+    if (reported++ >= 5) break;
+    if (auto steps = path(graph, component[1], component[0], "w")) {
+      auto back = path(graph, component[0], component[1], "w");
+      steps->insert(steps->end(), back->begin(), back->end());
+      problems.push_back(show_cycle("G0", *steps, operations));
+    }
+  }
+  reported = 0;
+  for (const auto& component : components(graph, "wr")) {
+    if (reported >= 5) break;
+    auto steps = path(graph, component[1], component[0], "wr");
+    auto back = path(graph, component[0], component[1], "wr");
+    if (!steps || !back) continue;
+    steps->insert(steps->end(), back->begin(), back->end());
+    bool only_ww = std::all_of(steps->begin(), steps->end(), [](const auto& s) { return s.second.kind == 'w'; });
+    if (only_ww) continue;  // reported as G0
+    ++reported;
+    problems.push_back(show_cycle("G1c", *steps, operations));
+  }
+  reported = 0;
+  for (const auto& component : components(graph, "wra")) {
+    const std::set<std::int64_t> members(component.begin(), component.end());
+    for (auto from : component) {
+      for (const auto& edge : graph.at(from)) {
+        if (edge.kind != 'a' || !members.contains(edge.to) || reported >= 5) continue;
+        if (auto back = path(graph, edge.to, from, "wr")) {
+          ++reported;
+          std::vector<std::pair<std::int64_t, Edge>> steps{{from, edge}};
+          steps.insert(steps.end(), back->begin(), back->end());
+          problems.push_back(show_cycle("G-single", steps, operations));
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& operations,
+                                     const std::map<std::string, std::vector<long>>& final_lists) {
+  std::vector<std::string> problems;
+  const auto at = positions(final_lists);
+  for (const auto& [key, list] : final_lists) duplicates_in("the final value of atom " + key, list, problems);
+  // Per atom: (invoked, completed, position or -1 for "seen up to") of acknowledged operations.
+  struct Point {
+    std::int64_t invoked, completed;
+    long after;   // must lie strictly after everything completed before it began
+    long marks;   // what it proves committed (its position, or a read's last index)
+    const Operation* operation;
+  };
+  std::map<std::string, std::vector<Point>> timeline;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f.rfind("atom-", 0) != 0) continue;
+    const auto atom = operation.argument.at("atom").get<std::string>();
+    const auto& final_list = final_lists.count(atom) ? final_lists.at(atom) : std::vector<long>{};
+    if (operation.f == "atom-read") {
+      if (operation.outcome != "ok") continue;
+      const auto read = operation.result.get<std::vector<long>>();
+      if (!is_prefix(read, final_list)) {
+        problems.push_back("atom " + atom + ": a read " + show_list(read) + " is no prefix of the final value " +
+                           show_list(final_list) + "\n    " + show(operation));
+      }
+      const long last = static_cast<long>(read.size()) - 1;
+      timeline[atom].push_back({operation.invoked_ns, operation.completed_ns, last + 1, last, &operation});
+      continue;
+    }
+    const long value = operation.argument.at("value").get<long>();
+    const long times = count_in(final_list, value);
+    const bool refused = operation.f == "atom-cas" && operation.outcome == "ok" && operation.result == false;
+    const bool acknowledged = operation.outcome == "ok" && !refused;
+    if (acknowledged && times != 1) {
+      problems.push_back("atom " + atom + ": acknowledged append " + std::to_string(value) + " is in the final value " +
+                         std::to_string(times) + " times\n    " + show(operation));
+    }
+    if ((operation.outcome == "fail" || refused) && times != 0) {
+      problems.push_back("atom " + atom + ": failed or refused append " + std::to_string(value) +
+                         " is in the final value\n    " + show(operation));
+    }
+    if (operation.outcome == "info" && times > 1) {
+      problems.push_back("atom " + atom + ": append " + std::to_string(value) + " of unknown outcome applied " +
+                         std::to_string(times) + " times\n    " + show(operation));
+    }
+    if (operation.f == "atom-append" && acknowledged) {
+      const auto seen = operation.result.get<std::vector<long>>();
+      if (seen.empty() || seen.back() != value || !is_prefix(seen, final_list)) {
+        problems.push_back("atom " + atom + ": swap returned " + show_list(seen) +
+                           ", not a prefix of the final value ending with its own append\n    " + show(operation));
+      }
+    }
+    if (acknowledged && times == 1) {
+      const long position = static_cast<long>(at.at(atom).at(value));
+      timeline[atom].push_back({operation.invoked_ns, operation.completed_ns, position, position, &operation});
+    }
+  }
+  // Real time: whatever completed before an operation began lies before it.
+  for (auto& [atom, points] : timeline) {
+    auto by_completion = points;
+    std::sort(by_completion.begin(), by_completion.end(), [](const Point& a, const Point& b) { return a.completed < b.completed; });
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.invoked < b.invoked; });
+    long highest = -1;
+    const Operation* witness = nullptr;
+    std::size_t next = 0;
+    // Reads may be served by a lagging follower (ZooKeeper's reads are sequentially
+    // consistent): a read must only not miss what its own process had completed.
+    auto process_highest = [&](const Point& read) {
+      long mine = -1;
+      for (const auto& other : by_completion) {
+        if (other.completed >= read.invoked) break;
+        if (other.operation->id / 1000000 != read.operation->id / 1000000 || other.marks <= mine) continue;
+        mine = other.marks;
+        witness = other.operation;
+      }
+      return mine;
+    };
+    for (const auto& point : points) {
+      while (next < by_completion.size() && by_completion[next].completed < point.invoked) {
+        if (by_completion[next].marks > highest) {
+          highest = by_completion[next].marks;
+          witness = by_completion[next].operation;
+        }
+        ++next;
+      }
+      if (point.after <= highest && point.operation->f != "atom-read") {
+        problems.push_back("atom " + atom + ": not linearizable: an append landed at " + std::to_string(point.after) +
+                           " although position " + std::to_string(highest) + " was complete before it began\n    " +
+                           show(*point.operation) + "\n    " + show(*witness));
+      }
+      if (point.operation->f == "atom-read" && point.after <= process_highest(point)) {
+        problems.push_back("atom " + atom + ": stale read: it misses what its own process had completed before it began\n    " +
+                           show(*point.operation) + "\n    " + show(*witness));
+      }
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_locks(const std::map<std::int64_t, Operation>& operations) {
+  std::vector<std::string> problems;
+  std::map<std::string, std::vector<const Operation*>> holds;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "hold" && operation.outcome == "ok" && operation.result.is_object()) {
+      holds[operation.argument.at("lock").get<std::string>()].push_back(&operation);
+    }
+  }
+  for (auto& [lock, list] : holds) {
+    std::sort(list.begin(), list.end(), [](const Operation* a, const Operation* b) {
+      return a->result.at("entered_ns").get<std::int64_t>() < b->result.at("entered_ns").get<std::int64_t>();
+    });
+    int reported = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto& a = *list[i];
+      const auto a_left = a.result.at("left_ns").get<std::int64_t>();
+      for (std::size_t j = i + 1; j < list.size() && reported < 10; ++j) {
+        const auto& b = *list[j];
+        const auto b_entered = b.result.at("entered_ns").get<std::int64_t>();
+        const bool writes = a.argument.at("side") == "write" || b.argument.at("side") == "write";
+        if (b_entered < a_left && writes) {
+          ++reported;
+          problems.push_back("lock " + lock + ": two holders at once\n    " + show(a) + "\n    " + show(b));
+        }
+        if (a_left < b_entered && a.result.at("token").get<std::uint64_t>() >= b.result.at("token").get<std::uint64_t>()) {
+          ++reported;
+          problems.push_back("lock " + lock + ": fencing token did not increase from one hold to a later one\n    " +
+                             show(a) + "\n    " + show(b));
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& operations,
+                                      const std::map<std::string, std::vector<long>>& final_lists) {
+  std::vector<std::string> problems;
+  const auto at = positions(final_lists);
+  for (const auto& [key, list] : final_lists) duplicates_in("the final value of agent " + key, list, problems);
+  std::map<std::string, std::vector<const Operation*>> by_thread;  // acknowledged, in order
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "await" && operation.outcome == "ok" && operation.result == false) {
+      problems.push_back("agent: await timed out with its sends still pending (a stalled queue)\n    " + show(operation));
+    }
+    if (operation.f != "send" && operation.f != "txn-send") continue;
+    const auto agent = operation.argument.at("agent").get<std::string>();
+    const long value = operation.argument.at("value").get<long>();
+    const long times = final_lists.count(agent) ? count_in(final_lists.at(agent), value) : 0;
+    if (operation.outcome == "ok" && times != 1) {
+      problems.push_back("agent " + agent + ": acknowledged send " + std::to_string(value) + " ran " +
+                         std::to_string(times) + " times\n    " + show(operation));
+    }
+    if (operation.outcome == "fail" && times != 0) {
+      problems.push_back("agent " + agent + ": a send of a failed " +
+                         std::string(operation.f == "send" ? "call" : "transaction") + " ran\n    " + show(operation));
+    }
+    if (operation.outcome == "info" && times > 1) {
+      problems.push_back("agent " + agent + ": a send of unknown outcome ran " + std::to_string(times) + " times\n    " +
+                         show(operation));
+    }
+    if (operation.outcome == "ok" && times == 1) {
+      by_thread[agent + " thread " + operation.argument.at("thread").dump()].push_back(&operation);
+    }
+  }
+  for (auto& [thread, sends] : by_thread) {
+    std::sort(sends.begin(), sends.end(), [](const Operation* a, const Operation* b) { return a->invoked_ns < b->invoked_ns; });
+    for (std::size_t i = 1; i < sends.size(); ++i) {
+      const auto agent = sends[i]->argument.at("agent").get<std::string>();
+      const auto& where = at.at(agent);
+      if (where.at(sends[i - 1]->argument.at("value").get<long>()) > where.at(sends[i]->argument.at("value").get<long>())) {
+        problems.push_back("agent " + agent + ": sends of " + thread + " ran out of order\n    " + show(*sends[i - 1]) +
+                           "\n    " + show(*sends[i]));
+        break;
+      }
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& operations,
+                                       const std::map<std::string, std::vector<long>>& final_lists) {
+  std::vector<std::string> problems;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "watch-last" || operation.outcome != "ok") continue;
+    const auto atom = operation.argument.at("atom").get<std::string>();
+    const auto seen = operation.result.get<std::vector<long>>();
+    const auto& final_list = final_lists.count(atom) ? final_lists.at(atom) : std::vector<long>{};
+    if (seen != final_list) {
+      problems.push_back("watch of atom " + atom + " ended on " + show_list(seen) + ", not the final value " +
+                         show_list(final_list) + "\n    " + show(operation));
+    }
+  }
+  return problems;
+}
+
+}  // namespace avout::testing

@@ -1,0 +1,51 @@
+#pragma once
+// Checkers of the randomized workload's histories (support/history.hpp format). Each returns
+// the anomalies found, each naming the operations involved; empty means none.
+
+#include "support/history.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace avout::testing {
+
+/// Elle's list-append check of transactions ("f": "txn"). Argument and result: a list of
+/// micro-operations ["append", key, value] and ["r", key, list-or-null] in program order
+/// (the result fills the reads). `final_lists` is each key's list read after the run.
+/// Finds: duplicate or lost acknowledged appends, reads that are no prefix of the final
+/// list, internal inconsistency (a read that misses the transaction's own earlier appends),
+/// G1a (read of a failed transaction's append), G1b (read of an intermediate state), and
+/// cycles of ww/wr edges (G0, G1c) and with one rw edge (G-single).
+std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
+                                           const std::map<std::string, std::vector<long>>& final_lists);
+
+/// Atoms as append-only lists ("f": "atom-append", argument {"atom", "value"}, result the
+/// list after the swap; "f": "atom-cas", argument {"atom", "value"}, result true/false;
+/// "f": "atom-read", argument {"atom"}, result the list): every acknowledged append present
+/// exactly once, unknown ones at most once, failed ones never; every list seen is a prefix
+/// of the final one; real-time order (an append that completed before another began comes
+/// first: the appends are linearizable; a read contains what its own process completed
+/// before it began, since plain reads may come from a lagging follower).
+std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& operations,
+                                     const std::map<std::string, std::vector<long>>& final_lists);
+
+/// Locks ("f": "hold", argument {"lock", "side": "write"|"read"}, result {"token", "entered_ns",
+/// "left_ns"} when the hold was still confirmed just before leaving): no write hold overlaps
+/// another hold of the same lock, and tokens strictly increase along holds that follow one
+/// another in real time.
+std::vector<std::string> check_locks(const std::map<std::int64_t, Operation>& operations);
+
+/// Agents ("f": "send" and "txn-send", argument {"agent", "value", "thread"}): in the agent's
+/// final list every acknowledged send appears exactly once, unknown ones at most once, failed
+/// ones (and sends of failed transactions) never, one thread's sends in its order, and every
+/// final "await" (result: await_for's answer) true.
+std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& operations,
+                                      const std::map<std::string, std::vector<long>>& final_lists);
+
+/// Watches ("f": "watch-last", argument {"atom"}, result the last list the process's watch
+/// saw): each equals the final list.
+std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& operations,
+                                       const std::map<std::string, std::vector<long>>& final_lists);
+
+}  // namespace avout::testing

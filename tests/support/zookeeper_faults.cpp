@@ -1,0 +1,336 @@
+// The --wrap interposers of the C client's async calls (see zookeeper_faults.hpp). Each
+// wrapper asks the active plan what to do with this request; with no plan it calls the real
+// function unchanged.
+#include "support/zookeeper_faults.hpp"
+
+#ifndef THREADED
+#define THREADED
+#endif
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+extern "C" {
+int __real_zoo_acreate(zhandle_t*, const char*, const char*, int, const struct ACL_vector*, int,
+                       string_completion_t, const void*);
+int __real_zoo_aset(zhandle_t*, const char*, const char*, int, int, stat_completion_t, const void*);
+int __real_zoo_adelete(zhandle_t*, const char*, int, void_completion_t, const void*);
+int __real_zoo_amulti(zhandle_t*, int, const zoo_op_t*, zoo_op_result_t*, void_completion_t,
+                      const void*);
+int __real_zoo_awget(zhandle_t*, const char*, watcher_fn, void*, data_completion_t, const void*);
+int __real_zoo_awexists(zhandle_t*, const char*, watcher_fn, void*, stat_completion_t, const void*);
+int __real_zoo_awget_children(zhandle_t*, const char*, watcher_fn, void*, strings_completion_t,
+                              const void*);
+int __real_zoo_async(zhandle_t*, const char*, string_completion_t, const void*);
+}
+
+namespace avout::testing {
+namespace {
+
+enum class Fault { none, reply_lost, fail_early, expire_before, expire_after, delay };
+
+// Ends the session of `handle` from outside, as SERVERS.md describes: a twin handle takes it
+// over and closes it. The handle is first pointed at a closed port, or it would win its
+// session back before the twin's close. Runs on the requesting thread (the handle is surely
+// alive there); `hosts` restores the handle's servers afterwards.
+void expire_session(zhandle_t* handle, const std::string& hosts) {
+  const clientid_t id = *zoo_client_id(handle);
+  const char* current = zoo_get_current_server(handle);
+  const std::string server = current != nullptr ? current : hosts;
+  const int timeout_ms = zoo_recv_timeout(handle);
+  zoo_set_servers(handle, "127.0.0.1:1");  // dropped at its next I/O wake-up (a ping: timeout/3)
+  for (int waited = 0; zoo_state(handle) == ZOO_CONNECTED_STATE && waited < 3000; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  struct Waiter {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool connected = false;
+  } waiter;
+  auto on_event = [](zhandle_t*, int type, int state, const char*, void* context) {
+    if (type != ZOO_SESSION_EVENT || state != ZOO_CONNECTED_STATE) return;
+    auto* w = static_cast<Waiter*>(context);
+    std::lock_guard lock(w->mutex);
+    w->connected = true;
+    w->changed.notify_all();
+  };
+  if (zhandle_t* twin = zookeeper_init(server.c_str(), on_event, timeout_ms, &id, &waiter, 0)) {
+    {
+      std::unique_lock lock(waiter.mutex);
+      waiter.changed.wait_for(lock, std::chrono::seconds(1), [&] { return waiter.connected; });
+    }
+    zookeeper_close(twin);
+  }
+  zoo_set_servers(handle, hosts.c_str());
+}
+
+// The active plan's state: the seeded source and the counts.
+class Injector {
+ public:
+  Injector(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts)
+      : rates_(rates), random_(seed), hosts_(std::move(hosts)) {}
+
+  Fault draw(bool mutation) {
+    std::lock_guard lock(mutex_);
+    ++counts_.requests;
+    if (!enabled_) return Fault::none;
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    if (mutation && unit(random_) < rates_.reply_lost) return ++counts_.reply_lost, Fault::reply_lost;
+    if (unit(random_) < rates_.fail_early) return ++counts_.fail_early, Fault::fail_early;
+    if (mutation && unit(random_) < rates_.expire) {
+      ++counts_.expired;
+      return unit(random_) < 0.5 ? Fault::expire_before : Fault::expire_after;
+    }
+    if (unit(random_) < rates_.delay) return ++counts_.delayed, Fault::delay;
+    return Fault::none;
+  }
+
+  std::chrono::milliseconds delay() {
+    std::lock_guard lock(mutex_);
+    std::uniform_int_distribution<long> pick(1, std::max<long>(1, rates_.max_delay.count()));
+    return std::chrono::milliseconds(pick(random_));
+  }
+
+  const std::string& hosts() const { return hosts_; }
+
+  void enable(bool on) {
+    std::lock_guard lock(mutex_);
+    enabled_ = on;
+  }
+  ZooKeeperFaultCounts counts() {
+    std::lock_guard lock(mutex_);
+    return counts_;
+  }
+
+ private:
+  std::mutex mutex_;
+  ZooKeeperFaultRates rates_;
+  std::mt19937_64 random_;
+  ZooKeeperFaultCounts counts_;
+  bool enabled_ = true;
+  const std::string hosts_;
+};
+
+std::mutex active_mutex;
+std::shared_ptr<Injector> active;
+
+std::shared_ptr<Injector> current() {
+  std::lock_guard lock(active_mutex);
+  return active;
+}
+
+// The context of a substituted completion: the caller's own completion and data.
+template <typename Completion>
+struct Substitute {
+  std::shared_ptr<Injector> injector;
+  Completion completion;
+  const void* data;
+};
+
+// Reply lost: whatever the server said, the caller hears ZCONNECTIONLOSS.
+void lost_string(int, const char*, const void* context) {
+  std::unique_ptr<const Substitute<string_completion_t>> s(static_cast<const Substitute<string_completion_t>*>(context));
+  s->completion(ZCONNECTIONLOSS, nullptr, s->data);
+}
+void lost_stat(int, const Stat*, const void* context) {
+  std::unique_ptr<const Substitute<stat_completion_t>> s(static_cast<const Substitute<stat_completion_t>*>(context));
+  s->completion(ZCONNECTIONLOSS, nullptr, s->data);
+}
+void lost_void(int, const void* context) {
+  std::unique_ptr<const Substitute<void_completion_t>> s(static_cast<const Substitute<void_completion_t>*>(context));
+  s->completion(ZCONNECTIONLOSS, s->data);
+}
+
+// Delayed replies: the completion thread waits before handing the reply on, so every later
+// reply of this handle waits too (ZooKeeper delivers replies in order; a test must not see
+// an order the server never produces).
+template <typename Completion>
+std::unique_ptr<const Substitute<Completion>> wait_then_take(const void* context) {
+  std::unique_ptr<const Substitute<Completion>> s(static_cast<const Substitute<Completion>*>(context));
+  std::this_thread::sleep_for(s->injector->delay());
+  return s;
+}
+void delayed_string(int rc, const char* value, const void* context) {
+  auto s = wait_then_take<string_completion_t>(context);
+  s->completion(rc, value, s->data);
+}
+void delayed_stat(int rc, const Stat* stat, const void* context) {
+  auto s = wait_then_take<stat_completion_t>(context);
+  s->completion(rc, stat, s->data);
+}
+void delayed_void(int rc, const void* context) {
+  auto s = wait_then_take<void_completion_t>(context);
+  s->completion(rc, s->data);
+}
+void delayed_data(int rc, const char* value, int length, const Stat* stat, const void* context) {
+  auto s = wait_then_take<data_completion_t>(context);
+  s->completion(rc, value, length, stat, s->data);
+}
+void delayed_strings(int rc, const String_vector* strings, const void* context) {
+  auto s = wait_then_take<strings_completion_t>(context);
+  s->completion(rc, strings, s->data);
+}
+
+// The common decision for one request. `real(completion, data)` sends it; `lost` and
+// `delayed` are the substitutes for this completion type (lost is null for reads).
+template <typename Completion, typename Send>
+int intercept(zhandle_t* handle, bool mutation, Completion completion, const void* data,
+              Completion lost, Completion delayed, Send real) {
+  auto injector = current();
+  if (!injector || completion == nullptr) return real(completion, data);
+  switch (injector->draw(mutation)) {
+    case Fault::none:
+      return real(completion, data);
+    case Fault::fail_early:
+      return ZCONNECTIONLOSS;  // the caller completes a refused call itself
+    case Fault::reply_lost: {
+      auto* s = new Substitute<Completion>{injector, completion, data};
+      const int rc = real(lost, s);
+      if (rc != ZOK) delete s;
+      return rc;
+    }
+    case Fault::delay: {
+      auto* s = new Substitute<Completion>{injector, completion, data};
+      const int rc = real(delayed, s);
+      if (rc != ZOK) delete s;
+      return rc;
+    }
+    case Fault::expire_before:
+      expire_session(handle, injector->hosts());
+      return real(completion, data);
+    case Fault::expire_after: {
+      const int rc = real(completion, data);
+      expire_session(handle, injector->hosts());
+      return rc;
+    }
+  }
+  return real(completion, data);
+}
+
+}  // namespace
+
+FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts) {
+  auto injector = std::make_shared<Injector>(seed, rates, std::move(hosts));
+  std::lock_guard lock(active_mutex);
+  active = std::move(injector);
+}
+
+FaultPlan::~FaultPlan() {
+  std::lock_guard lock(active_mutex);
+  active.reset();
+}
+
+ZooKeeperFaultCounts FaultPlan::counts() {
+  auto injector = current();
+  return injector ? injector->counts() : ZooKeeperFaultCounts{};
+}
+
+void FaultPlan::enable(bool on) {
+  if (auto injector = current()) injector->enable(on);
+}
+
+ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults) {
+  const char* text = std::getenv("AVOUT_ZK_FAULTS");
+  if (text == nullptr) return defaults;
+  if (std::string(text) == "off") return ZooKeeperFaultRates{};
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto equals = item.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = item.substr(0, equals);
+    const double value = std::stod(item.substr(equals + 1));
+    if (key == "lost") defaults.reply_lost = value;
+    else if (key == "early") defaults.fail_early = value;
+    else if (key == "expire") defaults.expire = value;
+    else if (key == "delay") defaults.delay = value;
+  }
+  return defaults;
+}
+
+std::string describe(const ZooKeeperFaultRates& rates) {
+  std::ostringstream out;
+  out << "lost=" << rates.reply_lost << ",early=" << rates.fail_early << ",expire=" << rates.expire
+      << ",delay=" << rates.delay;
+  return out.str();
+}
+
+}  // namespace avout::testing
+
+using avout::testing::intercept;
+
+extern "C" {
+
+int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int length,
+                       const struct ACL_vector* acl, int mode, string_completion_t completion,
+                       const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_string,
+                   &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+                     return __real_zoo_acreate(zh, path, value, length, acl, mode, c, d);
+                   });
+}
+
+int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int length, int version,
+                    stat_completion_t completion, const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_stat,
+                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                     return __real_zoo_aset(zh, path, buffer, length, version, c, d);
+                   });
+}
+
+int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_completion_t completion,
+                       const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_void,
+                   &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                     return __real_zoo_adelete(zh, path, version, c, d);
+                   });
+}
+
+int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
+                      zoo_op_result_t* results, void_completion_t completion, const void* data) {
+  return intercept(zh, true, completion, data, &avout::testing::lost_void,
+                   &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                     return __real_zoo_amulti(zh, count, operations, results, c, d);
+                   });
+}
+
+int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
+                     data_completion_t completion, const void* data) {
+  return intercept(zh, false, completion, data, data_completion_t{nullptr},
+                   &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
+                     return __real_zoo_awget(zh, path, watcher, context, c, d);
+                   });
+}
+
+int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
+                        stat_completion_t completion, const void* data) {
+  return intercept(zh, false, completion, data, stat_completion_t{nullptr},
+                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                     return __real_zoo_awexists(zh, path, watcher, context, c, d);
+                   });
+}
+
+int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
+                              strings_completion_t completion, const void* data) {
+  return intercept(zh, false, completion, data, strings_completion_t{nullptr},
+                   &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
+                     return __real_zoo_awget_children(zh, path, watcher, context, c, d);
+                   });
+}
+
+int __wrap_zoo_async(zhandle_t* zh, const char* path, string_completion_t completion,
+                     const void* data) {
+  return intercept(zh, false, completion, data, string_completion_t{nullptr},
+                   &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+                     return __real_zoo_async(zh, path, c, d);
+                   });
+}
+
+}  // extern "C"

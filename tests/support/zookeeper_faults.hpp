@@ -1,0 +1,58 @@
+#pragma once
+// Fault injection at the ZooKeeper border, for tests only. The test executables are linked
+// with -Wl,--wrap for each async call the core makes (tests/CMakeLists.txt), so every request
+// passes through zookeeper_faults.cpp first. With no FaultPlan alive each call goes straight to
+// the real C client; while a plan lives, each request draws from the plan's seeded source:
+//   reply lost    the server applies the request, the caller hears ZCONNECTIONLOSS
+//                 (mutations only: a read whose watch the server set cannot be un-set)
+//   fail early    nothing is sent, the caller hears ZCONNECTIONLOSS
+//   expire        the session is expired by a twin handle, before or after the request
+//                 (on the requesting thread, which waits up to a few seconds for it)
+//   delay         the handle's replies reach callers up to `max_delay` later, in order
+// Every completion still runs exactly once.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace avout::testing {
+
+/// Probabilities (0..1) per request of each fault, drawn in this order.
+struct ZooKeeperFaultRates {
+  double reply_lost = 0;   ///< create, set, delete and multi only
+  double fail_early = 0;
+  double expire = 0;       ///< mutations only; half before the request, half after
+  double delay = 0;
+  std::chrono::milliseconds max_delay{200};  ///< keep well under the handle's 2 s close wait
+};
+
+/// How many faults of each kind a plan has injected.
+struct ZooKeeperFaultCounts {
+  std::uint64_t requests = 0, reply_lost = 0, fail_early = 0, expired = 0, delayed = 0;
+};
+
+/// Turns injection on for this process while alive (one at a time).
+class FaultPlan {
+ public:
+  /// Starts injecting with `rates`, drawing from a source seeded with `seed`; `hosts` is the
+  /// connect string (without chroot) a handle returns to after an expiry.
+  FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts);
+  /// Stops injecting (requests already substituted still complete through it).
+  ~FaultPlan();
+  FaultPlan(const FaultPlan&) = delete;
+  FaultPlan& operator=(const FaultPlan&) = delete;
+  /// What was injected so far.
+  static ZooKeeperFaultCounts counts();
+  /// Pauses (false) or resumes (true) injection without ending the plan: a test's own setup
+  /// and final checks run without faults.
+  static void enable(bool on);
+};
+
+/// Rates read from the environment: AVOUT_ZK_FAULTS="lost=0.05,early=0.02,expire=0.002,delay=0.1"
+/// (missing keys keep `defaults`; "off" gives all zeros).
+ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults);
+
+/// "lost=0.05,early=0.02,..." for a failure report.
+std::string describe(const ZooKeeperFaultRates& rates);
+
+}  // namespace avout::testing

@@ -1,0 +1,209 @@
+// Refs and dosync keep their promise where a protocol review found gaps: gc stays inside its
+// deployment and kind, a landed commit is never run twice, a renewed session restarts the
+// attempt, handles of one ref are one ref, names nest, and plain reads survive trimming.
+#include <avout/avout.hpp>
+#include <avout/redis.hpp>
+
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+#include "support/three_stores.hpp"
+
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+
+namespace {
+
+std::string unique_name(const std::string& stem) {
+  return avout::testing::unique_name("/stm-safety", stem);
+}
+
+void start_servers() { avout::testing::start_shared_servers(); }
+
+avout::ClientOptions options(const std::string& root = "/avout", std::size_t retry_limit = 10000) {
+  return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                              .session_timeout = 4000ms,
+                              .root = root,
+                              .retry_limit = retry_limit};
+}
+
+long plus(long value, long delta) { return value + delta; }
+
+}  // namespace
+
+TEST_CASE("gc of one deployment never erases the values of another deployment sharing a store") {
+  start_servers();
+  const std::string deployments = unique_name("deployments");
+  avout::Client one(options(deployments + "/one"));
+  avout::Client two(options(deployments + "/two"));
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  auto mine = one.ref<long>("/balance", 1, redis);
+  auto theirs = two.ref<long>("/balance", 2, redis);
+  two.dosync([&] { theirs.alter(plus, 1); });
+
+  (void)one.gc({redis});
+  // Fresh clients: a client's own cache of values would hide an erased one.
+  avout::Client reader(options(deployments + "/two"));
+  CHECK(reader.ref<long>("/balance", 0, redis).deref() == 3);
+  CHECK(mine.deref() == 1);
+}
+
+TEST_CASE("gc never erases an agent's value for a ref whose name starts with /agents") {
+  start_servers();
+  const std::string name = unique_name("kinds");
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  {
+    avout::Client sender(options());
+    auto agent = sender.agent<long>(name, 0, redis);
+    agent.send(plus, 5);
+    agent.await();
+  }  // the agent's writer is gone: its values look like a dead writer's garbage
+  avout::Client client(options());
+  auto ref = client.ref<long>("/agents" + name, 1, redis);
+  (void)client.gc({redis});
+  CHECK(client.agent<long>(name, 0, redis).deref() == 5);
+  CHECK(ref.deref() == 1);
+}
+
+TEST_CASE("a commit callback that fails after the commit landed never reruns the body") {
+  start_servers();
+  avout::Client client(options("/avout", 3));
+  auto counter = client.ref<long>(unique_name("landed"), 0);
+  int runs = 0;
+  CHECK_THROWS_AS(client.dosync([&] {
+    ++runs;
+    counter.alter(plus, 1);
+    avout::detail::Transaction::current()->add_to_commit({}, [](const auto&) {
+      throw avout::SessionExpired("test: the session expired right after the commit");
+    });
+  }),
+                  avout::CommittedWithError);
+  CHECK(runs == 1);
+  CHECK(counter.deref() == 1);
+}
+
+TEST_CASE("a commit whose session was renewed while storing values starts the attempt again") {
+  start_servers();
+  avout::Client client(options());
+  avout::Client sweeper(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  const std::string prefix = unique_name("renewed");
+  auto a = client.ref<long>(prefix + "/a", 0, redis);
+  auto b = client.ref<long>(prefix + "/b", 0, redis);
+  client.dosync([&] {  // heads and tags are cached from here on: no read fails on expiry
+    a.alter(plus, 1);
+    b.alter(plus, 1);
+  });
+  bool armed = false;
+  int validated = 0;
+  // The second value validated finds the first already stored under the old session; the
+  // session expires and another process's gc sweeps what that session left.
+  auto expire_midway = [&](const long&) {
+    if (armed && ++validated == 2) {
+      armed = false;
+      client.session().expire_for_testing();
+      (void)sweeper.gc({redis});
+    }
+    return true;
+  };
+  a.set_validator(expire_midway);
+  b.set_validator(expire_midway);
+  client.dosync([&] {
+    armed = validated == 0;
+    a.alter(plus, 1);
+    b.alter(plus, 1);
+  });
+  avout::Client reader(options());  // fresh: the writer's cache would hide an erased value
+  CHECK(reader.ref<long>(prefix + "/a", 0, redis).deref() == 2);
+  CHECK(reader.ref<long>(prefix + "/b", 0, redis).deref() == 2);
+}
+
+TEST_CASE("two handles of one ref are one ref inside a transaction") {
+  start_servers();
+  avout::Client client(options("/avout", 5));
+  const std::string name = unique_name("handles");
+  auto first = client.ref<long>(name, 0);
+  auto second = client.ref<long>(name, 0);
+  client.dosync([&] {
+    first.alter(plus, 1);
+    CHECK(second.deref() == 1);  // read-your-writes through the other handle
+    second.alter(plus, 1);
+  });
+  CHECK(first.deref() == 2);
+  client.dosync([&] {
+    first.commute(plus, 5);
+    second.commute(plus, 5);
+  });
+  CHECK(second.deref() == 12);
+}
+
+TEST_CASE("a ref named inside another ref's name is usable whichever is attached first") {
+  start_servers();
+  avout::Client client(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  const std::string prefix = unique_name("nested");
+  auto inner_first = client.ref<long>(prefix + "/n/a", 1);
+  auto outer_second = client.ref<long>(prefix + "/n", 2, redis);
+  auto outer_first = client.ref<long>(prefix + "/m", 3);
+  auto inner_second = client.ref<long>(prefix + "/m/a", 4, redis);
+  client.dosync([&] {
+    for (auto* ref : {&inner_first, &outer_second, &outer_first, &inner_second}) ref->alter(plus, 10);
+  });
+  (void)client.gc({redis});
+  CHECK(inner_first.deref() == 11);
+  CHECK(outer_second.deref() == 12);
+  CHECK(outer_first.deref() == 13);
+  CHECK(inner_second.deref() == 14);
+}
+
+TEST_CASE("reads inside and outside dosync never fail while another process trims what they read") {
+  start_servers();
+  const std::string name = unique_name("trimmed");
+  constexpr long commits = 150;
+  avout::testing::StartSignal go;
+  avout::testing::ChildProcess writer(0, [&](int) {
+    go.wait();
+    avout::Client client(options());
+    avout::redis::Store redis(avout::testing::shared_redis().url());
+    auto ref = client.ref<long>(name, 0, redis);
+    for (long i = 0; i < commits; ++i) client.dosync([&] { ref.alter(plus, 1); });
+  });
+  avout::Client client(options());  // min_history 0: each commit erases the value before it
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  auto ref = client.ref<long>(name, 0, redis);
+  go.release();
+  long last = 0;
+  int errors = 0;
+  int went_back = 0;
+  while (last < commits) {
+    try {
+      const long outside = ref.deref();
+      const long inside = client.dosync([&] { return ref.deref(); });
+      if (outside < last || inside < outside) ++went_back;
+      last = inside;
+    } catch (const avout::Error& error) {
+      MESSAGE(error.what());
+      ++errors;
+      if (errors > 20) break;
+    }
+  }
+  CHECK(writer.wait(scaled(60s)) == 0);
+  CHECK(errors == 0);
+  CHECK(went_back == 0);
+}
+
+TEST_CASE("gc keeps a commit marker its owner may still be resolving, whatever grace it is given") {
+  start_servers();
+  avout::Client client(options());
+  // A marker as a commit whose reply was lost leaves it (owner session id, then a unique id).
+  const std::string marker = client.options().root + "/stm/markers/" +
+                             unique_name("0000000000000001-marker").substr(std::string("/stm-safety/").size());
+  client.session().create(marker, {}, avout::CreateMode::persistent);
+  std::this_thread::sleep_for(50ms);
+  (void)client.gc({}, 1ms);
+  CHECK(client.session().exists(marker).has_value());
+  client.session().remove(marker, 0);
+}
