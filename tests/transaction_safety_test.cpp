@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <mutex>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -206,4 +207,30 @@ TEST_CASE("gc keeps a commit marker its owner may still be resolving, whatever g
   (void)client.gc({}, 1ms);
   CHECK(client.session().exists(marker).has_value());
   client.session().remove(marker, 0);
+}
+
+TEST_CASE("a transaction whose commit cannot fit in one ZooKeeper request is ValueTooLarge before anything is written") {
+  start_servers();
+  avout::Client client(options("/avout", 3));
+  // Long names make each ref's head and tag cost about 2.3 KB of the commit request.
+  const std::string prefix = unique_name("huge") + "/" + std::string(950, 'x');
+  std::vector<avout::Ref<long>> refs;
+  std::mutex mutex;
+  std::vector<std::thread> makers;  // several threads: creating 540 refs one by one is slow
+  for (int first = 0; first < 4; ++first) {
+    makers.emplace_back([&, first] {
+      for (int i = first; i < 540; i += 4) {
+        auto ref = client.ref<long>(prefix + "-" + std::to_string(i), i);
+        std::lock_guard lock(mutex);
+        refs.push_back(ref);
+      }
+    });
+  }
+  for (auto& maker : makers) maker.join();
+  CHECK_THROWS_AS(client.dosync([&] {
+    for (auto& ref : refs) ref.alter(plus, 1);
+  }),
+                  avout::ValueTooLarge);
+  avout::Client reader(options());
+  CHECK(reader.ref<long>(prefix + "-539", 0).deref() == 539);
 }
