@@ -3,6 +3,7 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
+#include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 
@@ -163,4 +164,26 @@ TEST_CASE("a change made while a watcher's session expires reaches it on the ren
   written.reset(2);
   expire.join();
   CHECK(seen.reaches(2, scaled(10s)));
+}
+
+TEST_CASE("a change whose notice gets no reply on the writer's connection still reaches a watcher") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::testing::HoldingRelay relay(zookeeper.port());
+  avout::Client watcher(avout::ClientOptions{.hosts = zookeeper.connect_string()});
+  avout::Client writer(avout::ClientOptions{.hosts = relay.connect_string(),
+                                            .session_timeout = 3000ms});
+  avout::redis::Store store(avout::testing::shared_redis().url());
+  const std::string name = unique_name("unannounced");
+  auto watched = watcher.atom<long>(name, 0, store);
+  LastSeen seen(watched);
+  auto written = writer.atom<long>(name, 0, store);
+  written.reset(1);
+  REQUIRE(seen.reaches(1, scaled(10s)));
+
+  // The value goes to Redis; the writer's ZooKeeper connection then goes silent, so the
+  // notice that announces it gets no reply and the client drops that connection.
+  relay.hold();
+  CHECK(written.reset(2) == 2);
+  CHECK(seen.reaches(2, scaled(15s)));
+  relay.release();
 }
