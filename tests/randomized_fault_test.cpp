@@ -8,6 +8,7 @@
 // support/checkers.hpp judge them. Every run prints its seed; the environment selects:
 //   AVOUT_SEED=<n>            replay one seed (default: the CI seeds below)
 //   AVOUT_RUN_SECONDS=<n>     length of each seed's run (default 8)
+//   AVOUT_PROCESSES=<n>, AVOUT_THREADS=<n>   client processes (4) and threads in each (3)
 //   AVOUT_WORKLOAD=refs,atoms,locks,agents,watches   the primitives exercised
 //   AVOUT_NEMESIS=kill,freeze,member,leader          the process and server faults
 //   AVOUT_ZK_FAULTS=lost=..,early=..,expire=..,delay=..   (or "off")
@@ -45,9 +46,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int processes = 4;
 constexpr int most_processes = 12;  // the first ones and those started in place of killed ones
-constexpr int threads = 3;
 constexpr int ref_count = 6;
 constexpr int atom_count = 3;
 const std::vector<std::string> lock_kinds{"mutex", "hard", "soft", "timed_soft"};
@@ -82,6 +81,8 @@ std::set<std::string> words(const std::string& list) {
 struct Settings {
   std::uint64_t seed = 0;
   std::chrono::seconds length{8};
+  int processes = 4;
+  int threads = 3;
   std::set<std::string> workload;
   std::set<std::string> nemesis;
   avout::testing::ZooKeeperFaultRates zookeeper_faults;
@@ -93,6 +94,8 @@ Settings settings_for(std::uint64_t seed) {
   Settings settings;
   settings.seed = seed;
   settings.length = std::chrono::seconds(std::stoi(environment("AVOUT_RUN_SECONDS", "8")));
+  settings.processes = std::stoi(environment("AVOUT_PROCESSES", "4"));
+  settings.threads = std::stoi(environment("AVOUT_THREADS", "3"));
   settings.workload = words(environment("AVOUT_WORKLOAD", "refs,atoms,locks,agents,watches"));
   settings.nemesis = words(environment("AVOUT_NEMESIS", "kill,freeze,member,leader"));
   settings.zookeeper_faults = avout::testing::zookeeper_fault_rates_from_env(
@@ -363,7 +366,7 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
   };
   node->faults(true);
   std::vector<std::thread> workers;
-  for (int thread = 0; thread < threads; ++thread) {
+  for (int thread = 0; thread < settings.threads; ++thread) {
     workers.emplace_back([&, thread] {
       std::mt19937_64 random(process_seed * 31 + static_cast<std::uint64_t>(thread));
       std::optional<avout::Lock> mutex;
@@ -435,8 +438,8 @@ std::vector<std::string> run_seed(const Settings& settings) {
     children[index] = std::make_unique<avout::testing::ChildProcess>(
         index, [&](int i) { run_client(prefix, directory, settings, i); });
   };
-  for (int i = 0; i < processes; ++i) start(i);
-  int next_index = processes;
+  for (int i = 0; i < settings.processes; ++i) start(i);
+  int next_index = settings.processes;
   std::vector<std::string> problems;
   std::vector<int> retired;
   const auto end = std::chrono::steady_clock::now() + settings.length;
