@@ -505,9 +505,14 @@ std::vector<std::string> run_seed(const Settings& settings) {
     }
   }
   std::ofstream(directory / "final").put('\n');
+  std::set<int> hung;
   for (auto& [index, child] : children) {
-    const int code = child->wait(scaled(90s));
-    if (code != 0) problems.push_back("process " + std::to_string(index) + " exited with " + std::to_string(code));
+    try {
+      const int code = child->wait(scaled(90s));
+      if (code != 0) problems.push_back("process " + std::to_string(index) + " exited with " + std::to_string(code));
+    } catch (const std::runtime_error&) {  // killed by wait: its pending operations are listed below
+      hung.insert(index);
+    }
   }
   children.clear();
 
@@ -539,6 +544,13 @@ std::vector<std::string> run_seed(const Settings& settings) {
   std::string summary;
   for (const auto& [what, count] : counts) summary += " " + what + "=" + std::to_string(count);
   std::printf("  operations:%s\n", summary.c_str());
+  for (const int index : hung) {
+    std::string pending;
+    for (const auto& [id, operation] : operations) {
+      if (id / 1000000 == index && operation.completed_ns == 0) pending += "\n    op " + std::to_string(id) + " " + operation.f + " " + operation.argument.dump();
+    }
+    problems.push_back("hang: process " + std::to_string(index) + " did not end; operations it never completed:" + pending);
+  }
   auto add = [&](std::vector<std::string> found) { problems.insert(problems.end(), found.begin(), found.end()); };
   if (settings.on("refs")) add(avout::testing::check_list_append(operations, ref_lists));
   if (settings.on("atoms")) add(avout::testing::check_atoms(operations, atom_lists));
