@@ -190,6 +190,7 @@ TEST_CASE("a lost session tells the holder: is_held false, callback, LockLost") 
                   avout::LockLost);
   CHECK(ref.deref() == 1);
   lock.unlock();  // drops the lost hold quietly
+  CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // and it is gone
   CHECK(lock.try_lock_for(scaled(10s)));  // and the lock works on the new session
   lock.unlock();
 }

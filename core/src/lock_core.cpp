@@ -438,12 +438,12 @@ void LockCore::release(bool shared) {
     if (found == holds_.end()) {
       throw LockLost("lock " + name_ + ": unlock() by a thread that does not hold it");
     }
-    if (found->second.lost) {
-      holds_.erase(found);  // the nodes went with the session or go once it is back
-      return;
-    }
     if (found->second.count > 1) {
       --found->second.count;
+      return;
+    }
+    if (found->second.lost) {
+      holds_.erase(found);  // the nodes went with the session or go once it is back
       return;
     }
     ended = found->second;
