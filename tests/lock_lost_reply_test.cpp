@@ -1,6 +1,6 @@
 // Locks whose replies are lost on the wire: a create that landed but whose answer never
 // came, and a client cut off from its server. A small TCP proxy between the client and a
-// real ZooKeeper drops the replies or every byte on demand.
+// real ZooKeeper (the binary's shared one) drops the replies or every byte on demand.
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
@@ -140,7 +140,7 @@ std::size_t nodes_in(avout::Client& client, const std::string& folder) {
 }  // namespace
 
 TEST_CASE("a writer whose create reply was lost finds its own node and holds, leaving no phantom") {
-  avout::testing::ZooKeeperServer server;
+  auto& server = avout::testing::shared_zookeeper();
   Proxy proxy(server.port());
   avout::Client client(avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 4000ms});
   avout::Client observer(avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms});
@@ -168,7 +168,7 @@ TEST_CASE("a writer whose create reply was lost finds its own node and holds, le
 }
 
 TEST_CASE("a reader whose create reply was lost leaves no phantom that blocks writers") {
-  avout::testing::ZooKeeperServer server;
+  auto& server = avout::testing::shared_zookeeper();
   Proxy proxy(server.port());
   avout::Client client(avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 4000ms});
   avout::Client observer(avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms});
@@ -193,7 +193,7 @@ TEST_CASE("a reader whose create reply was lost leaves no phantom that blocks wr
 }
 
 TEST_CASE("a holder cut off from its server reports the hold lost before the server can expire it") {
-  avout::testing::ZooKeeperServer server;
+  auto& server = avout::testing::shared_zookeeper();
   Proxy proxy(server.port());
   avout::Client client(avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 2000ms});
   avout::Client contender_client(avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 2000ms});
