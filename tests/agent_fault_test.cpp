@@ -223,6 +223,38 @@ TEST_CASE("a send whose reply was lost is found again: it runs once and blocks n
   CHECK(observer.children(queue).empty());
 }
 
+TEST_CASE("a send inside dosync whose commit reply was lost is found again and runs once") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  ReplyLosingRelay relay(zookeeper.port());
+  const std::string name = unique_name("lost-commit-reply");
+  avout::Client client(options(relay.connect_string()));
+  auto agent = client.agent<Log>(name, {});
+  avout::ZooKeeperSession observer(
+      avout::SessionOptions{.hosts = zookeeper.connect_string(), .session_timeout = 4000ms});
+  const std::string queue = "/avout/agents/queues" + name;
+  agent.send(append, 0);
+  REQUIRE(agent.await_for(scaled(30s)));
+  CHECK(agent.deref() == Log{0});
+
+  std::atomic<bool> armed{false};
+  auto committed = std::async(std::launch::async, [&] {
+    client.dosync([&] {
+      agent.send(append, 1);
+      if (!armed.exchange(true)) relay.lose_replies();  // the commit's reply is lost
+    });
+  });
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (observer.children(queue).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(observer.children(queue).size() == 1);
+  relay.cut();
+  CHECK_NOTHROW(committed.get());
+  CHECK(agent.await_for(scaled(30s)));
+  CHECK(agent.deref() == Log{0, 1});
+  CHECK(observer.children(queue).empty());
+}
+
 TEST_CASE("an agent's actions wait out a Redis restart: none is lost, await waits for them") {
   avout::testing::RedisServer redis_server(true);  // durable: the value survives the restart
   avout::redis::Store redis(redis_server.url());

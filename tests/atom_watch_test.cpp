@@ -3,6 +3,7 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
+#include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 
@@ -39,13 +40,17 @@ class LastSeen {
   ~LastSeen() { atom_.remove_watch("last"); }
   LastSeen(const LastSeen&) = delete;
   LastSeen& operator=(const LastSeen&) = delete;
-  // Throws naming what it saw unless the watch reports `wanted` within `timeout`.
-  void require(long wanted, std::chrono::milliseconds timeout) {
+  // True when the watch reports `wanted` within `timeout`.
+  bool reaches(long wanted, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return last_ == wanted; })) {
-      throw std::runtime_error("the watch ended on " + std::to_string(last_) + ", not " +
-                               std::to_string(wanted));
-    }
+    return changed_.wait_for(lock, timeout, [&] { return last_ == wanted; });
+  }
+  // In a child process: throws naming what the watch saw unless it reaches `wanted`.
+  void require(long wanted, std::chrono::milliseconds timeout) {
+    if (reaches(wanted, timeout)) return;
+    std::lock_guard lock(mutex_);
+    throw std::runtime_error("the watch ended on " + std::to_string(last_) + ", not " +
+                             std::to_string(wanted));
   }
 
  private:
@@ -134,4 +139,51 @@ TEST_CASE("a change made while ZooKeeper is down reaches every watching process"
   restart.join();
   for (auto& child : children) CHECK(child.wait(scaled(60s)) == 0);
   std::filesystem::remove_all(ready);
+}
+
+TEST_CASE("a change made while a watcher's session expires reaches it on the renewed session") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  const auto options = avout::ClientOptions{.hosts = zookeeper.connect_string(),
+                                            .session_timeout = 4000ms};
+  avout::Client watcher(options);
+  avout::Client writer(options);
+  const std::string name = unique_name("expiring");
+  auto watched = watcher.atom<long>(name, 0);
+  LastSeen seen(watched);
+  auto written = writer.atom<long>(name, 0);
+  written.reset(1);
+  REQUIRE(seen.reaches(1, scaled(10s)));
+
+  // The change lands while the watcher's connection is down and its session about to end:
+  // the server's notice for it dies with the session.
+  std::thread expire([&] { watcher.session().expire_for_testing(); });
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (watcher.session().connected() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  written.reset(2);
+  expire.join();
+  CHECK(seen.reaches(2, scaled(10s)));
+}
+
+TEST_CASE("a change whose notice gets no reply on the writer's connection still reaches a watcher") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::testing::HoldingRelay relay(zookeeper.port());
+  avout::Client watcher(avout::ClientOptions{.hosts = zookeeper.connect_string()});
+  avout::Client writer(avout::ClientOptions{.hosts = relay.connect_string(),
+                                            .session_timeout = 3000ms});
+  avout::redis::Store store(avout::testing::shared_redis().url());
+  const std::string name = unique_name("unannounced");
+  auto watched = watcher.atom<long>(name, 0, store);
+  LastSeen seen(watched);
+  auto written = writer.atom<long>(name, 0, store);
+  written.reset(1);
+  REQUIRE(seen.reaches(1, scaled(10s)));
+
+  // The value goes to Redis; the writer's ZooKeeper connection then goes silent, so the
+  // notice that announces it gets no reply and the client drops that connection.
+  relay.hold();
+  CHECK(written.reset(2) == 2);
+  CHECK(seen.reaches(2, scaled(15s)));
+  relay.release();
 }

@@ -213,6 +213,12 @@ class Workload {
 
   // Stops every client, then checks the histories against the state.
   void stop_and_check() {
+    // Progress is asked of the workload, not of the machine: on a loaded one the clients'
+    // setup alone can take most of the fault schedule, so give them time to show it.
+    const auto progress_deadline = std::chrono::steady_clock::now() + scaled(60s);
+    while (acknowledged_transfers() <= 20 && std::chrono::steady_clock::now() < progress_deadline) {
+      std::this_thread::sleep_for(200ms);
+    }
     std::ofstream(directory_ / "stop").put('\n');
     for (auto& [index, child] : children_) CHECK(child->wait(scaled(120s)) == 0);
     children_.clear();
@@ -279,6 +285,14 @@ class Workload {
   }
 
  private:
+  std::size_t acknowledged_transfers() const {
+    std::size_t count = 0;
+    for (const auto& event : avout::testing::read_histories(directory_.string())) {
+      if (event.at("type") == "ok" && event.at("f") == "transfer") ++count;
+    }
+    return count;
+  }
+
   static std::filesystem::path make_directory() {
     static std::mt19937_64 random{std::random_device{}()};
     auto path = std::filesystem::temp_directory_path() / ("avout-history-" + std::to_string(random()));

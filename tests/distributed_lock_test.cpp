@@ -14,6 +14,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <shared_mutex>
 #include <thread>
@@ -147,7 +148,7 @@ TEST_CASE("holds are reentrant per thread; other threads wait; timeouts leave no
   const auto [next_got, next_token] = next.get();
   CHECK(next_got);
   CHECK(next_token > token);  // fencing tokens strictly increase
-  lock.unlock();              // a thread without a hold: nothing happens
+  CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // a thread without a hold
 }
 
 TEST_CASE("a SIGKILLed holder's lock passes on when its session ends") {
@@ -189,6 +190,7 @@ TEST_CASE("a lost session tells the holder: is_held false, callback, LockLost") 
                   avout::LockLost);
   CHECK(ref.deref() == 1);
   lock.unlock();  // drops the lost hold quietly
+  CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // and it is gone
   CHECK(lock.try_lock_for(scaled(10s)));  // and the lock works on the new session
   lock.unlock();
 }
@@ -314,4 +316,106 @@ TEST_CASE("a server restart neither strands a waiter nor leaves a released node 
   releasing.get();
   CHECK(held.try_lock_for(10s));
   held.unlock();
+}
+
+TEST_CASE("unlock by a thread that holds nothing throws LockLost and frees nothing") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  const std::string name = unique_name("not-held");
+  auto lock = client.lock(name);
+  lock.lock();
+  auto stranger = std::async(std::launch::async, [&] {
+    try {
+      lock.unlock();
+      return false;
+    } catch (const avout::LockLost& error) {
+      return std::string(error.what()).find(name) != std::string::npos;
+    }
+  });
+  CHECK(stranger.get());
+  CHECK(lock.is_held());
+  CHECK(waiting_nodes(client, name) == 1);
+  lock.unlock();
+  CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // one unlock too many
+}
+
+TEST_CASE("read-write lock: fencing tokens strictly increase across write and read holds") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  for (auto policy : {avout::WriterPolicy::hard, avout::WriterPolicy::soft, avout::WriterPolicy::timed_soft}) {
+    auto rw = client.read_write_lock(unique_name("tokens"), policy, 10ms);
+    std::uint64_t previous = 0;
+    for (int step = 0; step < 6; ++step) {
+      const bool write = step % 2 == 0;
+      if (write) rw.lock(); else rw.lock_shared();
+      const auto token = write ? rw.write_lock().fencing_token() : rw.read_lock().fencing_token();
+      CHECK(token > previous);
+      previous = token;
+      if (write) rw.unlock(); else rw.unlock_shared();
+    }
+  }
+}
+
+TEST_CASE("locks whose names nest inside each other both work, whichever comes first") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  for (const char* inner : {"/a", "/writers", "/readers", "/gates", "/gate"}) {
+    for (bool outer_first : {true, false}) {
+      const std::string outer_name = unique_name("nest");
+      std::optional<avout::ReadWriteLock> outer, nested;
+      if (outer_first) outer.emplace(client.read_write_lock(outer_name, avout::WriterPolicy::soft));
+      nested.emplace(client.read_write_lock(outer_name + inner, avout::WriterPolicy::soft));
+      if (!outer_first) outer.emplace(client.read_write_lock(outer_name, avout::WriterPolicy::soft));
+      auto plain_outer = client.lock(outer_name);
+      auto plain_nested = client.lock(outer_name + inner);
+      nested->lock();
+      plain_nested.lock();
+      CHECK(outer->try_lock_for(scaled(2s)));
+      CHECK(plain_outer.try_lock_for(scaled(2s)));
+      plain_outer.unlock();
+      outer->unlock();
+      auto reading = std::async(std::launch::async, [&] {
+        const bool got = outer->try_lock_shared_for(scaled(2s));
+        if (got) outer->unlock_shared();
+        return got;
+      });
+      CHECK(reading.get());
+      plain_nested.unlock();
+      nested->unlock();
+    }
+  }
+}
+
+TEST_CASE("hard policy: waiting readers are not woken by every change of the writer queue") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client holder_client(options());
+  avout::Client writers_client(options());
+  avout::Client readers_client(options());
+  const std::string name = unique_name("herd");
+  auto holder = holder_client.read_write_lock(name);
+  auto writers = writers_client.read_write_lock(name);
+  auto readers = readers_client.read_write_lock(name);
+  holder.lock();
+  constexpr int reader_count = 3;
+  std::vector<std::future<bool>> reading;
+  for (int i = 0; i < reader_count; ++i) {
+    reading.push_back(std::async(std::launch::async, [&] {
+      const bool got = readers.try_lock_shared_for(scaled(30s));
+      if (got) readers.unlock_shared();
+      return got;
+    }));
+  }
+  std::this_thread::sleep_for(300ms);  // the readers wait
+  const auto before = readers_client.session().statistics().requests;
+  // Writers join the queue one by one and time out again: 8 changes of the queue.
+  for (int i = 0; i < 4; ++i) {
+    auto joining = std::async(std::launch::async, [&] { return writers.try_lock_for(150ms); });
+    CHECK_FALSE(joining.get());
+    std::this_thread::sleep_for(50ms);
+  }
+  const auto during = readers_client.session().statistics().requests - before;
+  holder.unlock();
+  for (auto& reader : reading) CHECK(reader.get());
+  // Each reader looks again at most when the newest writer it waits on leaves.
+  CHECK(during <= reader_count * 5);
 }

@@ -5,31 +5,55 @@
 #include <avout/errors.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace avout::detail {
 
 namespace {
 
-// The sequence number ZooKeeper appended (the last 10 digits of a sequential node's name).
-std::uint64_t sequence_of(const std::string& name) {
-  if (name.size() < 10) return 0;
-  return std::stoull(name.substr(name.size() - 10));
+constexpr std::size_t id_digits = 16;
+constexpr std::size_t sequence_digits = 10;
+
+// True for a node avout queued in a lock folder: <kind>-<16 hex digits>-<10 digits>. Other
+// children (the folders of a lock whose name nests below this one) are not ours.
+bool is_node(const std::string& name, char kind) {
+  if (name.size() != 2 + id_digits + 1 + sequence_digits) return false;
+  if (name[0] != kind || name[1] != '-' || name[2 + id_digits] != '-') return false;
+  for (std::size_t i = 2; i < 2 + id_digits; ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
+  }
+  for (std::size_t i = 3 + id_digits; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
+  }
+  return true;
 }
 
-void sort_by_sequence(std::vector<std::string>& names) {
+// The sequence number ZooKeeper appended (the last 10 digits of a node's name).
+std::uint64_t sequence_of(const std::string& name) {
+  return std::stoull(name.substr(name.size() - sequence_digits));
+}
+
+// The nodes of `kind` among `names`, in queue order (by sequence, not by whole name).
+std::vector<std::string> queue_of(std::vector<std::string> names, char kind) {
+  std::erase_if(names, [&](const std::string& name) { return !is_node(name, kind); });
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
     return sequence_of(a) < sequence_of(b);
   });
+  return names;
 }
 
-std::string hex_id() {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(unique_writer_id()));
+// "<kind>-<fresh unique id>-": the prefix of one attempt's node.
+std::string own_prefix(char kind) {
+  char text[id_digits + 4];
+  std::snprintf(text, sizeof text, "%c-%016llx-", kind,
+                static_cast<unsigned long long>(unique_writer_id()));
   return text;
 }
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+constexpr auto far_future = std::chrono::hours(24 * 365 * 10);
 
 }  // namespace
 
@@ -40,12 +64,13 @@ LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path
       name_(std::move(name)),
       writers_(path + "/writers"),
       readers_(path + "/readers"),
-      gate_(path + "/gate"),
+      gates_(path + "/gates"),
       policy_(policy),
       quiet_period_(quiet_period),
       callbacks_(std::move(callbacks)) {}
 
 LockCore::~LockCore() {
+  // After remove_listener returns the listener never runs again, so it may use `this`.
   if (listener_ != 0) session_.remove_listener(listener_);
   {
     std::lock_guard lock(mutex_);
@@ -57,10 +82,13 @@ LockCore::~LockCore() {
 
 void LockCore::start() {
   session_.create_recursive(writers_);
-  if (policy_) session_.create_recursive(readers_);
-  listener_ = session_.add_listener([weak = weak_from_this()](SessionState state) {
-    if (auto self = weak.lock()) self->on_session(state);
-  });
+  if (policy_) {
+    session_.create_recursive(readers_);
+    session_.create_recursive(gates_);
+  }
+  // No strong reference here: a listener owning the core could end it inside the session's
+  // event dispatch.
+  listener_ = session_.add_listener([this](SessionState state) { on_session(state); });
   watchdog_ = std::thread([this] { watch_disconnection(); });
 }
 
@@ -72,31 +100,42 @@ void LockCore::on_session(SessionState state) {
     ++events_;
     ++session_events_;
     if (state == SessionState::disconnected) {
-      if (!disconnected_since_) disconnected_since_ = std::chrono::steady_clock::now();
+      // The C client gives up on a connection after 2/3 of the negotiated timeout without a
+      // reply, so the last reply came no earlier than that; the server may end the session
+      // one timeout after it (less a margin for the round trip and clock rates).
+      if (!lapse_at_) {
+        const auto timeout = session_.negotiated_timeout();
+        lapse_at_ = std::chrono::steady_clock::now() + timeout / 3 - timeout / 20;
+      }
     } else if (state == SessionState::connected) {
-      disconnected_since_.reset();
-      to_remove.swap(pending_removals_);
+      lapse_at_.reset();
+      const auto generation = session_.generation();
+      for (const auto& pending : pending_removals_) {
+        if (pending.generation == generation) to_remove.push_back(pending.node);
+      }
+      pending_removals_.clear();  // another session's nodes went with it
     } else {  // expired, auth_failed: the ephemeral nodes are gone
       ++lost_generation_;
       pending_removals_.clear();
-      to_call = mark_lost();
+      to_call = mark_lost(false);
     }
     changed_.notify_all();
   }
-  // Nodes a release or a lapsed hold could not delete while disconnected: fire and forget
-  // (this runs on the ZooKeeper thread, which must not wait for replies).
+  // Holds that lapsed while the same session was away: fire and forget (this runs on the
+  // ZooKeeper thread, which must not wait for replies). The names are unique to us.
   for (const auto& node : to_remove) (void)session_.remove_async(node, 0);
   for (auto& callback : to_call) callbacks_->post(callback);
 }
 
-std::vector<std::function<void()>> LockCore::mark_lost() {
+std::vector<std::function<void()>> LockCore::mark_lost(bool keep) {
   bool any = false;
+  const auto generation = keep ? session_.generation() : 0;
   for (auto& [thread, hold] : holds_) {
-    any = any || !hold.lost;
-    if (!hold.lost && disconnected_since_) {
-      // The server may still keep the node if the session survives: delete it on reconnect.
-      pending_removals_.push_back(hold.node);
-      if (hold.owns_gate) pending_removals_.push_back(gate_);
+    if (hold.lost) continue;
+    any = true;
+    if (keep) {
+      if (!hold.gate.empty()) pending_removals_.push_back({hold.gate, generation});
+      pending_removals_.push_back({hold.node, generation});
     }
     hold.lost = true;
   }
@@ -104,25 +143,25 @@ std::vector<std::function<void()>> LockCore::mark_lost() {
 }
 
 void LockCore::watch_disconnection() {
-  // A hold is lost for good once the session timeout passes without a reconnect: the server
-  // has (or soon will have) ended the session, and another process may hold the lock.
+  // A hold is lost once the server may have ended the session: another process may hold
+  // the lock from then on.
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    if (!disconnected_since_) {
-      changed_.wait(lock, [&] { return stopping_ || disconnected_since_.has_value(); });
+    if (!lapse_at_) {
+      changed_.wait(lock, [&] { return stopping_ || lapse_at_.has_value(); });
       continue;
     }
-    const auto since = *disconnected_since_;
-    const auto lapse = since + session_.options().session_timeout;
-    changed_.wait_until(lock, lapse, [&] { return stopping_ || disconnected_since_ != since; });
-    if (stopping_ || disconnected_since_ != since) continue;
-    auto to_call = mark_lost();
+    const auto lapse = *lapse_at_;
+    changed_.wait_until(lock, lapse, [&] { return stopping_ || lapse_at_ != lapse; });
+    if (stopping_ || lapse_at_ != lapse) continue;
+    auto to_call = mark_lost(true);
     ++events_;
+    ++session_events_;  // waiters look again: their own node may be lost too
     changed_.notify_all();
     lock.unlock();
     for (auto& callback : to_call) callbacks_->post(callback);
     lock.lock();
-    changed_.wait(lock, [&] { return stopping_ || disconnected_since_ != since; });
+    changed_.wait(lock, [&] { return stopping_ || lapse_at_ != lapse; });
   }
 }
 
@@ -141,7 +180,9 @@ bool LockCore::wait_fired(const std::shared_ptr<bool>& fired, std::uint64_t sess
                           std::chrono::steady_clock::time_point deadline) {
   // Only our own watch (or a session change) wakes us: other waiters' churn does not.
   std::unique_lock lock(mutex_);
-  changed_.wait_until(lock, deadline, [&] { return *fired || session_events_ != session_seen; });
+  changed_.wait_until(lock, deadline, [&] {
+    return *fired || session_events_ != session_seen || stopping_;
+  });
   return std::chrono::steady_clock::now() < deadline;
 }
 
@@ -150,34 +191,45 @@ std::uint64_t LockCore::session_events() const {
   return session_events_;
 }
 
-std::string LockCore::create_own(const std::string& folder, const std::string& prefix) {
-  return find_or_create(folder, prefix + hex_id() + "-");
+std::optional<std::string> LockCore::find_own(const std::string& folder, const std::string& own) {
+  session_.sync(folder);
+  for (const auto& child : session_.children(folder)) {
+    if (child.rfind(own, 0) == 0) return folder + "/" + child;
+  }
+  return std::nullopt;
 }
 
-std::string LockCore::find_or_create(const std::string& folder, const std::string& own) {
-  // The unique id in the name finds our node again when the create's reply was lost.
-  for (int attempt = 0;; ++attempt) {
+std::string LockCore::create_own(const std::string& folder, const std::string& own, bool sent) {
+  // Curator's protected mode: a create whose reply was lost may have landed, so before
+  // creating again look for the unique id in the name. Until the connection is back (or
+  // the session ended, taking the node along) the outcome is unknown: wait for that.
+  std::uint64_t sent_in = session_.generation();
+  while (true) {
+    const auto seen = session_events();
     try {
+      if (sent && session_.generation() == sent_in) {
+        if (auto found = find_own(folder, own)) return *found;
+      }
+      sent = true;
+      sent_in = session_.generation();
       return session_.create(folder + "/" + own, {}, CreateMode::ephemeral_sequential);
     } catch (const ConnectionLoss&) {
-      if (attempt >= 5) throw;
-      try {
-        for (const auto& child : session_.children(folder)) {
-          if (child.rfind(own, 0) == 0) return folder + "/" + child;
-        }
-      } catch (const ConnectionLoss&) {
-      }
     }
+    (void)wait_fired(std::make_shared<bool>(false), seen,
+                     std::chrono::steady_clock::now() + far_future);
+    std::lock_guard lock(mutex_);
+    if (stopping_) throw ConnectionLoss("lock " + name_ + ": closed while creating its node");
   }
 }
 
 void LockCore::remove_own(const std::string& node) {
-  // Dropped only once deleted or known gone with the session; an outage is waited out for
-  // up to twice the session timeout, after which the reconnect deletes it.
-  const auto give_up_at = std::chrono::steady_clock::now() + 2 * session_.options().session_timeout;
+  // Done once deleted or known gone with the session. While disconnected, wait for the
+  // session to come back; once the server may have ended it, the reconnect deletes it.
+  const auto generation = session_.generation();
   while (true) {
     const auto seen = session_events();
     try {
+      if (session_.generation() != generation) return;  // the node went with its session
       session_.remove(node, 0);  // ephemeral nodes of avout are never changed: version 0
       return;
     } catch (const NoNode&) {
@@ -186,12 +238,21 @@ void LockCore::remove_own(const std::string& node) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
-    if (!wait_fired(std::make_shared<bool>(false), seen, give_up_at)) {
-      std::lock_guard lock(mutex_);
-      pending_removals_.push_back(node);
-      return;
-    }
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] {
+      return session_events_ != seen || stopping_ ||
+             (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_);
+    });
+    if (session_events_ != seen) continue;
+    pending_removals_.push_back({node, generation});
+    return;
   }
+}
+
+void LockCore::remove_hold_nodes(const Hold& hold) {
+  // The gate first: readers may enter as soon as it is gone; then our place in line.
+  if (!hold.gate.empty()) remove_own(hold.gate);
+  if (!hold.node.empty()) remove_own(hold.node);
 }
 
 const LockCore::Hold* LockCore::hold_of_this_thread() const {
@@ -219,38 +280,37 @@ bool LockCore::acquire(bool shared, std::chrono::steady_clock::time_point deadli
   hold.shared = shared;
   const bool acquired = shared ? acquire_shared(deadline, hold) : acquire_exclusive(deadline, hold);
   if (!acquired) return false;
-  std::lock_guard lock(mutex_);
-  if (lost_generation_ != generation) {
-    // The session expired while we acquired: the nodes are gone.
-    throw LockLost("lock " + name_ + ": the ZooKeeper session expired while acquiring");
+  {
+    std::lock_guard lock(mutex_);
+    if (lost_generation_ == generation) {
+      hold.count = 1;
+      holds_[std::this_thread::get_id()] = hold;
+      return true;
+    }
   }
-  hold.count = 1;
-  holds_[std::this_thread::get_id()] = hold;
-  return true;
+  // The session expired while we acquired: some nodes may live on the new session.
+  remove_hold_nodes(hold);
+  throw LockLost("lock " + name_ + ": the ZooKeeper session expired while acquiring");
 }
 
 bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold) {
   // The create and the first listing travel together: the listing, later on the same
   // session, already holds our node, so an uncontended lock costs one round trip.
-  const std::string own_prefix = "w-" + hex_id() + "-";
-  auto created = session_.create_async(writers_ + "/" + own_prefix, {}, CreateMode::ephemeral_sequential);
+  const std::string own_writer = own_prefix('w');
+  auto created = session_.create_async(writers_ + "/" + own_writer, {}, CreateMode::ephemeral_sequential);
   auto first_listing = session_.children_async(writers_);
   try {
     hold.node = session_.wait(created);
   } catch (const ConnectionLoss&) {
-    hold.node = find_or_create(writers_, own_prefix);
+    hold.node = create_own(writers_, own_writer, true);
   }
   std::optional<std::vector<std::string>> listed;
   try {
     listed = session_.wait(first_listing);
   } catch (const ConnectionLoss&) {
   }
-  hold.token = sequence_of(hold.node) + 1;  // never 0: 0 means "not held"
   const std::string own = last_segment(hold.node);
-  auto give_up = [&] {
-    if (hold.owns_gate) remove_own(gate_);
-    remove_own(hold.node);
-  };
+  auto give_up = [&] { remove_hold_nodes(hold); };
   try {
     while (true) {
       const auto seen = session_events();
@@ -285,32 +345,14 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
         give_up();
         return false;
       }
-      // Close the gate: readers arriving from now on wait.
-      const auto seen = session_events();
-      try {
-        session_.create(gate_, {}, CreateMode::ephemeral);
-        hold.owns_gate = true;
-      } catch (const NodeExists&) {
-        // A writer's gate whose owner is gone, until its session ends.
-        auto fired = std::make_shared<bool>(false);
-        if (session_.exists(gate_, wake(fired)) && !wait_fired(fired, seen, deadline)) {
-          give_up();
-          return false;
-        }
-        continue;
-      } catch (const ConnectionLoss&) {
-        if (session_.exists(gate_) && !hold.owns_gate) {
-          // Our create may have landed: its owner tells.
-          auto stat = session_.exists(gate_);
-          hold.owns_gate = stat && stat->ephemeral_owner == session_.session_id();
-        }
-        if (!hold.owns_gate) continue;
-      }
+      // Close the gate: readers arriving from now on wait. Each gate has a name of its own,
+      // so no other writer's (or session's) removal can take ours away.
+      hold.gate = create_own(gates_, own_prefix('g'));
       // A reader may have entered between our look and the gate: look again.
       session_.sync(readers_);
-      if (session_.children(readers_).empty()) return true;
-      remove_own(gate_);
-      hold.owns_gate = false;
+      if (queue_of(session_.children(readers_), 'r').empty()) return true;
+      remove_own(hold.gate);
+      hold.gate.clear();
     }
   } catch (...) {
     give_up();
@@ -320,9 +362,8 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
 
 bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
                              std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
-  auto children = listed ? std::move(*listed) : session_.children(writers_);
+  const auto children = queue_of(listed ? std::move(*listed) : session_.children(writers_), 'w');
   listed.reset();
-  sort_by_sequence(children);
   auto mine = std::find(children.begin(), children.end(), own);
   if (mine == children.end()) throw LockLost("lock " + name_ + ": its node vanished (session lost)");
   if (mine == children.begin()) return true;
@@ -341,7 +382,7 @@ bool LockCore::wait_for_readers_to_leave(std::chrono::steady_clock::time_point d
     bool empty = false;
     try {
       session_.sync(readers_);
-      empty = session_.children(readers_, wake(fired)).empty();
+      empty = queue_of(session_.children(readers_, wake(fired)), 'r').empty();
     } catch (const ConnectionLoss&) {
       if (!wait_fired(fired, seen, deadline)) return false;
       continue;
@@ -360,18 +401,22 @@ bool LockCore::wait_for_readers_to_leave(std::chrono::steady_clock::time_point d
 
 bool LockCore::acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold) {
   const bool hard = *policy_ == WriterPolicy::hard;
+  // What bars readers: any queued writer (hard) or a closed gate (soft).
+  const std::string& barriers = hard ? writers_ : gates_;
+  const char barrier_kind = hard ? 'w' : 'g';
   while (true) {
     const auto seen = session_events();
     auto fired = std::make_shared<bool>(false);
     try {
-      hold.node = create_own(readers_, "r-");
-      hold.token = sequence_of(hold.node) + 1;
+      hold.node = create_own(readers_, own_prefix('r'));
       // The sync makes our view at least as new as our own create: a writer that queued
       // (hard) or closed the gate (soft) before it is seen; one that does so after sees us.
-      session_.sync(hard ? writers_ : gate_);
-      const bool open = hard ? session_.children(writers_, wake(fired)).empty()
-                             : !session_.exists(gate_, wake(fired));
-      if (open) return true;
+      session_.sync(barriers);
+      const auto barring = queue_of(session_.children(barriers), barrier_kind);
+      if (barring.empty()) return true;
+      // Wait for the newest barrier only: readers are not woken by every change of the
+      // writer queue (no herd), and once it is gone the earlier ones are too (FIFO).
+      if (!session_.exists(barriers + "/" + barring.back(), wake(fired))) *fired = true;
     } catch (const ConnectionLoss&) {
       // Fall through: our node (if any) goes, and we look again after the reconnect.
     } catch (...) {
@@ -390,15 +435,24 @@ void LockCore::release(bool shared) {
   {
     std::lock_guard lock(mutex_);
     auto found = holds_.find(std::this_thread::get_id());
-    if (found == holds_.end()) return;
-    if (--found->second.count > 0) return;
+    if (found == holds_.end()) {
+      throw LockLost("lock " + name_ + ": unlock() by a thread that does not hold it");
+    }
+    if (found->second.count > 1) {
+      --found->second.count;
+      return;
+    }
+    if (found->second.lost) {
+      holds_.erase(found);  // the nodes went with the session or go once it is back
+      return;
+    }
     ended = found->second;
-    holds_.erase(found);
   }
-  if (ended.lost) return;
-  // The gate first: readers may enter as soon as it is gone; then our place in line.
-  if (ended.owns_gate) remove_own(gate_);
-  remove_own(ended.node);
+  // Local state goes only after the nodes are deleted or known gone (DESIGN's lock rules):
+  // until then this thread still holds, as far as anyone can tell.
+  remove_hold_nodes(ended);
+  std::lock_guard lock(mutex_);
+  holds_.erase(std::this_thread::get_id());
 }
 
 bool LockCore::held(bool shared) const {
@@ -406,18 +460,29 @@ bool LockCore::held(bool shared) const {
   const Hold* hold = hold_of_this_thread();
   if (hold == nullptr || hold->lost) return false;
   if (!shared && hold->shared) return false;
-  // Disconnected longer than the session timeout: the server has ended the session.
-  if (disconnected_since_ &&
-      std::chrono::steady_clock::now() - *disconnected_since_ >= session_.options().session_timeout) {
-    return false;
-  }
+  // Past the moment the server may have ended the session (the watchdog marks it soon).
+  if (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_) return false;
   return true;
 }
 
-std::uint64_t LockCore::token(bool shared) const {
-  if (!held(shared)) return 0;
+std::uint64_t LockCore::token(bool shared) {
+  std::string proof;
+  {
+    if (!held(shared)) return 0;
+    std::lock_guard lock(mutex_);
+    const Hold* hold = hold_of_this_thread();
+    if (hold->token != 0) return hold->token;
+    // A soft writer's hold begins when its gate closes: readers may have held after its
+    // node was queued.
+    proof = hold->gate.empty() ? hold->node : hold->gate;
+  }
+  const auto stat = session_.exists(proof);
+  if (!stat) return 0;  // gone with the session: not held
   std::lock_guard lock(mutex_);
-  return hold_of_this_thread()->token;
+  auto found = holds_.find(std::this_thread::get_id());
+  if (found == holds_.end() || found->second.lost) return 0;
+  found->second.token = static_cast<std::uint64_t>(stat->czxid);
+  return found->second.token;
 }
 
 void LockCore::on_lost(std::function<void()> callback) {

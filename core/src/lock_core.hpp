@@ -32,13 +32,16 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   /// Makes the lock's folders exist and starts listening to the session.
   void start();
   /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind).
+  /// A create whose reply was lost is resolved first, which may outlast the deadline.
   bool acquire(bool shared, std::chrono::steady_clock::time_point deadline);
-  /// Ends one hold of this thread (quietly when there is none or it was lost).
+  /// Ends one hold of this thread; a lost hold is dropped quietly. LockLost when this thread
+  /// holds nothing. Local state goes only once the nodes are deleted or known gone.
   void release(bool shared);
   /// True while this thread holds (shared: for reading) and the session is not lost.
   bool held(bool shared) const;
-  /// The fencing token of this thread's hold (0: none).
-  std::uint64_t token(bool shared) const;
+  /// The fencing token of this thread's hold (0: none): the zxid that created the node
+  /// proving it, so readers' and writers' tokens form one increasing sequence.
+  std::uint64_t token(bool shared);
   /// Adds a callback for lost holds.
   void on_lost(std::function<void()> callback);
   /// The node whose existence proves this thread's hold; LockLost when there is none.
@@ -50,11 +53,16 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
  private:
   struct Hold {
     std::string node;          // the writer or reader node
-    std::uint64_t token = 0;   // its sequence number
+    std::string gate;          // a soft writer's gate node (empty: none)
+    std::uint64_t token = 0;   // read on first use (0: not yet)
     int count = 0;             // nested holds (a writer's reads count here too)
     bool shared = false;
-    bool owns_gate = false;
     bool lost = false;
+  };
+  // A node to delete once the same session is back (a hold that lapsed while disconnected).
+  struct PendingRemoval {
+    std::string node;
+    std::uint64_t generation;  // the session it lives in; another session's is gone already
   };
 
   bool acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold);
@@ -64,9 +72,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   bool first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
                      std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
   bool wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline, bool quiet);
-  std::string create_own(const std::string& folder, const std::string& prefix);
-  std::string find_or_create(const std::string& folder, const std::string& own);
+  // Creates an ephemeral sequential node <folder>/<kind>-<unique id>-; `sent` says a first
+  // create of that name already went out with no answer.
+  std::string create_own(const std::string& folder, const std::string& own, bool sent = false);
+  // Our node of that name after a sync, if it exists.
+  std::optional<std::string> find_own(const std::string& folder, const std::string& own);
   void remove_own(const std::string& node);
+  void remove_hold_nodes(const Hold& hold);
   std::uint64_t session_events() const;
   // A watch callback that sets `fired` (when given) and wakes the waiters.
   WatchCallback wake(std::shared_ptr<bool> fired = nullptr) const;
@@ -76,7 +88,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   std::chrono::steady_clock::time_point deadline);
   void on_session(SessionState state);
   // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
-  std::vector<std::function<void()>> mark_lost();
+  // `keep`: the session may live on, so its nodes are deleted once it is back.
+  std::vector<std::function<void()>> mark_lost(bool keep);
   void watch_disconnection();
   const Hold* hold_of_this_thread() const;
 
@@ -84,7 +97,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::string name_;
   std::string writers_;
   std::string readers_;
-  std::string gate_;
+  std::string gates_;
   std::optional<WriterPolicy> policy_;
   std::chrono::milliseconds quiet_period_;
   std::shared_ptr<CallbackExecutor> callbacks_;
@@ -95,12 +108,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::uint64_t events_ = 0;
   std::uint64_t session_events_ = 0;
   std::uint64_t lost_generation_ = 0;  // bumped when the session expires
-  std::optional<std::chrono::steady_clock::time_point> disconnected_since_;
+  // While disconnected: when the server may have expired the session (holds are lost then).
+  std::optional<std::chrono::steady_clock::time_point> lapse_at_;
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
-  std::vector<std::string> pending_removals_;  // to delete once reconnected
+  std::vector<PendingRemoval> pending_removals_;
   bool stopping_ = false;
-  std::thread watchdog_;  // marks holds lost when a disconnection outlasts the session timeout
+  std::thread watchdog_;  // marks holds lost at lapse_at_
 };
 
 }  // namespace avout::detail

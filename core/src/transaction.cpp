@@ -6,15 +6,32 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <variant>
 
 namespace avout::detail {
 
 namespace {
 thread_local Transaction* running = nullptr;
 
-// Rule 11: values carried inside the commit multi stay well under jute.maxbuffer (1 MB),
-// leaving room for heads, tags and the multi's own framing.
-constexpr std::size_t multi_value_budget = 512 * 1024;
+// Rule 11: ZooKeeper answers a request over jute.maxbuffer (1 MB by default) by dropping the
+// connection, so the commit multi, counted as it is serialized, stays under it with a margin.
+constexpr std::size_t multi_limit = 960 * 1024;
+// What an op costs besides its path and data: op header, lengths, version, flags and ACL.
+constexpr std::size_t op_overhead = 128;
+// A point id: 16 hex digits of the session, '-', a 36-character UUID.
+constexpr std::size_t point_size = 53;
+// A history entry in an encoded head: zxid and length-prefixed point id.
+constexpr std::size_t head_entry_size = 8 + 8 + point_size;
+
+std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
+  return std::visit(
+      [&](const auto& o) {
+        std::size_t size = op_overhead + chroot + o.path.size();
+        if constexpr (requires { o.data; }) size += o.data.size();
+        return size;
+      },
+      operation);
+}
 
 // A younger transaction gives way to a live older one at most this often per dosync, so a
 // tag left behind by a stuck (but living) process delays others only for a while.
@@ -280,7 +297,29 @@ void Transaction::commit() {
   std::vector<Tag> tags;
 
   // Values of written refs are final now: validate and store them under fresh points.
-  std::size_t multi_bytes = 0;
+  // Rule 11: everything but the values ZooKeeper would hold must fit, before anything is
+  // written; those values then ride in the multi only while it still fits.
+  const std::size_t chroot = session.options().chroot.size();
+  std::size_t multi_bytes = 2 * (op_overhead + chroot) + stm_.clock_path().size() +
+                            stm_.markers_root().size() + 1 + point_size;
+  for (Entry* target : fixed) {
+    multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
+                   stm_.tag_path(target->ref->name()).size();
+    if (target->written) multi_bytes += encode_head(target->head).size() + head_entry_size;
+  }
+  for (Entry* target : commuted) {  // re-read at commit: its head may have grown to the most
+    multi_bytes += op_overhead + chroot + target->ref->head_path().size() +
+                   (stm_.options().max_history + 1) * head_entry_size + 32;
+  }
+  for (const auto& addition : additions_) {
+    for (const auto& operation : addition.operations) multi_bytes += serialized_size(operation, chroot);
+  }
+  if (multi_bytes > multi_limit) {
+    throw ValueTooLarge("transaction over " + std::to_string(fixed.size() + commuted.size()) +
+                        " refs: its commit would take about " + std::to_string(multi_bytes) +
+                        " bytes, over the " + std::to_string(multi_limit) +
+                        " ZooKeeper accepts in one request; nothing was written");
+  }
   auto stage = [&](Entry* target, const HeadRecord& head, std::int64_t head_zxid,
                    const Bytes& value) {
     RefCore& ref = *target->ref;
@@ -298,9 +337,13 @@ void Transaction::commit() {
       staged.trimmed.push_back(staged.next.history.back().point);
       staged.next.history.pop_back();
     }
-    if (multi_bytes + value.size() <= multi_value_budget) {
+    if (multi_bytes + value.size() <= multi_limit) {
       staged.in_multi = ref.data().commit_operation(value, staged.point);
-      if (staged.in_multi) multi_bytes += value.size();
+      if (staged.in_multi) {
+        const std::size_t size = serialized_size(*staged.in_multi, chroot);
+        if (multi_bytes + size <= multi_limit) multi_bytes += size;
+        else staged.in_multi.reset();
+      }
     }
     if (!staged.in_multi) ref.data().set(value, staged.point);
     stm_.remember(staged.point, value);

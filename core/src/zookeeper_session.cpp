@@ -111,8 +111,14 @@ struct ZooKeeperSession::Impl {
   bool closing = false;
   std::thread renewer;
 
+  // A listener stays alive while it runs even when it (or a lock handle dying inside it)
+  // removes itself: dispatch calls shared copies, and `active` stops later calls.
+  struct Listener {
+    std::function<void(SessionState)> call;
+    bool active = true;  // guarded by `dispatching`
+  };
   std::recursive_mutex dispatching;  // held while listeners run
-  std::map<std::uint64_t, std::function<void(SessionState)>> listeners;
+  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners;
   std::uint64_t next_listener = 1;
 
   std::mutex persistent_mutex;
@@ -129,9 +135,12 @@ struct ZooKeeperSession::Impl {
 
   void dispatch(SessionState session_state) {
     std::lock_guard lock(dispatching);
-    for (auto& entry : listeners) {
-      auto& listener = entry.second;  // a structured binding cannot be captured by clang 14
-      detail::run_callback_safely([&] { listener(session_state); }, "session listener");
+    std::vector<std::shared_ptr<Listener>> snapshot;
+    snapshot.reserve(listeners.size());
+    for (const auto& entry : listeners) snapshot.push_back(entry.second);
+    for (const auto& listener : snapshot) {
+      if (!listener->active) continue;  // removed by a listener that ran before it
+      detail::run_callback_safely([&] { listener->call(session_state); }, "session listener");
     }
   }
 
@@ -287,16 +296,23 @@ bool ZooKeeperSession::connected() const {
 
 const SessionOptions& ZooKeeperSession::options() const { return impl_->options; }
 
+std::chrono::milliseconds ZooKeeperSession::negotiated_timeout() const {
+  return std::chrono::milliseconds(zoo_recv_timeout(impl_->current()->get()));
+}
+
 std::uint64_t ZooKeeperSession::add_listener(std::function<void(SessionState)> listener) {
   std::lock_guard lock(impl_->dispatching);
   const std::uint64_t id = impl_->next_listener++;
-  impl_->listeners.emplace(id, std::move(listener));
+  impl_->listeners.emplace(id, std::make_shared<Impl::Listener>(Impl::Listener{std::move(listener)}));
   return id;
 }
 
 void ZooKeeperSession::remove_listener(std::uint64_t id) {
   std::lock_guard lock(impl_->dispatching);
-  impl_->listeners.erase(id);
+  auto found = impl_->listeners.find(id);
+  if (found == impl_->listeners.end()) return;
+  found->second->active = false;
+  impl_->listeners.erase(found);
 }
 
 namespace {

@@ -267,6 +267,22 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
     }
   }
 
+  // Plain reads outside transactions: a prefix of the final list, never an error about a
+  // value the head had moved past.
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "ref-read") continue;
+    const auto key = operation.argument.at("key").get<std::string>();
+    if (operation.outcome == "fail") {
+      problems.push_back("plain deref of " + key + " failed although the ref has a value\n    " + show(operation));
+    } else if (operation.outcome == "ok") {
+      const auto final_list = final_lists.count(key) ? final_lists.at(key) : std::vector<long>{};
+      if (!is_prefix(operation.result.get<std::vector<long>>(), final_list)) {
+        problems.push_back("incompatible order: a plain deref of " + key + " is no prefix of the final list " +
+                           show_list(final_list) + "\n    " + show(operation));
+      }
+    }
+  }
+
   // Cycles: G0 (ww only), G1c (ww and wr), G-single (one rw and the rest ww/wr).
   int reported = 0;
   for (const auto& component : components(graph, "w")) {
@@ -466,7 +482,7 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
       problems.push_back("agent " + agent + ": a send of unknown outcome ran " + std::to_string(times) + " times\n    " +
                          show(operation));
     }
-    if (operation.outcome == "ok" && times == 1) {
+    if (operation.outcome == "ok" && times == 1 && !operation.argument.at("thread").is_null()) {
       by_thread[agent + " thread " + operation.argument.at("thread").dump()].push_back(&operation);
     }
   }

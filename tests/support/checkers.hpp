@@ -16,7 +16,9 @@ namespace avout::testing {
 /// Finds: duplicate or lost acknowledged appends, reads that are no prefix of the final
 /// list, internal inconsistency (a read that misses the transaction's own earlier appends),
 /// G1a (read of a failed transaction's append), G1b (read of an intermediate state), and
-/// cycles of ww/wr edges (G0, G1c) and with one rw edge (G-single).
+/// cycles of ww/wr edges (G0, G1c) and with one rw edge (G-single). Plain reads outside
+/// transactions ("f": "ref-read", argument {"key"}, result the list; "fail" when the value
+/// the head named was missing) must be prefixes of the final list and never fail.
 std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
                                            const std::map<std::string, std::vector<long>>& final_lists);
 

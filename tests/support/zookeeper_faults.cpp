@@ -64,7 +64,7 @@ void expire_session(zhandle_t* handle, const std::string& hosts) {
   if (zhandle_t* twin = zookeeper_init(server.c_str(), on_event, timeout_ms, &id, &waiter, 0)) {
     {
       std::unique_lock lock(waiter.mutex);
-      waiter.changed.wait_for(lock, std::chrono::seconds(1), [&] { return waiter.connected; });
+      waiter.changed.wait_for(lock, std::chrono::seconds(3), [&] { return waiter.connected; });
     }
     zookeeper_close(twin);
   }

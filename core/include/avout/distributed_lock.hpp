@@ -12,10 +12,15 @@
 // what bars readers:
 //   hard (default): any queued writer (the writer queue is the gate), so a waiting writer
 //     blocks new readers and successive writers keep them out until the queue empties.
-//   soft: only a gate node (<...>/gate) that the first writer creates once no reader is
-//     inside, so readers keep entering while a writer waits.
+//   soft: only a gate node (<...>/gates/g-<unique id>-<seq>, a name of its own per hold)
+//     that the first writer creates once no reader is inside, so readers keep entering
+//     while a writer waits.
 //   timed_soft: as soft, and the writer closes the gate only after a quiet period in which
 //     no reader came or went.
+//
+// Only nodes named <kind>-<16 hex digits>-<10 digits> count: the folders of a lock whose
+// name nests below this one (say /l/writers below /l) sit beside them and are ignored.
+// A barred reader waits for the newest barrier node only, never for the whole folder.
 //
 // Holds are per thread and reentrant. When the session is lost the holder is told: is_held()
 // turns false, the on_lost callbacks run (on the client's callback thread), and ensure_held()
@@ -70,15 +75,23 @@ class Lock {
     return acquire_until(std::chrono::steady_clock::now() +
                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(left));
   }
-  /// Ends one hold of this thread; the last one deletes the node. Never throws: a hold that
-  /// was already lost is simply dropped.
+  /// Ends one hold of this thread; the last one deletes the node and returns once it is
+  /// deleted or gone with the session (during an outage it waits for the reconnect, at most
+  /// until the server may have ended the session; the reconnect deletes it then). A hold
+  /// that was already lost is simply dropped. Throws LockLost when this thread holds nothing
+  /// (std::mutex leaves that undefined).
   void unlock();
-  /// True while this thread holds the lock and its session is not lost.
+  /// True while this thread holds the lock and its session is not lost. While disconnected
+  /// it turns false once the server may have expired the session: one negotiated session
+  /// timeout after the last reply the client can have heard (the client notices silence
+  /// after 2/3 of it), less a small margin.
   bool is_held() const;
   /// Throws LockLost unless is_held().
   void ensure_held() const;
-  /// A number that strictly increases with every acquisition of this lock (in any process):
-  /// hand it to a resource that must refuse stale holders. 0 when not held by this thread.
+  /// A number that strictly increases with every acquisition of this lock (in any process),
+  /// read and write holds of a ReadWriteLock alike: the zxid that created the node proving
+  /// the hold, read on the first call of a hold (may throw ConnectionLoss). Hand it to a
+  /// resource that must refuse stale holders. 0 when not held by this thread.
   std::uint64_t fencing_token() const;
   /// Runs `callback` (on the client's callback thread) when a hold of this process is lost.
   void on_lost(std::function<void()> callback);

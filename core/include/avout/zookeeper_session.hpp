@@ -148,13 +148,16 @@ class ZooKeeperSession {
   bool connected() const;
   /// The options this session was opened with.
   const SessionOptions& options() const;
+  /// The session timeout the server granted (it may differ from the one asked for).
+  std::chrono::milliseconds negotiated_timeout() const;
 
   /// Registers a listener of session state changes; returns an id for remove_listener.
   /// Listeners run on the ZooKeeper event thread, or on the renewal thread for `connected`
   /// after an expiry. A listener added right after construction may still receive the
   /// first connect's `connected`.
   std::uint64_t add_listener(std::function<void(SessionState)> listener);
-  /// Unregisters a listener; after return it is never called again.
+  /// Unregisters a listener; after return it is never called again. A listener may remove
+  /// itself or others while it runs.
   void remove_listener(std::uint64_t id);
 
   // ---- asynchronous calls: pipelined, replies in request order -------------------------
