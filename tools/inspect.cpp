@@ -67,7 +67,7 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
   } else if (kind == "leases") {
     walk(session, root + "/leases", "", true, names);
   } else if (kind == "locks") {
-    // A lock's folder holds "writers" (and, for read-write locks, "readers" and the gate).
+    // A lock's folder holds "writers" (and, for read-write locks, "readers" and "gates").
     for (const char* folder : {"/locks", "/rwlocks"}) {
       std::vector<std::string> leaves;
       walk(session, root + folder, "", false, leaves);  // empty queues and waiting nodes
@@ -157,7 +157,8 @@ void show_lock(Client& client, const std::string& name, std::ostream& out) {
   };
   const auto writers = sorted_children(base + "/writers");
   out << (read_write ? "read-write lock " : "lock ") << name << "\n";
-  const bool gate = read_write && session.exists(base + "/gate").has_value();
+  // Soft-policy writers close the gate with a node of their own under "gates".
+  const bool gate = read_write && !sorted_children(base + "/gates").empty();
   const auto readers = read_write ? sorted_children(base + "/readers") : std::vector<std::string>{};
   for (std::size_t i = 0; i < writers.size(); ++i) {
     // The first writer holds once no reader is inside (soft policies also close the gate).
