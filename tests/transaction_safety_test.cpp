@@ -265,3 +265,20 @@ TEST_CASE("a transaction whose commit cannot fit in one ZooKeeper request is Val
   avout::Client reader(options());
   CHECK(reader.ref<long>(prefix + "-539", 0).deref() == 539);
 }
+
+TEST_CASE("a ref asked for with another type than it holds is a CodecError naming the ref and both types") {
+  start_servers();
+  avout::Client client(options());
+  const std::string name = unique_name("typed");
+  auto text = client.ref<std::string>(name, "hello");
+  try {
+    (void)client.ref<long>(name, 0);
+    FAIL("a long handle of a string ref was made");
+  } catch (const avout::CodecError& error) {
+    const std::string message = error.what();
+    CHECK(message.find(name) != std::string::npos);
+    CHECK(message.find("string") != std::string::npos);
+    CHECK(message.find("integer") != std::string::npos);
+  }
+  CHECK(text.deref() == "hello");
+}

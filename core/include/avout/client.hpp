@@ -75,10 +75,14 @@ class Client {
   Ref<T> ref(const std::string& name, const T& initial) {
     return ref<T>(name, initial, default_store());
   }
-  /// The ref `name` whose values live in `store`; created with `initial` if new.
+  /// The ref `name` whose values live in `store`; created with `initial` if new. All handles
+  /// of one name in this client are one ref. CodecError when it holds another kind of value.
   template <Encodable T>
   Ref<T> ref(const std::string& name, const T& initial, Store& store) {
-    return Ref<T>(stm_->attach(name, store, encode(initial)));
+    const Bytes encoded = encode(initial);
+    auto core = stm_->attach(name, store, encoded);
+    core->require_kind(encoded);
+    return Ref<T>(std::move(core));
   }
 
   /// The agent `name` whose value lives in ZooKeeper; created with `initial` if new.

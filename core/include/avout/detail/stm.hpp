@@ -89,7 +89,9 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
 
   /// The newest committed value (outside transactions).
   Bytes read_latest();
-  /// Installs a validator for this handle (empty: none).
+  /// CodecError naming both kinds when the stored value is another kind than `sample`.
+  void require_kind(const Bytes& sample);
+  /// Installs a validator for this ref in this client (empty: none).
   void set_validator(std::function<bool(const Bytes&)> validator);
   /// Throws ValidationError when the validator rejects `value`.
   void validate(const Bytes& value);
