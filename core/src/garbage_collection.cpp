@@ -55,7 +55,7 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
   for (const auto& name : names) {
     ++report.refs_scanned;
     for (Store* store : stores) {
-      auto data = store->reference_data(name);
+      auto data = store->reference_data(value_key("ref", name));
       // Order matters (rule 9): list the points, then learn after a sync which writers are
       // dead, then read the head. A dead session can never make its points referenced later.
       std::vector<Point> points = data->points();
