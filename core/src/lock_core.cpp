@@ -238,12 +238,15 @@ void LockCore::remove_own(const std::string& node) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
+    // A connection loss without a session event (a reply that timed out or was lost while
+    // the connection stayed up) never wakes us: retry after a pause instead of waiting for one.
+    constexpr std::chrono::milliseconds retry_pause{200};
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] {
+    const bool woken = changed_.wait_for(lock, retry_pause, [&] {
       return session_events_ != seen || stopping_ ||
              (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_);
     });
-    if (session_events_ != seen) continue;
+    if (!woken || session_events_ != seen) continue;
     pending_removals_.push_back({node, generation});
     return;
   }
