@@ -53,7 +53,9 @@ std::string own_prefix(char kind) {
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-constexpr auto far_future = std::chrono::hours(24 * 365 * 10);
+// A connection loss without a session event (a reply that timed out or was lost while the
+// connection stayed up) wakes nobody: waits that ride out connection loss retry after this.
+constexpr std::chrono::milliseconds retry_pause{200};
 
 }  // namespace
 
@@ -216,7 +218,7 @@ std::string LockCore::create_own(const std::string& folder, const std::string& o
     } catch (const ConnectionLoss&) {
     }
     (void)wait_fired(std::make_shared<bool>(false), seen,
-                     std::chrono::steady_clock::now() + far_future);
+                     std::chrono::steady_clock::now() + retry_pause);
     std::lock_guard lock(mutex_);
     if (stopping_) throw ConnectionLoss("lock " + name_ + ": closed while creating its node");
   }
@@ -238,9 +240,6 @@ void LockCore::remove_own(const std::string& node) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
-    // A connection loss without a session event (a reply that timed out or was lost while
-    // the connection stayed up) never wakes us: retry after a pause instead of waiting for one.
-    constexpr std::chrono::milliseconds retry_pause{200};
     std::unique_lock lock(mutex_);
     const bool woken = changed_.wait_for(lock, retry_pause, [&] {
       return session_events_ != seen || stopping_ ||
