@@ -114,8 +114,7 @@ TEST_CASE("a ref read as the wrong type is CodecError, never a wrong value") {
   avout::Client client(options());
   const std::string name = "/" + unique("typed-");
   auto text = client.ref<std::string>(name, "not a number");
-  auto number = client.ref<long>(name, 0);  // the same ref, read as another type
-  CHECK_THROWS_AS(number.deref(), avout::CodecError);
-  CHECK_THROWS_AS(client.dosync([&] { number.alter([](long v) { return v + 1; }); }), avout::CodecError);
+  // The same ref asked for as another type is refused when the handle is made, by name.
+  CHECK_THROWS_WITH_AS(client.ref<long>(name, 0), doctest::Contains(name.c_str()), avout::CodecError);
   CHECK(text.deref() == "not a number");
 }
