@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <exception>
 
@@ -10,6 +11,7 @@ namespace avout::detail {
 
 struct CallbackExecutor::Impl {
   boost::asio::thread_pool pool{1};  // one thread: callbacks never run concurrently
+  std::atomic<bool> stopping{false};
 };
 
 CallbackExecutor::CallbackExecutor() : impl_(std::make_unique<Impl>()) {}
@@ -17,7 +19,10 @@ CallbackExecutor::CallbackExecutor() : impl_(std::make_unique<Impl>()) {}
 CallbackExecutor::~CallbackExecutor() { stop(); }
 
 void CallbackExecutor::post(std::function<void()> task) {
-  boost::asio::post(impl_->pool, [task = std::move(task)] {
+  if (impl_->stopping) return;
+  boost::asio::post(impl_->pool, [impl = impl_.get(), task = std::move(task)] {
+    // A callback (a watch re-reading the session, say) must not outlive its client's session.
+    if (impl->stopping) return;
     try {
       task();
     } catch (const std::exception& error) {
@@ -28,6 +33,9 @@ void CallbackExecutor::post(std::function<void()> task) {
   });
 }
 
-void CallbackExecutor::stop() { impl_->pool.join(); }
+void CallbackExecutor::stop() {
+  impl_->stopping = true;
+  impl_->pool.join();
+}
 
 }  // namespace avout::detail

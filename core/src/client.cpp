@@ -40,13 +40,13 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 }
 
 Client::~Client() {
-  // No ZooKeeper event may reach a callback after the executor stopped: close the session
-  // first, then drain the callbacks already queued.
+  // Callbacks read through the session (a watch fetching the new value): stop them before
+  // the session goes; events the closing session still posts are dropped.
   agent_workers_->stop();  // actions in flight finish; their agents are let go
+  callbacks_->stop();
   stm_.reset();
   zookeeper_store_.reset();
   session_.reset();
-  callbacks_->stop();
 }
 
 ZooKeeperSession& Client::session() { return *session_; }

@@ -86,9 +86,9 @@ class CallbackExecutor {
   ~CallbackExecutor();
   CallbackExecutor(const CallbackExecutor&) = delete;
   CallbackExecutor& operator=(const CallbackExecutor&) = delete;
-  /// Queues `task`.
+  /// Queues `task`; dropped once stop() began.
   void post(std::function<void()> task);
-  /// Runs what is queued, then stops the thread (idempotent).
+  /// Refuses new tasks, lets the running one finish, then stops the thread (idempotent).
   void stop();
 
  private:
