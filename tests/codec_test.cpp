@@ -4,9 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace {
 
@@ -29,6 +34,18 @@ void decodes_or_rejects(Outcomes& outcomes, Decode decode) {
   } catch (const avout::CodecError&) {
     ++outcomes.rejected;
   }
+}
+
+enum class Colour : std::uint8_t { red = 1, green = 200 };
+enum Plain { first = -3, second = 9 };
+
+std::string message_of(const auto& decode_it) {
+  try {
+    decode_it();
+  } catch (const avout::CodecError& error) {
+    return error.what();
+  }
+  return "no CodecError";
 }
 
 }  // namespace
@@ -79,6 +96,64 @@ TEST_CASE("containers round-trip, nested and empty") {
   CHECK(round_trip(std::optional<std::string>{"x"}) == std::optional<std::string>{"x"});
   const std::vector<std::optional<std::map<std::string, double>>> deep{std::nullopt, std::map<std::string, double>{{"k", 1.5}}};
   CHECK(round_trip(deep) == deep);
+}
+
+TEST_CASE("pairs, tuples, arrays, enums and unordered containers round-trip") {
+  const std::pair<std::string, long> pair{"a", -1};
+  CHECK(round_trip(pair) == pair);
+  const std::tuple<int, std::string, std::optional<double>, bool> tuple{7, "x", 2.5, true};
+  CHECK(round_trip(tuple) == tuple);
+  CHECK(round_trip(std::tuple<>{}) == std::tuple<>{});
+  const std::array<long, 3> array{1, 2, 3};
+  CHECK(round_trip(array) == array);
+  CHECK(round_trip(Colour::green) == Colour::green);
+  CHECK(round_trip(second) == second);
+  const std::unordered_map<std::string, std::vector<int>> map{{"a", {1}}, {"b", {}}, {"c", {2, 3}}};
+  CHECK(round_trip(map) == map);
+  const std::unordered_set<long> set{5, -4, 3, 1000};
+  CHECK(round_trip(set) == set);
+  CHECK(avout::codec::describe(avout::encode(pair)) == "[\"a\", -1]");
+}
+
+TEST_CASE("equal unordered containers encode to equal bytes, so compare_and_set can match them") {
+  std::unordered_set<long> one;
+  std::unordered_set<long> other(64);
+  for (long i = 0; i < 50; ++i) one.insert(i);
+  for (long i = 49; i >= 0; --i) other.insert(i);
+  CHECK(avout::encode(one) == avout::encode(other));
+}
+
+TEST_CASE("decoding a tuple, array or enum of the wrong shape is CodecError") {
+  CHECK_THROWS_AS((avout::decode<std::array<long, 2>>(avout::encode(std::array<long, 3>{1, 2, 3}))),
+                  avout::CodecError);
+  CHECK_THROWS_AS((avout::decode<std::pair<long, long>>(avout::encode(std::vector<long>{1}))),
+                  avout::CodecError);
+  CHECK_THROWS_AS(avout::decode<Colour>(avout::encode(300)), avout::CodecError);
+  avout::Bytes duplicate{0x07, 0x02};
+  for (int i = 0; i < 2; ++i) {
+    auto element = avout::encode(1L);
+    duplicate.insert(duplicate.end(), element.begin(), element.end());
+  }
+  CHECK_THROWS_AS(avout::decode<std::unordered_set<long>>(duplicate), avout::CodecError);
+}
+
+TEST_CASE("a value of another kind is CodecError saying what was expected and what was found") {
+  const std::string text = message_of([] { (void)avout::decode<long>(avout::encode(std::string("hi"))); });
+  CHECK(text.find("expected an integer, found a string") != std::string::npos);
+  const std::string listed =
+      message_of([] { (void)avout::decode<std::string>(avout::encode(std::vector<long>{1})); });
+  CHECK(listed.find("expected a string, found a list") != std::string::npos);
+  const std::string named = message_of(
+      [] { (void)avout::codec::decode_named<double>(avout::encode(true), "atom", "/flag"); });
+  CHECK(named.find("atom /flag") != std::string::npos);
+  CHECK(named.find("expected a floating-point number, found a bool") != std::string::npos);
+}
+
+TEST_CASE("kind_of names the kind of any stored value from its tag") {
+  CHECK(avout::codec::kind_of(avout::encode(1L)) == "an integer");
+  CHECK(avout::codec::kind_of(avout::encode(std::string())) == "a string");
+  CHECK(avout::codec::kind_of(avout::encode(std::map<long, long>{})) == "a map");
+  CHECK(avout::codec::kind_of(avout::Bytes{}) == "nothing");
 }
 
 TEST_CASE("truncated encodings are CodecError at every length") {

@@ -26,7 +26,7 @@ template <Encodable T>
 class Agent {
  public:
   /// The newest stored value.
-  T deref() const { return decode<T>(core_->read_latest()); }
+  T deref() const { return codec::decode_named<T>(core_->read_latest(), "agent", core_->name()); }
   /// Same as deref().
   T operator*() const { return deref(); }
 

@@ -114,7 +114,7 @@ class DistributedAtom {
     if (!snapshot.stored.exists()) {
       throw BackendError("atom " + core_->name() + ": no value stored (deleted underneath?)");
     }
-    return decode<T>(snapshot.envelope.payload);
+    return codec::decode_named<T>(snapshot.envelope.payload, "atom", core_->name());
   }
 
   void check(const T& value) {

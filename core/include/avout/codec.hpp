@@ -13,6 +13,12 @@
 //   0x08 map               varint count, then key and value alternately (no duplicate keys)
 //   0x09 optional          1 byte present flag (0/1), then the value when present
 //   0x0a user              varint length, then opaque bytes of a user's own codec
+// Built-in codecs: integers, enums (as their underlying integer), float/double, bool,
+// std::string, Bytes, std::vector, std::array, std::pair and std::tuple (lists of their
+// elements), std::map and std::unordered_map (maps), std::unordered_set (a list with no
+// duplicates), std::optional. Unordered containers are written in the order of their
+// elements' encodings, so equal containers give equal bytes (compare_and_set compares bytes).
+// <avout/json.hpp> adds any type with nlohmann::json's to_json/from_json.
 // Varints are LEB128, at most 10 bytes. Decoding checks every length against the bytes left,
 // every integer against the target type's range, and nesting depth (64), so malformed input
 // gives CodecError, never undefined behaviour or a huge allocation.
@@ -32,6 +38,8 @@
 #include <avout/bytes.hpp>
 #include <avout/errors.hpp>
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <concepts>
@@ -42,7 +50,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -66,6 +77,28 @@ enum class Tag : std::uint8_t {
   optional = 0x09,
   user = 0x0a,
 };
+
+/// The kind of value a tag byte announces, for messages: "an integer", "a string", ...
+inline std::string kind_name(std::uint8_t tag) {
+  switch (static_cast<Tag>(tag)) {
+    case Tag::signed_integer:
+    case Tag::unsigned_integer: return "an integer";
+    case Tag::float64: return "a floating-point number";
+    case Tag::boolean: return "a bool";
+    case Tag::string: return "a string";
+    case Tag::bytes: return "bytes";
+    case Tag::list: return "a list";
+    case Tag::map: return "a map";
+    case Tag::optional: return "an optional";
+    case Tag::user: return "a user type";
+  }
+  return "an unknown tag " + std::to_string(tag);
+}
+
+/// The kind of value `encoded` holds, read from its tag byte ("nothing" when empty).
+inline std::string kind_of(std::span<const std::uint8_t> encoded) {
+  return encoded.empty() ? std::string("nothing") : kind_name(encoded.front());
+}
 
 /// Deepest nesting of lists, maps and optionals a decoder accepts.
 inline constexpr int max_depth = 64;
@@ -111,12 +144,27 @@ class Reader {
     if (value > remaining()) throw CodecError("codec: length exceeds the bytes left");
     return static_cast<std::size_t>(value);
   }
-  /// Consumes the tag byte, which must be `expected`.
+  /// Consumes the tag byte, which must be `expected` (`type` names it for the message).
   void expect(Tag expected, const char* type) {
-    const std::uint8_t tag = byte();
-    if (tag != static_cast<std::uint8_t>(expected)) {
-      throw CodecError(std::string("codec: expected ") + type + ", found tag " +
-                       std::to_string(tag));
+    const std::uint8_t tag = next_tag(type);
+    if (tag != static_cast<std::uint8_t>(expected)) mismatch(type, tag);
+  }
+  /// Consumes a tag byte; "expected `type`, found nothing" when the input has ended.
+  std::uint8_t next_tag(const char* type) {
+    if (remaining() == 0) throw CodecError(std::string("codec: expected ") + type + ", found nothing");
+    return byte();
+  }
+  /// Throws "expected `type`, found <the kind `tag` announces>".
+  [[noreturn]] static void mismatch(const char* type, std::uint8_t tag) {
+    throw CodecError(std::string("codec: expected ") + type + ", found " + kind_name(tag));
+  }
+  /// Reads a list header of exactly `count` elements (pairs, tuples, arrays).
+  void expect_list_of(std::size_t count, const char* type) {
+    expect(Tag::list, type);
+    const std::size_t found = length();
+    if (found != count) {
+      throw CodecError(std::string("codec: expected ") + type + ", found a list of " +
+                       std::to_string(found));
     }
   }
   /// Bytes not yet read.
@@ -205,6 +253,21 @@ T decode(const Bytes& bytes) {
   return decode<T>(std::span<const std::uint8_t>(bytes.data(), bytes.size()));
 }
 
+namespace codec {
+
+/// decode<T>, with a CodecError naming the object: "atom /x: codec: expected an integer,
+/// found a string". `kind` and `name` are only joined when decoding fails.
+template <Encodable T>
+T decode_named(std::span<const std::uint8_t> bytes, const char* kind, const std::string& name) {
+  try {
+    return decode<T>(bytes);
+  } catch (const CodecError& error) {
+    throw CodecError(std::string(kind) + " " + name + ": " + error.what());
+  }
+}
+
+}  // namespace codec
+
 /// Integers (not bool): stored as 64-bit, range-checked on the way back.
 template <std::integral T>
   requires(!std::same_as<T, bool>)
@@ -219,18 +282,19 @@ struct Codec<T> {
     }
   }
   static T decode(codec::Reader& in) {
-    const std::uint8_t tag = in.byte();
+    const std::uint8_t tag = in.next_tag("an integer");
+    if (tag != static_cast<std::uint8_t>(codec::Tag::signed_integer) &&
+        tag != static_cast<std::uint8_t>(codec::Tag::unsigned_integer)) {
+      codec::Reader::mismatch("an integer", tag);
+    }
     const std::uint64_t word = in.word();
     if (tag == static_cast<std::uint8_t>(codec::Tag::signed_integer)) {
       const auto value = static_cast<std::int64_t>(word);
       if (!std::in_range<T>(value)) throw CodecError("codec: integer out of the type's range");
       return static_cast<T>(value);
     }
-    if (tag == static_cast<std::uint8_t>(codec::Tag::unsigned_integer)) {
-      if (!std::in_range<T>(word)) throw CodecError("codec: integer out of the type's range");
-      return static_cast<T>(word);
-    }
-    throw CodecError("codec: expected an integer, found tag " + std::to_string(tag));
+    if (!std::in_range<T>(word)) throw CodecError("codec: integer out of the type's range");
+    return static_cast<T>(word);
   }
 };
 
@@ -242,7 +306,7 @@ struct Codec<T> {
     codec::write_word(out, std::bit_cast<std::uint64_t>(static_cast<double>(value)));
   }
   static T decode(codec::Reader& in) {
-    in.expect(codec::Tag::float64, "a floating point number");
+    in.expect(codec::Tag::float64, "a floating-point number");
     const double value = std::bit_cast<double>(in.word());
     if constexpr (!std::same_as<T, double>) {
       if (std::isfinite(value) && std::fabs(value) > static_cast<double>(std::numeric_limits<T>::max())) {
@@ -359,6 +423,145 @@ struct Codec<std::optional<T>> {
     if (present == 0) return std::nullopt;
     in.enter();
     std::optional<T> value = Codec<T>::decode(in);
+    in.leave();
+    return value;
+  }
+};
+
+namespace codec {
+
+/// Encodes each element of a fixed-size sequence (pair, tuple, array) in order.
+template <typename... Elements>
+void write_elements(Bytes& out, const Elements&... elements) {
+  out.push_back(static_cast<std::uint8_t>(Tag::list));
+  write_varint(out, sizeof...(Elements));
+  (Codec<Elements>::encode(elements, out), ...);
+}
+
+/// Writes `items` (already encoded) under `tag`, sorted by their bytes so equal unordered
+/// containers encode equally; each item is one element (a map's key and value, or a set's
+/// element and nothing).
+inline void write_sorted(Bytes& out, Tag tag, std::vector<std::pair<Bytes, Bytes>>& items) {
+  std::sort(items.begin(), items.end());
+  out.push_back(static_cast<std::uint8_t>(tag));
+  write_varint(out, items.size());
+  for (const auto& [first, second] : items) {
+    out.insert(out.end(), first.begin(), first.end());
+    out.insert(out.end(), second.begin(), second.end());
+  }
+}
+
+}  // namespace codec
+
+/// Enums: their underlying integer; decoding checks the integer fits that type.
+template <typename T>
+  requires std::is_enum_v<T>
+struct Codec<T> {
+  static void encode(const T& value, Bytes& out) {
+    Codec<std::underlying_type_t<T>>::encode(static_cast<std::underlying_type_t<T>>(value), out);
+  }
+  static T decode(codec::Reader& in) {
+    return static_cast<T>(Codec<std::underlying_type_t<T>>::decode(in));
+  }
+};
+
+/// std::pair: a list of its two elements.
+template <Encodable A, Encodable B>
+struct Codec<std::pair<A, B>> {
+  static void encode(const std::pair<A, B>& value, Bytes& out) {
+    codec::write_elements(out, value.first, value.second);
+  }
+  static std::pair<A, B> decode(codec::Reader& in) {
+    in.expect_list_of(2, "a list of 2 (a pair)");
+    in.enter();
+    A first = Codec<A>::decode(in);
+    B second = Codec<B>::decode(in);
+    in.leave();
+    return {std::move(first), std::move(second)};
+  }
+};
+
+/// std::tuple: a list of its elements in order.
+template <Encodable... Elements>
+struct Codec<std::tuple<Elements...>> {
+  static void encode(const std::tuple<Elements...>& value, Bytes& out) {
+    std::apply([&](const auto&... elements) { codec::write_elements(out, elements...); }, value);
+  }
+  static std::tuple<Elements...> decode(codec::Reader& in) {
+    const std::string type = "a list of " + std::to_string(sizeof...(Elements)) + " (a tuple)";
+    in.expect_list_of(sizeof...(Elements), type.c_str());
+    in.enter();
+    // Braced initialisation evaluates left to right, matching the encoding order.
+    std::tuple<Elements...> value{Codec<Elements>::decode(in)...};
+    in.leave();
+    return value;
+  }
+};
+
+/// std::array: a list of exactly N elements.
+template <Encodable T, std::size_t N>
+struct Codec<std::array<T, N>> {
+  static void encode(const std::array<T, N>& value, Bytes& out) {
+    out.push_back(static_cast<std::uint8_t>(codec::Tag::list));
+    codec::write_varint(out, N);
+    for (const auto& element : value) Codec<T>::encode(element, out);
+  }
+  static std::array<T, N> decode(codec::Reader& in) {
+    const std::string type = "a list of " + std::to_string(N) + " (an array)";
+    in.expect_list_of(N, type.c_str());
+    in.enter();
+    std::array<T, N> value{};
+    for (auto& element : value) element = Codec<T>::decode(in);
+    in.leave();
+    return value;
+  }
+};
+
+/// std::unordered_map: a map, pairs sorted by the key's encoding, keys unique.
+template <Encodable K, Encodable V, typename Hash, typename Equal, typename Allocator>
+struct Codec<std::unordered_map<K, V, Hash, Equal, Allocator>> {
+  using Map = std::unordered_map<K, V, Hash, Equal, Allocator>;
+  static void encode(const Map& value, Bytes& out) {
+    std::vector<std::pair<Bytes, Bytes>> items;
+    items.reserve(value.size());
+    for (const auto& [key, mapped] : value) items.emplace_back(avout::encode(key), avout::encode(mapped));
+    codec::write_sorted(out, codec::Tag::map, items);
+  }
+  static Map decode(codec::Reader& in) {
+    in.expect(codec::Tag::map, "a map");
+    const std::size_t count = in.length();
+    in.enter();
+    Map value;
+    for (std::size_t i = 0; i < count; ++i) {
+      K key = Codec<K>::decode(in);
+      V mapped = Codec<V>::decode(in);
+      if (!value.emplace(std::move(key), std::move(mapped)).second) {
+        throw CodecError("codec: duplicate map key");
+      }
+    }
+    in.leave();
+    return value;
+  }
+};
+
+/// std::unordered_set: a list sorted by the elements' encodings, no duplicates.
+template <Encodable T, typename Hash, typename Equal, typename Allocator>
+struct Codec<std::unordered_set<T, Hash, Equal, Allocator>> {
+  using Set = std::unordered_set<T, Hash, Equal, Allocator>;
+  static void encode(const Set& value, Bytes& out) {
+    std::vector<std::pair<Bytes, Bytes>> items;
+    items.reserve(value.size());
+    for (const auto& element : value) items.emplace_back(avout::encode(element), Bytes{});
+    codec::write_sorted(out, codec::Tag::list, items);
+  }
+  static Set decode(codec::Reader& in) {
+    in.expect(codec::Tag::list, "a list (a set)");
+    const std::size_t count = in.length();
+    in.enter();
+    Set value;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!value.insert(Codec<T>::decode(in)).second) throw CodecError("codec: duplicate set element");
+    }
     in.leave();
     return value;
   }

@@ -25,9 +25,9 @@ class TransactionReference {
   /// Outside: the newest committed value.
   T deref() const {
     if (auto* transaction = detail::Transaction::current()) {
-      return decode<T>(same_client(transaction)->read(*core_));
+      return codec::decode_named<T>(same_client(transaction)->read(*core_), "ref", core_->name());
     }
-    return decode<T>(core_->read_latest());
+    return codec::decode_named<T>(core_->read_latest(), "ref", core_->name());
   }
   /// Same as deref().
   T operator*() const { return deref(); }

@@ -1,0 +1,49 @@
+// Reading an object as a type other than the one it holds: the CodecError names the object and
+// says what was expected and what was found, instead of a bare "truncated value".
+#include <avout/avout.hpp>
+
+#include "support/servers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+namespace {
+
+std::string unique_root() {
+  static std::mt19937_64 random{std::random_device{}()};
+  return "/typed-" + std::to_string(random() % 1000000000);
+}
+
+std::string codec_error_of(const auto& read) {
+  try {
+    read();
+  } catch (const avout::CodecError& error) {
+    return error.what();
+  }
+  return "no CodecError";
+}
+
+}  // namespace
+
+TEST_CASE("an atom holding a string read as long is CodecError naming the atom and both kinds") {
+  avout::Client client(avout::ClientOptions{
+      .hosts = avout::testing::shared_zookeeper().connect_string(), .root = unique_root()});
+  (void)client.atom<std::string>("/greeting", "hi");
+  const std::string message =
+      codec_error_of([&] { (void)client.atom<long>("/greeting", 0).deref(); });
+  INFO(message);
+  CHECK(message.find("atom /greeting") != std::string::npos);
+  CHECK(message.find("expected an integer, found a string") != std::string::npos);
+}
+
+TEST_CASE("an agent holding a list read as a string is CodecError naming the agent") {
+  avout::Client client(avout::ClientOptions{
+      .hosts = avout::testing::shared_zookeeper().connect_string(), .root = unique_root()});
+  (void)client.agent<std::vector<long>>("/jobs", {1, 2});
+  const std::string message =
+      codec_error_of([&] { (void)client.agent<std::string>("/jobs", "").deref(); });
+  INFO(message);
+  CHECK(message.find("agent /jobs") != std::string::npos);
+  CHECK(message.find("expected a string, found a list") != std::string::npos);
+}
