@@ -1,15 +1,19 @@
-// The `avout` command line against real servers: listing, showing, setting, gc, the bank
-// demo, and exit codes scripts can rely on.
+// The `avout` command line against real servers: listing, showing, setting, watching,
+// deleting, running under a lock, gc, the bank demo, and exit codes scripts can rely on.
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
 #include "support/servers.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -34,6 +38,62 @@ Run avout_tool(const std::string& arguments) {
   run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }
+
+// A tool run in the background whose output is read line by line (stdout and stderr).
+class Background {
+ public:
+  explicit Background(const std::string& arguments) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(fds[1], 1);
+      dup2(fds[1], 2);
+      close(fds[0]);
+      close(fds[1]);
+      const std::string command = std::string("exec ") + AVOUT_TOOL_PATH + " " + arguments;
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    output_ = fdopen(fds[0], "r");
+  }
+  ~Background() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (output_ != nullptr) fclose(output_);
+  }
+  // The next line, without its newline ("" at the end of the output).
+  std::string line() {
+    std::array<char, 4096> buffer{};
+    if (std::fgets(buffer.data(), buffer.size(), output_) == nullptr) return "";
+    std::string text = buffer.data();
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+  // Skips lines until one contains `text`; false at the end of the output.
+  bool wait_for(const std::string& text) {
+    for (std::string next = line();; next = line()) {
+      if (next.find(text) != std::string::npos) return true;
+      if (std::feof(output_)) return false;
+    }
+  }
+  void signal(int number) { kill(pid_, number); }
+  // Waits for the exit; its exit code.
+  int exit_code() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* output_ = nullptr;
+};
 
 std::string unique_root() {
   static std::mt19937_64 random{std::random_device{}()};
@@ -110,4 +170,177 @@ TEST_CASE("avout bank keeps the total while processes transfer across stores") {
   CHECK(run.code == 0);
   CHECK(run.output.find("total 9000") != std::string::npos);
   CHECK(run.output.find("WRONG") == std::string::npos);
+}
+
+TEST_CASE("avout --version prints the project version and exits 0") {
+  auto run = avout_tool("--version");
+  CHECK(run.code == 0);
+  CHECK(run.output.find("avout 0.") != std::string::npos);
+}
+
+TEST_CASE("avout reads its servers from AVOUT_ZOOKEEPER and AVOUT_REDIS") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string redis_url = avout::testing::shared_redis().url();
+  const std::string root = unique_root();
+  {
+    avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+    avout::redis::Store redis(redis_url);
+    (void)client.ref<long>("/in-redis", 31, redis);
+  }
+  const std::string environment = "AVOUT_ZOOKEEPER=" + zookeeper + " AVOUT_REDIS=" + redis_url + " ";
+  const std::string command = std::string(AVOUT_TOOL_PATH) + " --root " + root + " show ref /in-redis --store redis";
+  FILE* pipe = popen((environment + command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
+  const int status = pclose(pipe);
+  INFO(output);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(output.find("31") != std::string::npos);
+}
+
+TEST_CASE("avout set refuses a value that does not parse as its type before creating anything") {
+  const std::string root = unique_root();
+  const std::string connect =
+      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + root;
+  auto trailing = avout_tool(connect + " set atom /x 12abc --type long");
+  CHECK(trailing.code == 2);
+  CHECK(trailing.output.find("'12abc' is not a long") != std::string::npos);
+  CHECK(avout_tool(connect + " set atom /b banana --type bool").code == 2);
+  auto word = avout_tool(connect + " set atom /w hello");
+  CHECK(word.code == 2);
+  auto huge = avout_tool(connect + " set atom /h 99999999999999999999");
+  CHECK(huge.code == 2);
+  CHECK(huge.output.find("out of range for long") != std::string::npos);
+  CHECK(huge.output.find("stol") == std::string::npos);
+  const auto atoms = avout_tool(connect + " list atoms");
+  CHECK(atoms.code == 0);
+  CHECK(atoms.output.empty());  // nothing was created by the refused commands
+
+  CHECK(avout_tool(connect + " set atom /name avout --type string").code == 0);
+  auto kind_clash = avout_tool(connect + " set atom /name 5 --type long");
+  CHECK(kind_clash.code == 2);
+  CHECK(kind_clash.output.find("holds a string") != std::string::npos);
+  // Without --type the stored value's type is used.
+  CHECK(avout_tool(connect + " set atom /name 5").code == 0);
+  CHECK(avout_tool(connect + " set atom /flag true --type bool").code == 0);
+  avout::Client client(avout::ClientOptions{
+      .hosts = avout::testing::shared_zookeeper().connect_string(), .root = root});
+  CHECK(client.atom<std::string>("/name", "").deref() == "5");
+  CHECK(client.atom<bool>("/flag", false).deref());
+}
+
+TEST_CASE("avout -o json prints lists and reports as JSON, with the type read from the stored bytes") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  {
+    avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+    (void)client.atom<std::string>("/greeting", "hello");
+    (void)client.ref<std::vector<long>>("/list", {1, 2});
+  }
+  auto atom = avout_tool("-o json " + connect + " show atom /greeting");
+  REQUIRE(atom.code == 0);
+  const auto report = nlohmann::json::parse(atom.output);
+  CHECK(report["kind"] == "atom");
+  CHECK(report["type"] == "a string");
+  CHECK(report["value"] == "\"hello\"");
+  const auto ref = nlohmann::json::parse(avout_tool("-o json " + connect + " show ref /list").output);
+  CHECK(ref["type"] == "a list");
+  CHECK(ref["history"].is_array());
+  const auto names = nlohmann::json::parse(avout_tool("-o json " + connect + " list atoms").output);
+  CHECK(names == nlohmann::json::array({"/greeting"}));
+  auto table = avout_tool("-o table " + connect + " show atom /greeting");
+  CHECK(table.output.find("type: a string") != std::string::npos);
+  CHECK(avout_tool("-o yaml " + connect + " list atoms").code == 2);
+}
+
+TEST_CASE("avout watch prints each new value of an atom and of a ref, and stops after --count") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  auto atom = client.atom<long>("/counter", 0);
+  {
+    Background watching(connect + " watch atom /counter --count 2");
+    REQUIRE(watching.wait_for("watching atom /counter"));
+    atom.reset(1);
+    CHECK(watching.line() == "1");
+    atom.reset(2);
+    CHECK(watching.line() == "2");
+    CHECK(watching.exit_code() == 0);
+  }
+  auto ref = client.ref<std::string>("/motto", "a");
+  Background watching("-o json " + connect + " watch ref /motto --count 1");
+  REQUIRE(watching.wait_for("watching ref /motto"));
+  client.dosync([&] { ref.ref_set("b"); });
+  const auto seen = nlohmann::json::parse(watching.line());
+  CHECK(seen["value"] == "\"b\"");
+  CHECK(seen["type"] == "a string");
+  CHECK(watching.exit_code() == 0);
+  CHECK(avout_tool(connect + " watch atom /absent").code == 3);
+}
+
+TEST_CASE("avout watch stops on SIGINT with exit code 0") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  (void)client.atom<long>("/quiet", 0);
+  Background watching("--zookeeper " + zookeeper + " --root " + root + " watch atom /quiet");
+  REQUIRE(watching.wait_for("watching atom /quiet"));
+  watching.signal(SIGINT);
+  CHECK(watching.exit_code() == 0);
+}
+
+TEST_CASE("avout delete removes a ZooKeeper atom and a free lock, and refuses a held lock") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  (void)client.atom<long>("/doomed", 1);
+  auto deleted = avout_tool(connect + " delete atom /doomed");
+  CHECK(deleted.code == 0);
+  CHECK(deleted.output.find("deleted atom /doomed") != std::string::npos);
+  CHECK(avout_tool(connect + " list atoms").output.find("/doomed") == std::string::npos);
+  CHECK(avout_tool(connect + " delete atom /doomed").code == 3);
+
+  auto lock = client.lock("/jobs/nightly");
+  {
+    std::scoped_lock held(lock);
+    auto refused = avout_tool(connect + " delete lock /jobs/nightly");
+    CHECK(refused.code == 1);
+    CHECK(refused.output.find("held") != std::string::npos);
+  }
+  auto freed = avout_tool(connect + " delete lock /jobs/nightly");
+  CHECK(freed.code == 0);
+  CHECK(freed.output.find("deleted lock /jobs/nightly") != std::string::npos);
+  CHECK(avout_tool(connect + " show lock /jobs/nightly").code == 3);
+  CHECK(avout_tool(connect + " delete ref /anything").code == 2);  // not deletable safely
+}
+
+TEST_CASE("avout lock runs a command holding the lock, passes its fencing token and exits with its status") {
+  const std::string root = unique_root();
+  const std::string connect =
+      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + root;
+  // The command looks at the lock from outside while it runs, then exits with status 7.
+  const std::string inner = std::string(AVOUT_TOOL_PATH) + " " + connect + " show lock /deploy";
+  auto run = avout_tool(connect + " lock /deploy -- sh -c 'echo token=$AVOUT_FENCING_TOKEN; " + inner +
+                        "; exit 7'");
+  INFO(run.output);
+  CHECK(run.code == 7);
+  CHECK(run.output.find("token=") != std::string::npos);
+  CHECK(run.output.find("token=0") == std::string::npos);
+  CHECK(run.output.find("token=\n") == std::string::npos);
+  CHECK(run.output.find("holder") != std::string::npos);
+  CHECK(avout_tool(connect + " show lock /deploy").output.find("free") != std::string::npos);
+  CHECK(avout_tool(connect + " lock /deploy -- /no/such/program").code == 127);
+}
+
+TEST_CASE("avout --command-timeout ends a command that waits too long with exit code 1") {
+  const auto started = std::chrono::steady_clock::now();
+  auto run = avout_tool("--command-timeout 1 --zookeeper 127.0.0.1:1 list refs");
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  CHECK(run.code == 1);
+  CHECK(elapsed < std::chrono::seconds(4));  // the connect timeout alone is 5 s
 }

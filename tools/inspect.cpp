@@ -32,14 +32,23 @@ void walk(ZooKeeperSession& session, const std::string& folder, const std::strin
   }
 }
 
-std::string describe_point(ReferenceData& data, const Point& point) {
+// A stored point's value for a report: {"value": described, "type": its kind}.
+Report describe_point(ReferenceData& data, const Point& point) {
   try {
-    return codec::describe(data.get(point));
+    const Bytes bytes = data.get(point);
+    return Report{{"value", codec::describe(bytes)}, {"type", codec::kind_of(bytes)}};
   } catch (const MissingPoint&) {
-    return "<missing from the store>";
+    return Report{{"value", "<missing from the store>"}, {"type", nullptr}};
   } catch (const CodecError& error) {
-    return std::string("<undecodable: ") + error.what() + ">";
+    return Report{{"value", std::string("<undecodable: ") + error.what() + ">"}, {"type", nullptr}};
   }
+}
+
+// A table cell: strings without JSON quotes, null as "-", the rest as JSON.
+std::string cell(const Report& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "-";
+  return value.dump();
 }
 
 NodeData read_or_not_found(ZooKeeperSession& session, const std::string& path,
@@ -89,31 +98,53 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
   return names;
 }
 
-void show_atom(Client&, Store& store, const std::string& name, std::ostream& out) {
-  auto state = store.atom_state(name);
-  auto stored = state->get();
+Bytes atom_value(Store& store, const std::string& name) {
+  auto stored = store.atom_state(name)->get();
   if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
-  auto envelope = detail::decode_envelope(stored.value, name);
-  out << "atom " << name << " in " << store.description() << "\n"
-      << "  value:  " << codec::describe(envelope.payload) << "\n"
-      << "  writes: " << envelope.sequence << "\n";
+  return detail::decode_envelope(stored.value, name).payload;
 }
 
-void show_ref(Client& client, Store& store, const std::string& name, std::ostream& out) {
+Report show_atom(Client&, Store& store, const std::string& name) {
+  auto stored = store.atom_state(name)->get();
+  if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
+  auto envelope = detail::decode_envelope(stored.value, name);
+  return Report{{"kind", "atom"},
+                {"name", name},
+                {"store", store.description()},
+                {"type", codec::kind_of(envelope.payload)},
+                {"value", codec::describe(envelope.payload)},
+                {"writes", envelope.sequence}};
+}
+
+Bytes ref_value(Client& client, Store& store, const std::string& name) {
+  const std::string head_path = client.options().root + "/stm/refs" + name;
+  auto node = read_or_not_found(client.session(), head_path, "ref " + name);
+  auto head = detail::decode_head(node.data, head_path);
+  return store.reference_data(client.ref_value_key(name))->get(head.newest);
+}
+
+Report show_ref(Client& client, Store& store, const std::string& name) {
   const std::string head_path = client.options().root + "/stm/refs" + name;
   auto node = read_or_not_found(client.session(), head_path, "ref " + name);
   auto head = detail::decode_head(node.data, head_path);
   auto data = store.reference_data(client.ref_value_key(name));
-  out << "ref " << name << " in " << store.description() << "\n"
-      << "  value:   " << describe_point(*data, head.newest) << "\n"
-      << "  commit:  zxid " << node.stat.mzxid << ", point " << head.newest.id << "\n"
-      << "  history: " << head.history.size() << " of " << head.keep << " kept\n";
+  const Report newest = describe_point(*data, head.newest);
+  Report history = Report::array();
   for (const auto& older : head.history) {
-    out << "    zxid " << older.zxid << ": " << describe_point(*data, older.point) << "\n";
+    history.push_back(Report{{"zxid", older.zxid}, {"value", describe_point(*data, older.point)["value"]}});
   }
+  return Report{{"kind", "ref"},
+                {"name", name},
+                {"store", store.description()},
+                {"type", newest["type"]},
+                {"value", newest["value"]},
+                {"commit_zxid", node.stat.mzxid},
+                {"point", head.newest.id},
+                {"kept", head.keep},
+                {"history", history}};
 }
 
-void show_agent(Client& client, Store& store, const std::string& name, std::ostream& out) {
+Report show_agent(Client& client, Store& store, const std::string& name) {
   const std::string root = client.options().root;
   const std::string head_path = root + "/agents/heads" + name;
   auto node = read_or_not_found(client.session(), head_path, "agent " + name);
@@ -124,29 +155,46 @@ void show_agent(Client& client, Store& store, const std::string& name, std::ostr
     queued = client.session().children(root + "/agents/queues" + name).size();
   } catch (const NoNode&) {
   }
-  out << "agent " << name << " in " << store.description() << "\n"
-      << "  value:  " << describe_point(*data, head.point) << "\n"
-      << "  error:  " << (head.error ? *head.error : "none") << "\n"
-      << "  queued: " << queued << " sends\n";
+  const Report value = describe_point(*data, head.point);
+  return Report{{"kind", "agent"},
+                {"name", name},
+                {"store", store.description()},
+                {"type", value["type"]},
+                {"value", value["value"]},
+                {"error", head.error ? Report(*head.error) : Report(nullptr)},
+                {"queued", queued}};
 }
 
-void show_lock(Client& client, const std::string& name, std::ostream& out) {
+namespace {
+
+// The sequence number ending a queue node's name orders the queue.
+std::vector<std::string> queue(ZooKeeperSession& session, const std::string& folder) {
+  std::vector<std::string> names;
+  try {
+    names = session.children(folder);
+  } catch (const NoNode&) {
+  }
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return a.substr(a.size() >= 10 ? a.size() - 10 : 0) < b.substr(b.size() >= 10 ? b.size() - 10 : 0);
+  });
+  return names;
+}
+
+// Where a lock's nodes are, and whether it is a read-write lock; NotFound when neither exists.
+std::pair<std::string, bool> lock_base(Client& client, const std::string& name) {
   auto& session = client.session();
   const std::string root = client.options().root;
   const bool read_write = session.exists(root + "/rwlocks" + name + "/writers").has_value();
   const std::string base = root + (read_write ? "/rwlocks" : "/locks") + name;
   if (!session.exists(base + "/writers")) throw NotFound("lock " + name + " does not exist");
-  auto sorted_children = [&](const std::string& folder) {
-    std::vector<std::string> names;
-    try {
-      names = session.children(folder);
-    } catch (const NoNode&) {
-    }
-    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-      return a.substr(a.size() >= 10 ? a.size() - 10 : 0) < b.substr(b.size() >= 10 ? b.size() - 10 : 0);
-    });
-    return names;
-  };
+  return {base, read_write};
+}
+
+}  // namespace
+
+Report show_lock(Client& client, const std::string& name) {
+  auto& session = client.session();
+  const auto [base, read_write] = lock_base(client, name);
   auto owner = [&](const std::string& path) {
     auto stat = session.exists(path);
     if (!stat) return std::string("gone");
@@ -155,24 +203,94 @@ void show_lock(Client& client, const std::string& name, std::ostream& out) {
                   static_cast<unsigned long long>(stat->ephemeral_owner));
     return std::string(text);
   };
-  const auto writers = sorted_children(base + "/writers");
-  out << (read_write ? "read-write lock " : "lock ") << name << "\n";
+  const auto writers = queue(session, base + "/writers");
   // Soft-policy writers close the gate with a node of their own under "gates".
-  const bool gate = read_write && !sorted_children(base + "/gates").empty();
-  const auto readers = read_write ? sorted_children(base + "/readers") : std::vector<std::string>{};
+  const bool gate = read_write && !queue(session, base + "/gates").empty();
+  const auto readers = read_write ? queue(session, base + "/readers") : std::vector<std::string>{};
+  Report nodes = Report::array();
   for (std::size_t i = 0; i < writers.size(); ++i) {
     // The first writer holds once no reader is inside (soft policies also close the gate).
     const bool holds = i == 0 && (!read_write || gate || readers.empty());
-    out << "  " << (holds ? "holder " : "waiter ") << writers[i] << " ("
-        << owner(base + "/writers/" + writers[i]) << ")\n";
+    nodes.push_back(Report{{"role", holds ? "holder" : "waiter"},
+                           {"node", writers[i]},
+                           {"owner", owner(base + "/writers/" + writers[i])}});
   }
-  if (read_write) {
-    for (const auto& reader : readers) {
-      out << "  reader " << reader << " (" << owner(base + "/readers/" + reader) << ")\n";
+  for (const auto& reader : readers) {
+    nodes.push_back(Report{{"role", "reader"}, {"node", reader}, {"owner", owner(base + "/readers/" + reader)}});
+  }
+  Report report{{"kind", read_write ? "read-write lock" : "lock"}, {"name", name}, {"nodes", nodes}};
+  if (read_write) report["gate"] = gate ? "closed (a soft-policy writer holds)" : "open";
+  report["free"] = writers.empty() && readers.empty() && !gate;
+  return report;
+}
+
+void print(const Report& report, bool json, std::ostream& out) {
+  if (json) {
+    out << report.dump() << "\n";
+    return;
+  }
+  out << cell(report["kind"]) << " " << cell(report["name"]);
+  if (report.contains("store")) out << " in " << cell(report["store"]);
+  out << "\n";
+  for (const auto& [key, value] : report.items()) {
+    if (key == "kind" || key == "name" || key == "store") continue;
+    if (!value.is_array()) {
+      out << "  " << key << ": " << cell(value) << "\n";
+      continue;
     }
-    out << "  gate: " << (gate ? "closed (a soft-policy writer holds)" : "open") << "\n";
+    out << "  " << key << ": " << value.size() << "\n";
+    for (const auto& row : value) {
+      out << "   ";
+      for (const auto& [field, entry] : row.items()) out << " " << field << " " << cell(entry);
+      out << "\n";
+    }
   }
-  if (writers.empty() && !gate) out << "  free\n";
+}
+
+std::string delete_atom(Client& client, Store& store, const std::string& name) {
+  auto state = store.atom_state(name);
+  const std::string path = state->zookeeper_path();
+  if (path.empty()) {
+    throw Error("deleting atoms in " + store.description() +
+                " is not supported (only atoms whose value is a ZooKeeper node)");
+  }
+  const auto stored = state->get();
+  if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
+  try {
+    client.session().remove(path);
+  } catch (const NoNode&) {
+    throw NotFound("atom " + name + " does not exist in " + store.description());
+  } catch (const NotEmpty&) {
+    // Its node also holds the nodes of atoms named below it; an emptied node would not read
+    // as absent (only a never-written one does), so it stays.
+    throw Error("atom " + name + " has atoms named below it (" + path + "); not deleted");
+  }
+  return "deleted atom " + name + " (node " + path + ")";
+}
+
+std::string delete_lock(Client& client, const std::string& name) {
+  auto& session = client.session();
+  const auto [base, read_write] = lock_base(client, name);
+  std::vector<std::string> folders{base + "/writers"};
+  if (read_write) folders.insert(folders.end(), {base + "/readers", base + "/gates"});
+  for (const auto& folder : folders) {
+    if (!queue(session, folder).empty()) {
+      throw Error("lock " + name + " is held or awaited (" + folder + " has nodes); not deleted");
+    }
+  }
+  for (const auto& folder : folders) {
+    try {
+      session.remove(folder);
+    } catch (const NoNode&) {
+    }
+  }
+  try {
+    session.remove(base);
+  } catch (const NoNode&) {
+  } catch (const NotEmpty&) {
+    // A nested lock's nodes live below this one's: only this lock's queues are its own.
+  }
+  return std::string("deleted ") + (read_write ? "read-write lock " : "lock ") + name + " (" + base + ")";
 }
 
 }  // namespace avout::tool

@@ -1,8 +1,11 @@
 #pragma once
 // What the `avout` tool reads out of a deployment: names of atoms, refs, agents and leases,
-// and one object's state, described for people.
+// one object's state as a report (printed as JSON or as a table), and the few objects it can
+// delete safely.
 
 #include <avout/avout.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <iosfwd>
 #include <string>
@@ -18,14 +21,35 @@ struct NotFound : Error {
 /// Names of every object of `kind` ("atoms", "refs", "agents", "leases", "locks").
 std::vector<std::string> list(Client& client, const std::string& kind);
 
-/// Prints an atom: its value and writes, from `store`.
-void show_atom(Client& client, Store& store, const std::string& name, std::ostream& out);
-/// Prints a ref: newest value, commit zxid and kept history with their values.
-void show_ref(Client& client, Store& store, const std::string& name, std::ostream& out);
-/// Prints an agent: value, error and queued sends.
-void show_agent(Client& client, Store& store, const std::string& name, std::ostream& out);
-/// Prints a lock (or read-write lock): its holder(s) and waiters, in order, with the session
-/// that owns each.
-void show_lock(Client& client, const std::string& name, std::ostream& out);
+/// A report on one object: "kind" and "name" first, then its fields in order.
+using Report = nlohmann::ordered_json;
+
+/// An atom: its value, the value's type (read from the stored bytes) and writes, from `store`.
+Report show_atom(Client& client, Store& store, const std::string& name);
+/// A ref: newest value and type, commit zxid and kept history with their values.
+Report show_ref(Client& client, Store& store, const std::string& name);
+/// An agent: value and type, error and queued sends.
+Report show_agent(Client& client, Store& store, const std::string& name);
+/// A lock (or read-write lock): its holder(s) and waiters, in order, with the session that
+/// owns each.
+Report show_lock(Client& client, const std::string& name);
+
+/// Prints `report` as one line of JSON (`json`) or as an indented table for people.
+void print(const Report& report, bool json, std::ostream& out);
+
+/// The encoded value the atom `name` holds in `store`; NotFound when it has none.
+Bytes atom_value(Store& store, const std::string& name);
+/// The encoded newest value of the ref `name` in `store`; NotFound when it does not exist.
+Bytes ref_value(Client& client, Store& store, const std::string& name);
+
+/// Deletes the atom `name` whose value is a ZooKeeper node of `store` and says what was
+/// deleted. Other stores' atoms are refused (their interface has no erase). Processes holding
+/// a handle see "no value stored" on their next read; one creating it at the same moment may
+/// recreate it (the deletion is not fenced against them).
+std::string delete_atom(Client& client, Store& store, const std::string& name);
+/// Deletes a lock's nodes when nobody holds or waits for it; refused otherwise. A process
+/// queueing at the same moment makes the deletion fail (ZooKeeper refuses to delete a node
+/// with children) rather than lose its place.
+std::string delete_lock(Client& client, const std::string& name);
 
 }  // namespace avout::tool
