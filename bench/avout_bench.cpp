@@ -7,11 +7,10 @@
 
 #include "support/servers.hpp"
 
-#include <cstdio>
-#include <cstring>
+#include <CLI/CLI.hpp>
+
 #include <iostream>
-#include <memory>
-#include <optional>
+#include <string>
 
 int main(int argc, char** argv) {
   avout::bench::Settings settings;
@@ -19,30 +18,19 @@ int main(int argc, char** argv) {
   std::string only;
   std::string json_path;
   std::string plot_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (arg == "--quick") settings.quick = true;
-      else if (arg == "--only") only = value();
-      else if (arg == "--json") json_path = value();
-      else if (arg == "--plot") plot_path = value();
-      else if (arg == "--zookeeper") servers.zookeeper = value();
-      else if (arg == "--redis") servers.redis = value();
-      else if (arg == "--postgres") servers.postgres = value();
-      else {
-        std::cerr << "usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock] [--json FILE] "
-                     "[--plot FILE.png] [--zookeeper H:P] [--redis tcp://H:P] "
-                     "[--postgres postgresql://...]\n";
-        return 2;
-      }
-    } catch (const std::exception& error) {
-      std::cerr << "avout-bench: " << error.what() << "\n";
-      return 2;
-    }
+  CLI::App app{"avout-bench: avout's workloads measured beside the raw floors of the same run"};
+  app.add_flag("--quick", settings.quick, "shorter runs (a smoke test, not a measurement)");
+  app.add_option("--only", only, "run only this group of workloads (the floors always run)")
+      ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock"}));
+  app.add_option("--json", json_path, "write every measurement to this JSON file");
+  app.add_option("--plot", plot_path, "draw the measurements into this PNG file");
+  app.add_option("--zookeeper", servers.zookeeper, "use this ZooKeeper (host:port) instead of starting one");
+  app.add_option("--redis", servers.redis, "use this Redis (tcp://host:port) instead of starting one");
+  app.add_option("--postgres", servers.postgres, "use this PostgreSQL (postgresql://...) instead of starting one");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;
   }
   try {
     if (servers.zookeeper.empty()) servers.zookeeper = avout::testing::shared_zookeeper().connect_string();

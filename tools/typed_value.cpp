@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <limits>
+#include <type_traits>
 
 namespace avout::tool {
 
@@ -15,9 +16,12 @@ Number parse_number(const std::string& text, const char* type) {
   const char* end = text.data() + text.size();
   const auto [stopped, error] = std::from_chars(text.data(), end, number);
   if (error == std::errc::result_out_of_range) {
-    throw BadValue("'" + text + "' is out of range for " + type + " (" +
-                   std::to_string(std::numeric_limits<Number>::lowest()) + " to " +
-                   std::to_string(std::numeric_limits<Number>::max()) + ")");
+    std::string range;
+    if constexpr (std::is_integral_v<Number>) {
+      range = " (" + std::to_string(std::numeric_limits<Number>::min()) + " to " +
+              std::to_string(std::numeric_limits<Number>::max()) + ")";
+    }
+    throw BadValue("'" + text + "' is out of range for " + type + range);
   }
   if (error != std::errc() || stopped != end) throw BadValue("'" + text + "' is not a " + type);
   return number;
