@@ -172,6 +172,24 @@ TEST_CASE("avout bank keeps the total while processes transfer across stores") {
   CHECK(run.output.find("WRONG") == std::string::npos);
 }
 
+#ifdef AVOUT_BENCH_PATH
+TEST_CASE("avout-bench prints its help with exit code 0 and refuses an unknown --only") {
+  FILE* pipe = popen((std::string(AVOUT_BENCH_PATH) + " --help 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string help;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) help += buffer.data();
+  CHECK(WEXITSTATUS(pclose(pipe)) == 0);
+  CHECK(help.find("--only") != std::string::npos);
+  pipe = popen((std::string(AVOUT_BENCH_PATH) + " --only atoms 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string refused;
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) refused += buffer.data();
+  CHECK(WEXITSTATUS(pclose(pipe)) == 2);
+  CHECK(refused.find("atoms") != std::string::npos);
+}
+#endif
+
 TEST_CASE("avout --version prints the project version and exits 0") {
   auto run = avout_tool("--version");
   CHECK(run.code == 0);
