@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
-#include <mutex>
+#include <memory>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -30,23 +30,24 @@ int run_locked(Client& client, const std::string& name, const std::vector<std::s
   std::vector<std::string> arguments = command;
   auto argv = pointers(arguments);
   auto envp = pointers(environment);
-  std::atomic<pid_t> child{0};
-  lock.on_lost([&child, name] {
+  // Shared with the callback, which may run on the callback thread after this returns.
+  auto child = std::make_shared<std::atomic<pid_t>>(0);
+  lock.on_lost([child, name] {
     std::cerr << "avout: lock " << name << " was lost; stopping the command" << std::endl;
-    if (const pid_t pid = child.load(); pid > 0) kill(pid, SIGTERM);
+    if (const pid_t pid = child->load(); pid > 0) kill(pid, SIGTERM);
   });
   pid_t pid = 0;
   if (const int error = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data())) {
     std::cerr << "avout: cannot run " << command.front() << ": " << std::strerror(error) << "\n";
     return 127;
   }
-  child = pid;
+  child->store(pid);
   const bool lost_before_start = !lock.is_held();
   if (lost_before_start) kill(pid, SIGTERM);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  child = 0;
+  child->store(0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
