@@ -1,4 +1,5 @@
 #include "agent_workers.hpp"
+#include "log.hpp"
 #include "node_cache.hpp"
 #include "wire.hpp"
 
@@ -7,7 +8,6 @@
 #include <avout/errors.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <utility>
 #include <thread>
 
@@ -316,8 +316,8 @@ void AgentCore::drive(bool pool) {
       // The store or ZooKeeper is unavailable: the send keeps its place and is tried again.
       std::lock_guard lock(mutex_);
       if (retry_delay_.count() == 0) {
-        std::fprintf(stderr, "avout: agent %s: an action is delayed: %s\n", name_.c_str(),
-                     error.what());
+        log(workers_->logger(), LogLevel::warning,
+            "agent " + name_ + ": an action is delayed: " + error.what());
       }
     }
     if (result == Step::finished || result == Step::dropped) {
@@ -383,8 +383,8 @@ void AgentCore::complete(const std::string& node, InDoubt& landed) {
     try {
       go();
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "avout: agent %s: a send made by an action failed: %s\n",
-                   name_.c_str(), error.what());
+      log(workers_->logger(), LogLevel::error,
+          "agent " + name_ + ": a send made by an action failed: " + error.what());
     }
   }
 }

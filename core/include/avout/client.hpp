@@ -34,6 +34,8 @@ struct ClientOptions {
   std::size_t max_history = 10;                      ///< most older versions a ref keeps
   std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
                                                      ///< history misses grow it to max_history
+  Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
+                    ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };
 
 namespace detail {
