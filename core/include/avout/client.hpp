@@ -92,7 +92,8 @@ class Client {
   Agent<T> agent(const std::string& name, const T& initial) {
     return agent<T>(name, initial, default_store());
   }
-  /// The agent `name` whose value lives in `store`; created with `initial` if new.
+  /// The agent `name` whose value lives in `store`; created with `initial` if new
+  /// (OutcomeUnknown when the create may have landed and ZooKeeper stayed unreachable).
   template <Encodable T>
   Agent<T> agent(const std::string& name, const T& initial, Store& store) {
     auto core = attach_agent(name, store);
