@@ -5,6 +5,7 @@
 #include <avout/avout.hpp>
 #include <avout/logger.hpp>
 
+#include "support/faulty_store.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 
@@ -169,7 +170,7 @@ TEST_CASE("the default logger prints warnings and errors, drops the rest and kee
 }
 
 TEST_CASE("a watch callback that throws is reported through the client's logger") {
-  avout::testing::ZooKeeperServer zookeeper;
+  auto& zookeeper = avout::testing::shared_zookeeper();
   CapturedLog log;
   avout::Client client(avout::ClientOptions{.hosts = zookeeper.connect_string(),
                                             .logger = log.logger()});
@@ -179,4 +180,37 @@ TEST_CASE("a watch callback that throws is reported through the client's logger"
   });
   atom.reset(1);
   CHECK_MESSAGE(log.heard(avout::LogLevel::error, "boom from a watch", scaled(10s)), log.dump());
+}
+
+TEST_CASE("a session callback that throws is reported through the session's logger") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  CapturedLog log;
+  avout::ZooKeeperSession session(
+      avout::SessionOptions{.hosts = zookeeper.connect_string(), .logger = log.logger()});
+  const std::string path = unique_name("throwing-session-watch");
+  session.create_recursive(path.substr(0, path.rfind('/')));
+  auto watching = session.watch_persistently(path, [](const avout::WatchEvent&) {
+    throw std::runtime_error("boom from a session watch");
+  });
+  session.create(path, {});
+  CHECK_MESSAGE(log.heard(avout::LogLevel::error, "boom from a session watch", scaled(10s)),
+                log.dump());
+}
+
+TEST_CASE("an agent action held up by its store is reported as a warning through the client's "
+          "logger, and runs once the store is back") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  CapturedLog log;
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper.connect_string(),
+                                            .logger = log.logger()});
+  avout::testing::FaultyStore store(client.default_store(), 1, {.fail_early = 1.0});
+  store.enable(false);
+  auto agent = client.agent<long>(unique_name("delayed-agent"), 0, store);
+  store.enable(true);
+  agent.send([](long value) { return value + 1; });
+  CHECK_MESSAGE(log.heard(avout::LogLevel::warning, "an action is delayed", scaled(10s)),
+                log.dump());
+  store.enable(false);
+  agent.await(scaled(20s));
+  CHECK(agent.deref() == 1);
 }
