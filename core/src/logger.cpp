@@ -80,8 +80,9 @@ class RateLimit {
 
 void print_default(LogLevel level, std::string_view message) {
   if (level < LogLevel::warning) return;
-  static RateLimit limit;
-  const std::string line = limit.admit(message);
+  // Never destroyed: the ZooKeeper client's threads may log while statics are destroyed.
+  static RateLimit* const limit = new RateLimit;
+  const std::string line = limit->admit(message);
   if (line.empty()) return;
   const std::string full = "avout: " + std::string(to_string(level)) + ": " + line + "\n";
   std::fwrite(full.data(), 1, full.size(), stderr);  // one write: lines do not interleave

@@ -21,8 +21,16 @@ struct Slot {
   Logger logger;
 };
 
-std::mutex slots_mutex;
-std::array<Slot, slot_count> slots;
+// Never destroyed, and made on first use: a handle may be opened during another file's static
+// initialization or still log while the process's statics are being destroyed.
+struct Slots {
+  std::mutex mutex;
+  std::array<Slot, slot_count> all;
+};
+Slots& slots() {
+  static Slots* made = new Slots;
+  return *made;
+}
 
 LogLevel level_of(std::string_view name) {
   if (name == "ZOO_ERROR") return LogLevel::error;
@@ -52,7 +60,7 @@ void deliver(const Logger& logger, const char* line) {
 // call this and after zookeeper_close joined them: reading it needs no lock.
 template <std::size_t Index>
 void route(const char* line) {
-  deliver(slots[Index].logger, line);
+  deliver(slots().all[Index].logger, line);
 }
 
 void route_unrouted(const char* line) { deliver(Logger{}, line); }
@@ -68,11 +76,12 @@ constexpr auto routes = make_routes(std::make_index_sequence<slot_count>{});
 }  // namespace
 
 ZooKeeperLogRoute::ZooKeeperLogRoute(Logger logger) : slot_(unrouted) {
-  std::lock_guard lock(slots_mutex);
+  auto& [mutex, all] = slots();
+  std::lock_guard lock(mutex);
   for (std::size_t index = 0; index < slot_count; ++index) {
-    if (!slots[index].used) {
-      slots[index].used = true;
-      slots[index].logger = std::move(logger);
+    if (!all[index].used) {
+      all[index].used = true;
+      all[index].logger = std::move(logger);
       slot_ = index;
       return;
     }
@@ -81,9 +90,10 @@ ZooKeeperLogRoute::ZooKeeperLogRoute(Logger logger) : slot_(unrouted) {
 
 ZooKeeperLogRoute::~ZooKeeperLogRoute() {
   if (slot_ == unrouted) return;
-  std::lock_guard lock(slots_mutex);
-  slots[slot_].logger = nullptr;
-  slots[slot_].used = false;
+  auto& [mutex, all] = slots();
+  std::lock_guard lock(mutex);
+  all[slot_].logger = nullptr;
+  all[slot_].used = false;
 }
 
 log_callback_fn ZooKeeperLogRoute::callback() const {
