@@ -1,4 +1,5 @@
 #include "agent_workers.hpp"
+#include "log.hpp"
 #include "node_cache.hpp"
 #include "wire.hpp"
 
@@ -7,7 +8,6 @@
 #include <avout/errors.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <utility>
 #include <thread>
 
@@ -91,6 +91,31 @@ void AgentCore::create_if_absent(const Bytes& initial) {
     data_->erase(point);  // another process made the agent first
   } catch (const BadVersion&) {
     data_->erase(point);
+  } catch (const ConnectionLoss&) {
+    // The write may have landed. Any head there now means the agent exists (ours or another
+    // process's: either way `point` is left for gc, which judges whether it is referenced).
+    if (!head_exists_after_outage()) {
+      throw OutcomeUnknown("agent " + name_ + ": creating its head " + head_path_ +
+                           ": outcome unknown (ZooKeeper unreachable); making the agent "
+                           "again is safe");
+    }
+  }
+}
+
+bool AgentCore::head_exists_after_outage() {
+  const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout;
+  while (true) {
+    try {
+      auto synced = session_.sync_async(head_path_);
+      auto found = session_.exists_async(head_path_);
+      session_.wait(synced);
+      const auto stat = session_.wait(found);
+      return stat && stat->data_length > 0;
+    } catch (const ConnectionLoss&) {
+    } catch (const SessionExpired&) {
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
@@ -316,8 +341,8 @@ void AgentCore::drive(bool pool) {
       // The store or ZooKeeper is unavailable: the send keeps its place and is tried again.
       std::lock_guard lock(mutex_);
       if (retry_delay_.count() == 0) {
-        std::fprintf(stderr, "avout: agent %s: an action is delayed: %s\n", name_.c_str(),
-                     error.what());
+        log(workers_->logger(), LogLevel::warning,
+            "agent " + name_ + ": an action is delayed: " + error.what());
       }
     }
     if (result == Step::finished || result == Step::dropped) {
@@ -383,8 +408,8 @@ void AgentCore::complete(const std::string& node, InDoubt& landed) {
     try {
       go();
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "avout: agent %s: a send made by an action failed: %s\n",
-                   name_.c_str(), error.what());
+      log(workers_->logger(), LogLevel::error,
+          "agent " + name_ + ": a send made by an action failed: " + error.what());
     }
   }
 }
@@ -480,7 +505,11 @@ void AgentCore::restart(const Bytes& value) {
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),
                     head_node.stat.version}};
     const auto landed = commit_with_marker(session_, operations, marker);
-    if (!landed) throw ConnectionLoss("agent " + name_ + ": outcome of restart unknown");
+    if (!landed) {
+      // The new point may be referenced: it stays for gc to judge, like the marker.
+      throw OutcomeUnknown("agent " + name_ + ": restart: outcome unknown (ZooKeeper "
+                           "unreachable); marker " + marker);
+    }
     if (*landed) {
       (void)session_.remove_async(marker, 0);
       data_->erase(head.point);

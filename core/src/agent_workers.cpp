@@ -5,8 +5,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "log.hpp"
+
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <exception>
 #include <map>
@@ -18,19 +19,14 @@ namespace avout::detail {
 
 namespace {
 
-void run_reporting(const std::function<void()>& task) {
-  try {
-    task();
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "avout: an agent task threw: %s\n", error.what());
-  } catch (...) {
-    std::fprintf(stderr, "avout: an agent task threw a non-standard exception\n");
-  }
+void run_reporting(const Logger& logger, const std::function<void()>& task) {
+  run_logging_errors(logger, "an agent task", task);
 }
 
 // A thread per task that finds no idle thread; threads stay for later tasks until stop().
 class GrowingPool {
  public:
+  explicit GrowingPool(Logger logger) : logger_(std::move(logger)) {}
   void post(std::function<void()> task) {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
@@ -60,11 +56,12 @@ class GrowingPool {
       auto task = std::move(tasks_.front());
       tasks_.pop_front();
       lock.unlock();
-      run_reporting(task);
+      run_reporting(logger_, task);
       lock.lock();
     }
   }
 
+  Logger logger_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> tasks_;
@@ -76,6 +73,7 @@ class GrowingPool {
 }  // namespace
 
 struct AgentWorkers::Impl {
+  explicit Impl(const Logger& logger) : growing(logger) {}
   boost::asio::thread_pool fixed{std::max(2u, std::thread::hardware_concurrency())};
   GrowingPool growing;
   std::mutex mutex;
@@ -88,7 +86,8 @@ struct AgentWorkers::Impl {
   std::map<const AgentCore*, Retained> retained;
 };
 
-AgentWorkers::AgentWorkers() : impl_(std::make_unique<Impl>()) {}
+AgentWorkers::AgentWorkers(Logger logger)
+    : logger_(std::move(logger)), impl_(std::make_unique<Impl>(logger_)) {}
 
 AgentWorkers::~AgentWorkers() { stop(); }
 
@@ -100,7 +99,8 @@ void AgentWorkers::post(bool blocking, std::function<void()> task) {
   if (blocking) {
     impl_->growing.post(std::move(task));
   } else {
-    boost::asio::post(impl_->fixed, [task = std::move(task)] { run_reporting(task); });
+    boost::asio::post(impl_->fixed,
+                      [this, task = std::move(task)] { run_reporting(logger_, task); });
   }
 }
 

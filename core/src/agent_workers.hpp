@@ -2,6 +2,8 @@
 // The threads agent actions run on: a fixed pool sized to the cores for send(), a pool that
 // grows with the work for send_off() (blocking actions must not starve the others).
 
+#include <avout/logger.hpp>
+
 #include <functional>
 #include <memory>
 
@@ -11,7 +13,8 @@ class AgentCore;
 
 class AgentWorkers {
  public:
-  AgentWorkers();
+  /// Starts the fixed pool; `logger` (empty: the default one) hears of tasks that threw.
+  explicit AgentWorkers(Logger logger);
   ~AgentWorkers();
   AgentWorkers(const AgentWorkers&) = delete;
   AgentWorkers& operator=(const AgentWorkers&) = delete;
@@ -22,11 +25,14 @@ class AgentWorkers {
   void retain(const std::shared_ptr<AgentCore>& agent);
   /// Ends one retain(); the agent is let go when none is left.
   void release(const AgentCore* agent);
+  /// Where agent messages go.
+  const Logger& logger() const { return logger_; }
   /// Finishes the running tasks, drops the queued ones and every retained agent.
   void stop();
 
  private:
   struct Impl;
+  Logger logger_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,18 +3,21 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "log.hpp"
+
 #include <atomic>
-#include <cstdio>
-#include <exception>
 
 namespace avout::detail {
 
 struct CallbackExecutor::Impl {
   boost::asio::thread_pool pool{1};  // one thread: callbacks never run concurrently
   std::atomic<bool> stopping{false};
+  Logger logger;
 };
 
-CallbackExecutor::CallbackExecutor() : impl_(std::make_unique<Impl>()) {}
+CallbackExecutor::CallbackExecutor(Logger logger) : impl_(std::make_unique<Impl>()) {
+  impl_->logger = std::move(logger);
+}
 
 CallbackExecutor::~CallbackExecutor() { stop(); }
 
@@ -23,13 +26,7 @@ void CallbackExecutor::post(std::function<void()> task) {
   boost::asio::post(impl_->pool, [impl = impl_.get(), task = std::move(task)] {
     // A callback (a watch re-reading the session, say) must not outlive its client's session.
     if (impl->stopping) return;
-    try {
-      task();
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "avout: a callback threw: %s\n", error.what());
-    } catch (...) {
-      std::fprintf(stderr, "avout: a callback threw a non-standard exception\n");
-    }
+    run_logging_errors(impl->logger, "a callback", task);
   });
 }
 

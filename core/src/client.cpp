@@ -14,7 +14,7 @@ namespace {
 
 SessionOptions session_options(const ClientOptions& options) {
   return SessionOptions{options.hosts, options.chroot, options.session_timeout,
-                        options.connect_timeout, options.digest};
+                        options.connect_timeout, options.digest, options.logger};
 }
 
 }  // namespace
@@ -29,14 +29,14 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
                 ") exceeds max_history (" + std::to_string(options_.max_history) + ")");
   }
   session_ = std::make_unique<ZooKeeperSession>(session_options(options_));
-  callbacks_ = std::make_shared<detail::CallbackExecutor>();
+  callbacks_ = std::make_shared<detail::CallbackExecutor>(options_.logger);
   zookeeper_store_ = detail::make_zookeeper_store(*session_, options_.root);
   stm_ = std::make_unique<detail::StmContext>(
       *session_, options_.root, callbacks_,
       detail::StmOptions{.retry_limit = options_.retry_limit,
                          .max_history = options_.max_history,
                          .min_history = options_.min_history});
-  agent_workers_ = std::make_shared<detail::AgentWorkers>();
+  agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
 }
 
 Client::~Client() {

@@ -1,10 +1,11 @@
 #include <avout/detail/atom_core.hpp>
 #include <avout/detail/value_watcher.hpp>
 
+#include "log.hpp"
+
 #include <avout/errors.hpp>
 
 #include <chrono>
-#include <cstdio>
 #include <exception>
 #include <string>
 #include <thread>
@@ -72,8 +73,8 @@ void ValueWatcher::on_change(int failed_reads) {
       if (!subscription_) return;
     }
     if (failed_reads >= max_failed_reads) {
-      std::fprintf(stderr, "avout: a watch on %s gave up reading the new value: %s\n",
-                   name_.c_str(), unreadable.c_str());
+      log(session_.options().logger, LogLevel::error,
+          "a watch on " + name_ + " gave up reading the new value: " + unreadable);
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -95,7 +96,8 @@ void ValueWatcher::on_change(int failed_reads) {
     try {
       watch(previous, current);
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "avout: a watch on %s threw: %s\n", name_.c_str(), error.what());
+      log(session_.options().logger, LogLevel::error,
+          "a watch on " + name_ + " threw: " + error.what());
     }
   }
 }

@@ -1,22 +1,16 @@
 #include "zookeeper_handle.hpp"
 
+#include "log.hpp"
+
 #include <avout/errors.hpp>
 
 #include <chrono>
-#include <cstdio>
 #include <exception>
-#include <mutex>
 #include <thread>
 
 namespace avout::detail {
 
 namespace {
-
-// The C client logs every connection attempt to stderr by default; keep only errors, once.
-void quiet_client_log() {
-  static std::once_flag once;
-  std::call_once(once, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR); });
-}
 
 std::string connect_string(const SessionOptions& options) {
   return options.hosts + options.chroot;
@@ -32,21 +26,18 @@ WatchEventType event_type(int type) {
 
 }  // namespace
 
-void run_callback_safely(const std::function<void()>& body, const char* what) {
-  try {
-    body();
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "avout: %s threw: %s\n", what, error.what());
-  } catch (...) {
-    std::fprintf(stderr, "avout: %s threw a non-standard exception\n", what);
-  }
+void run_callback_safely(const Logger& logger, const std::function<void()>& body,
+                         const char* what) {
+  run_logging_errors(logger, what, body);
 }
 
 Handle::Handle(const SessionOptions& options, StateListener on_state, const clientid_t* session)
-    : on_state_(std::move(on_state)) {
-  quiet_client_log();
-  handle_ = zookeeper_init(connect_string(options).c_str(), &Handle::on_session_event,
-                           static_cast<int>(options.session_timeout.count()), session, this, 0);
+    : on_state_(std::move(on_state)), logger_(options.logger), log_route_(options.logger) {
+  // The C client's own log goes to this handle's logger: its chatter while a server is
+  // down is rate-limited there, and no process-wide level or stream is touched.
+  handle_ = zookeeper_init2(connect_string(options).c_str(), &Handle::on_session_event,
+                            static_cast<int>(options.session_timeout.count()), session, this, 0,
+                            log_route_.callback());
   if (handle_ == nullptr) {
     throw ConnectionLoss("zookeeper: cannot start a session for \"" + connect_string(options) +
                          "\" (bad host list?)");
@@ -98,14 +89,14 @@ void Handle::on_watch_event(zhandle_t* zh, int type, int state, const char* path
   auto record = handle->take_watch(key);
   if (!record || !record->callback) return;
   WatchEvent event{event_type(type), path != nullptr && *path ? path : record->path};
-  run_callback_safely([&] { record->callback(event); }, "watch callback");
+  run_callback_safely(handle->logger_, [&] { record->callback(event); }, "watch callback");
 }
 
 void Handle::on_session_event(zhandle_t* zh, int type, int state, const char*, void* context) {
   if (type != ZOO_SESSION_EVENT) return;
   auto* handle = static_cast<Handle*>(context != nullptr ? context
                                                          : const_cast<void*>(zoo_get_context(zh)));
-  run_callback_safely([&] { handle->on_state_(state); }, "session listener");
+  run_callback_safely(handle->logger_, [&] { handle->on_state_(state); }, "session listener");
 }
 
 }  // namespace avout::detail

@@ -4,7 +4,9 @@
 // destructor) joins the C client's threads, so a Handle is never destroyed on them.
 
 #include "zookeeper_c.hpp"
+#include "zookeeper_log.hpp"
 
+#include <avout/logger.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <cstdint>
@@ -50,6 +52,8 @@ class Handle {
   void request_started() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
   /// See request_started.
   void request_finished() { in_flight_.fetch_sub(1, std::memory_order_release); }
+  /// Where this handle's messages go (the session's logger; empty: the default one).
+  const Logger& logger() const { return logger_; }
   /// The C watcher for records made by add_watch.
   static void on_watch_event(zhandle_t* zh, int type, int state, const char* path, void* context);
 
@@ -59,6 +63,8 @@ class Handle {
   std::unique_ptr<WatchRecord> take_watch(WatchRecord* record);
 
   StateListener on_state_;
+  Logger logger_;
+  ZooKeeperLogRoute log_route_;
   std::atomic<int> in_flight_{0};
   std::mutex watches_mutex_;
   std::unordered_map<WatchRecord*, std::unique_ptr<WatchRecord>> watches_;
@@ -66,7 +72,9 @@ class Handle {
   zhandle_t* handle_ = nullptr;
 };
 
-/// Runs a user callback on the event thread: it must never throw into the C client.
-void run_callback_safely(const std::function<void()>& body, const char* what);
+/// Runs a user callback on the event thread: it must never throw into the C client. What it
+/// throws is logged as an error naming `what`.
+void run_callback_safely(const Logger& logger, const std::function<void()>& body,
+                         const char* what);
 
 }  // namespace avout::detail

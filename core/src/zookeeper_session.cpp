@@ -36,6 +36,7 @@ const char* chars_of(const Bytes& data) { return reinterpret_cast<const char*>(d
 struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
   std::string path;
   WatchCallback callback;
+  Logger logger;
   std::atomic<bool> active{true};
   std::recursive_mutex calling;  // held while the user callback runs; the owner waits on it
 
@@ -43,7 +44,7 @@ struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
   void deliver(const WatchEvent& event) {
     std::lock_guard lock(calling);
     if (!active) return;
-    detail::run_callback_safely([&] { callback(event); }, "persistent watch callback");
+    detail::run_callback_safely(logger, [&] { callback(event); }, "persistent watch callback");
   }
 };
 
@@ -140,7 +141,8 @@ struct ZooKeeperSession::Impl {
     for (const auto& entry : listeners) snapshot.push_back(entry.second);
     for (const auto& listener : snapshot) {
       if (!listener->active) continue;  // removed by a listener that ran before it
-      detail::run_callback_safely([&] { listener->call(session_state); }, "session listener");
+      detail::run_callback_safely(options.logger, [&] { listener->call(session_state); },
+                                  "session listener");
     }
   }
 
@@ -529,6 +531,7 @@ std::shared_ptr<void> ZooKeeperSession::watch_persistently(const std::string& pa
   auto watch = std::make_shared<PersistentWatch>();
   watch->path = path;
   watch->callback = std::move(callback);
+  watch->logger = impl_->options.logger;
   {
     std::lock_guard lock(impl_->persistent_mutex);
     impl_->persistent.push_back(watch);

@@ -4,6 +4,12 @@
 // it, and each sees the value the previous one left. A store or ZooKeeper outage delays
 // actions (one may then run again, only one result is kept); only an action that throws or
 // whose value the validator refuses fails the agent, and its own sends are dropped with it.
+//
+// What the calls throw (all derive from avout::Error): ConnectionLoss or SessionExpired when
+// ZooKeeper is unreachable and nothing was changed (safe to call again); OutcomeUnknown (a
+// ConnectionLoss) when a write may have landed and ZooKeeper stayed unreachable while avout
+// tried to find out (Client::agent and restart); BackendError when the value's store fails;
+// CodecError when the stored bytes are not a T. Each call below names the others.
 
 #include <avout/codec.hpp>
 #include <avout/detail/agent_core.hpp>
@@ -25,7 +31,7 @@ class Client;
 template <Encodable T>
 class Agent {
  public:
-  /// The newest stored value.
+  /// The newest stored value. Throws ConnectionLoss, SessionExpired, BackendError, CodecError.
   T deref() const { return codec::decode_named<T>(core_->read_latest(), "agent", core_->name()); }
   /// Same as deref().
   T operator*() const { return deref(); }
@@ -33,7 +39,10 @@ class Agent {
   /// Queues f(value, args...) and returns once its place in the global order is fixed (one
   /// ZooKeeper round trip), without waiting for it to run; it runs on the fixed worker pool.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
-  /// action, once that action's value is stored. Throws AgentFailed while the agent is failed.
+  /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
+  /// ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
+  /// was not made and nothing of it is left: sending again is safe), or SessionExpired.
+  /// Inside dosync, failures are the transaction's (OutcomeUnknown from its commit).
   template <typename F, typename... Args>
   void send(F&& f, Args&&... args) {
     core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false);
@@ -50,12 +59,17 @@ class Agent {
   void await(std::chrono::milliseconds limit = std::chrono::minutes(1)) {
     if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
   }
-  /// Like await, but returns false instead of throwing Timeout when `timeout` passes.
+  /// Like await, but returns false instead of throwing Timeout when `timeout` passes (throws
+  /// Error and SessionExpired as await does).
   bool await_for(std::chrono::milliseconds timeout) { return core_->await_for(timeout); }
 
-  /// The error of the action that failed the agent (in any process), or nullopt.
+  /// The error of the action that failed the agent (in any process), or nullopt. Throws
+  /// ConnectionLoss or SessionExpired.
   std::optional<std::string> error() const { return core_->error(); }
-  /// Clears a failed agent's error and sets its value; throws Error when it is not failed.
+  /// Clears a failed agent's error and sets its value. Throws Error when it is not failed,
+  /// ValidationError or ValueTooLarge (nothing changed), BackendError, RetryLimitExceeded
+  /// when other restarts kept winning, and OutcomeUnknown when the restart may have landed
+  /// and ZooKeeper stayed unreachable (error() tells afterwards whether it did).
   void restart(const T& value) { core_->restart(encode(value)); }
 
   /// Installs a validator for actions run by this process (empty: none); an action whose

@@ -34,6 +34,8 @@ struct ClientOptions {
   std::size_t max_history = 10;                      ///< most older versions a ref keeps
   std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
                                                      ///< history misses grow it to max_history
+  Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
+                    ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };
 
 namespace detail {
@@ -90,7 +92,8 @@ class Client {
   Agent<T> agent(const std::string& name, const T& initial) {
     return agent<T>(name, initial, default_store());
   }
-  /// The agent `name` whose value lives in `store`; created with `initial` if new.
+  /// The agent `name` whose value lives in `store`; created with `initial` if new
+  /// (OutcomeUnknown when the create may have landed and ZooKeeper stayed unreachable).
   template <Encodable T>
   Agent<T> agent(const std::string& name, const T& initial, Store& store) {
     auto core = attach_agent(name, store);

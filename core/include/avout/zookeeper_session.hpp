@@ -5,9 +5,11 @@
 // Threading contract: every member is thread safe. Completion and watch callbacks run on the
 // ZooKeeper client's event thread, one at a time; they must be cheap and must not block on
 // another ZooKeeper reply (they may issue async calls). A callback that throws is caught and
-// reported through the session's error reporter; it never reaches the C client.
+// reported as an error through the session's logger (SessionOptions::logger); it never
+// reaches the C client.
 
 #include <avout/bytes.hpp>
+#include <avout/logger.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -118,6 +120,8 @@ struct SessionOptions {
   std::optional<std::string> digest{};                 ///< "user:password" digest credentials;
                                                        ///< when set, created nodes get a
                                                        ///< creator-only ACL
+  Logger logger{};  ///< receives the session's messages and the ZooKeeper C client's log;
+                    ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };
 
 /// Counters of the requests a session sent (for benchmarks: operations per user operation).

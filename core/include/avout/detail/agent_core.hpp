@@ -54,7 +54,8 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   AgentCore(const AgentCore&) = delete;
   AgentCore& operator=(const AgentCore&) = delete;
 
-  /// Creates the head with `initial` unless the agent exists already.
+  /// Creates the head with `initial` unless the agent exists already; OutcomeUnknown when
+  /// the create may have landed and ZooKeeper stayed unreachable.
   void create_if_absent(const Bytes& initial);
   const std::string& name() const { return name_; }
 
@@ -69,7 +70,8 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   bool await_for(std::chrono::milliseconds timeout);
   /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
   std::optional<std::string> error();
-  /// Clears a failed agent's error and sets its value; throws Error when it is not failed.
+  /// Clears a failed agent's error and sets its value; throws Error when it is not failed,
+  /// OutcomeUnknown when the restart may have landed and ZooKeeper stayed unreachable.
   void restart(const Bytes& value);
   /// Installs a validator (empty: none); an action whose result fails it fails the agent.
   void set_validator(std::function<bool(const Bytes&)> validator);
@@ -107,6 +109,7 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   void complete(const std::string& node, InDoubt& landed);
   void erase_quietly(const Point& point);
   void finish_front(const std::string& sequence, bool dropped);
+  bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
   std::string create_send(const std::string& tag);
   std::optional<std::string> locate_send(const std::string& tag,

@@ -79,10 +79,11 @@ class AtomCore : public std::enable_shared_from_this<AtomCore> {
 };
 
 /// Runs callbacks one at a time on a thread of its own (never on ZooKeeper's event thread),
-/// so that a callback may call avout freely. A callback that throws is reported on stderr.
+/// so that a callback may call avout freely. A callback that throws is reported to `logger`.
 class CallbackExecutor {
  public:
-  CallbackExecutor();
+  /// Starts the thread; `logger` (empty: the default one) hears of callbacks that threw.
+  explicit CallbackExecutor(Logger logger = {});
   ~CallbackExecutor();
   CallbackExecutor(const CallbackExecutor&) = delete;
   CallbackExecutor& operator=(const CallbackExecutor&) = delete;
