@@ -60,13 +60,14 @@ TEST_CASE("a read-only auditor's history misses make the writers of other proces
         avout::redis::Store redis(avout::testing::shared_redis().url());
         std::vector<avout::Ref<long>> refs;
         for (int i = 0; i < refs_count; ++i) refs.push_back(client.ref<long>(ref_name(prefix, i), 100, redis));
-        const auto stop = std::chrono::steady_clock::now() + scaled(10s);
+        auto audited = client.atom<bool>(prefix + "/audited", false);
+        const auto stop = std::chrono::steady_clock::now() + scaled(20s);
         if (index < writers) {
           // Each writer moves units between its own two refs: writers never miss each other's
           // history, so only the auditor's misses can make history grow.
           auto& from = refs[static_cast<std::size_t>(2 * index)];
           auto& to = refs[static_cast<std::size_t>(2 * index + 1)];
-          for (long round = 0; std::chrono::steady_clock::now() < stop; ++round) {
+          for (long round = 0; !audited.deref() && std::chrono::steady_clock::now() < stop; ++round) {
             const long delta = round % 2 == 0 ? 1 : -1;
             client.dosync([&] {
               from.alter([](long v, long d) { return v - d; }, delta);
@@ -87,6 +88,7 @@ TEST_CASE("a read-only auditor's history misses make the writers of other proces
           }
           return sum;
         });
+        audited.reset(true);
         if (total != refs_count * 100) throw std::runtime_error("audit saw a partial transfer");
         if (std::chrono::steady_clock::now() >= stop) throw std::runtime_error("audit outlasted the writers");
       },
@@ -111,16 +113,18 @@ TEST_CASE("an old transaction's claim on a ref makes processes that commute it g
         avout::Client client(options(index == commuters ? 12 : 10000));
         auto hot = client.ref<long>(prefix + "/hot", 0);
         auto count = client.ref<long>(prefix + "/count", 0);
+        auto done = client.atom<bool>(prefix + "/done", false);
         if (index == commuters) {
           std::this_thread::sleep_for(300ms);  // let the commutes start
           client.dosync([&] {
             hot.alter([](long v) { return v + 1000; });
             std::this_thread::sleep_for(30ms);
           });
+          done.reset(true);
           return;
         }
-        const auto stop = std::chrono::steady_clock::now() + scaled(4s);
-        while (std::chrono::steady_clock::now() < stop) {
+        const auto stop = std::chrono::steady_clock::now() + scaled(20s);
+        while (!done.deref() && std::chrono::steady_clock::now() < stop) {
           client.dosync([&] {
             hot.commute([](long v) { return v + 1; });
             count.commute([](long v) { return v + 1; });

@@ -95,9 +95,10 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   void set_validator(std::function<bool(const Bytes&)> validator);
   /// Throws ValidationError when the validator rejects `value`.
   void validate(const Bytes& value);
-  /// Notes a history miss: this process's next commit of the ref keeps one more version.
+  /// Notes a history miss in this process (Transaction also reports it to other processes).
   void count_history_miss() { ++history_misses_; }
-  /// History misses seen in this process (they grow the kept history, like Clojure's faults).
+  /// History misses seen in this process (they grow the kept history, like Clojure's faults;
+  /// other processes' misses arrive through the head's child version).
   std::uint32_t history_misses() const { return history_misses_; }
   /// See ValueWatcher.
   void add_watch(const std::string& key, BytesWatch watch) { watcher_->add(key, std::move(watch)); }
@@ -295,6 +296,8 @@ class Transaction {
   Entry& entry(RefCore& ref);
   void load_head(Entry& entry, NodeData node);
   Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
+  // A history miss: counted here and reported to every writer of the ref.
+  void report_history_miss(RefCore& ref);
   void require_unchanged_since_read_point(const Entry& entry);
   void check_session() const;
   struct Tag {
