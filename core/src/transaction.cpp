@@ -282,8 +282,12 @@ void Transaction::claim_refs() {
   for (auto& [ref, reply] : claims) {
     try {
       barge_.held[ref] = session.wait(reply).version;
+      barge_.unsure.erase(ref);
     } catch (const BadVersion&) {
       // Another transaction claimed it in between: the next attempt reads who.
+    } catch (const Error&) {
+      // The claim may have been applied (a lost reply): resolved from the tag later.
+      barge_.unsure.insert(ref);
     }
   }
 }
@@ -547,7 +551,10 @@ void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged
         for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
       }
     }
-    for (const auto& ref : released) barge_.held.erase(ref);
+    for (const auto& ref : released) {
+      barge_.held.erase(ref);
+      barge_.unsure.erase(ref);
+    }
     (void)session.remove_async(marker, 0);
     // The heads (and released tags) just changed: read them ahead for the next transaction.
     for (auto* staged : {&written, &recomputed}) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -226,6 +227,9 @@ struct BargeState {
   std::size_t yields = 0;             ///< attempts that gave way to an older transaction
   /// Tags this dosync holds: ref -> tag version after our setData.
   std::map<std::shared_ptr<RefCore>, std::int32_t> held;
+  /// Claims whose reply was lost: held exactly when the tag carries our age (read again
+  /// before the dosync ends, so none outlives it).
+  std::set<std::shared_ptr<RefCore>> unsure;
 };
 
 /// A definite "did it land?" for a multi whose reply was lost (docs/transactions.md rule 6):
