@@ -54,7 +54,7 @@ TEST_CASE("a read-only auditor's history misses make the writers of other proces
   const auto codes = avout::testing::run_in_processes(
       writers + 1,
       [&](int index) {
-        auto settings = options(index == writers ? 40 : 10000);
+        auto settings = options(index == writers ? 60 : 10000);
         settings.min_history = 0;
         avout::Client client(settings);
         avout::redis::Store redis(avout::testing::shared_redis().url());
