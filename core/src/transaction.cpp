@@ -270,14 +270,21 @@ void Transaction::claim_refs() {
   if (targets.empty()) return;
   auto& session = stm_.session();
   std::vector<Tag> tags = read_tags(targets);
-  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
+  std::vector<std::size_t> taken;  // decided before any claim goes out, so none is left unawaited
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& owner = tags[i].owner;
     // An older live transaction keeps its claim; anything else gives way to ours.
-    if (owner && *owner < *barge_.age && stm_.alive(*owner)) continue;
-    claims.emplace_back(targets[i]->ref,
-                        session.set_async(stm_.tag_path(targets[i]->ref->name()),
-                                          encode_tag(*barge_.age), tags[i].version));
+    if (!(owner && *owner < *barge_.age && stm_.alive(*owner))) taken.push_back(i);
+  }
+  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
+  for (std::size_t i : taken) {
+    try {
+      claims.emplace_back(targets[i]->ref,
+                          session.set_async(stm_.tag_path(targets[i]->ref->name()),
+                                            encode_tag(*barge_.age), tags[i].version));
+    } catch (const Error&) {
+      barge_.unsure.insert(targets[i]->ref);  // may have gone out: settled from the tag later
+    }
   }
   for (auto& [ref, reply] : claims) {
     try {

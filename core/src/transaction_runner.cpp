@@ -29,8 +29,7 @@ class ClaimRelease {
   ClaimRelease& operator=(const ClaimRelease&) = delete;
   ~ClaimRelease() {
     if (!barge_.age) return;
-    // ref -> the tag version that carries our age; nullopt: not known yet, read the tag.
-    std::map<std::shared_ptr<RefCore>, std::optional<std::int32_t>> pending;
+    Pending pending;
     for (const auto& [ref, version] : barge_.held) pending.emplace(ref, version);
     for (const auto& ref : barge_.unsure) pending.emplace(ref, std::nullopt);
     for (int round = 0; round < release_rounds && !pending.empty(); ++round) {
@@ -46,6 +45,7 @@ class ClaimRelease {
 
  private:
   static constexpr int release_rounds = 3;
+  // ref -> the tag version that carries our age; nullopt: not known yet, read the tag.
   using Pending = std::map<std::shared_ptr<RefCore>, std::optional<std::int32_t>>;
 
   // Reads the tags of claims with an unknown outcome: ours stay with their version.
@@ -129,7 +129,8 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
       }
     } catch (const RetryAttempt&) {
       stm.count_retry();
-      back_off(barge.held.empty() ? attempt : 0);  // a claimant comes back at once
+      // A claimant (or a dosync that may be one) comes back at once.
+      back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0);
     } catch (const SessionExpired&) {
       back_off(attempt);  // the client is opening a new session: try on that one
     }
