@@ -144,7 +144,7 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
   }
   if (point == nullptr) {
     if (!newest_on_miss) {
-      target.ref->count_history_miss();
+      report_history_miss(*target.ref);
       throw RetryAttempt{"ref " + target.ref->name() + ": no version old enough in its history"};
     }
     point = &target.head.newest;
@@ -169,8 +169,22 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
       now = decode_head(stm_.session().get(target.ref->head_path()).data, target.ref->head_path());
     }
   }
-  target.ref->count_history_miss();
+  report_history_miss(*target.ref);
   throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading"};
+}
+
+void Transaction::report_history_miss(RefCore& ref) {
+  ref.count_history_miss();
+  // Writers in other processes learn of the miss from the head's child version, which they
+  // read with the head anyway: a child created and removed in one multi adds 2 to it and
+  // leaves nothing behind. Not awaited: the attempt retries either way, and a lost report
+  // only makes the history grow later.
+  const std::string probe = ref.head_path() + "/history-miss-" + stm_.new_point().id;
+  try {
+    (void)stm_.session().multi_async({op::Create{probe, {}, CreateMode::persistent},
+                                      op::Remove{probe, 0}});
+  } catch (const Error&) {
+  }
 }
 
 const Bytes& Transaction::read(RefCore& ref) {
@@ -256,20 +270,31 @@ void Transaction::claim_refs() {
   if (targets.empty()) return;
   auto& session = stm_.session();
   std::vector<Tag> tags = read_tags(targets);
-  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
+  std::vector<std::size_t> taken;  // decided before any claim goes out, so none is left unawaited
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& owner = tags[i].owner;
     // An older live transaction keeps its claim; anything else gives way to ours.
-    if (owner && *owner < *barge_.age && stm_.alive(*owner)) continue;
-    claims.emplace_back(targets[i]->ref,
-                        session.set_async(stm_.tag_path(targets[i]->ref->name()),
-                                          encode_tag(*barge_.age), tags[i].version));
+    if (!(owner && *owner < *barge_.age && stm_.alive(*owner))) taken.push_back(i);
+  }
+  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
+  for (std::size_t i : taken) {
+    try {
+      claims.emplace_back(targets[i]->ref,
+                          session.set_async(stm_.tag_path(targets[i]->ref->name()),
+                                            encode_tag(*barge_.age), tags[i].version));
+    } catch (const Error&) {
+      barge_.unsure.insert(targets[i]->ref);  // may have gone out: settled from the tag later
+    }
   }
   for (auto& [ref, reply] : claims) {
     try {
       barge_.held[ref] = session.wait(reply).version;
+      barge_.unsure.erase(ref);
     } catch (const BadVersion&) {
       // Another transaction claimed it in between: the next attempt reads who.
+    } catch (const Error&) {
+      // The claim may have been applied (a lost reply): resolved from the tag later.
+      barge_.unsure.insert(ref);
     }
   }
 }
@@ -308,7 +333,8 @@ void Transaction::commit() {
     if (target->written) multi_bytes += encode_head(target->head).size() + head_entry_size;
   }
   for (Entry* target : commuted) {  // re-read at commit: its head may have grown to the most
-    multi_bytes += op_overhead + chroot + target->ref->head_path().size() +
+    multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
+                   stm_.tag_path(target->ref->name()).size() +
                    (stm_.options().max_history + 1) * head_entry_size + 32;
   }
   for (const auto& addition : additions_) {
@@ -320,18 +346,20 @@ void Transaction::commit() {
                         " bytes, over the " + std::to_string(multi_limit) +
                         " ZooKeeper accepts in one request; nothing was written");
   }
-  auto stage = [&](Entry* target, const HeadRecord& head, std::int64_t head_zxid,
+  auto stage = [&](Entry* target, const HeadRecord& head, const NodeStat& head_stat,
                    const Bytes& value) {
     RefCore& ref = *target->ref;
     ref.validate(value);
     Staged staged{target, stm_.new_point(), HeadRecord{}, {}, std::nullopt};
-    // Adaptive history (Clojure's min/max history): misses seen here grow what is kept.
+    // Adaptive history (Clojure's min/max history): misses grow what is kept, those of
+    // every process (reported in the head's child version) and this process's own.
     const auto& options = stm_.options();
+    const std::size_t misses = std::max<std::size_t>(
+        ref.history_misses(), static_cast<std::size_t>(std::max(head_stat.cversion, 0)) / 2);
     staged.next.keep = static_cast<std::uint32_t>(std::min<std::size_t>(
-        options.max_history,
-        std::max<std::size_t>(head.keep, options.min_history + ref.history_misses())));
+        options.max_history, std::max<std::size_t>(head.keep, options.min_history + misses)));
     staged.next.newest = staged.point;
-    staged.next.history.push_back(HeadEntry{head_zxid, head.newest});
+    staged.next.history.push_back(HeadEntry{head_stat.mzxid, head.newest});
     for (const auto& older : head.history) staged.next.history.push_back(older);
     while (staged.next.history.size() > staged.next.keep) {
       staged.trimmed.push_back(staged.next.history.back().point);
@@ -356,20 +384,24 @@ void Transaction::commit() {
     }
     staged.clear();
   };
+  // Rule 10: every ref this commit changes respects an older transaction's claim, commuted
+  // ones too (else a stream of commutes starves a claimant that writes the ref).
+  std::vector<Entry*> claimable = fixed;
+  claimable.insert(claimable.end(), commuted.begin(), commuted.end());
   try {
-    // Rule 10: the barging tags of written and ensured refs, read while values are stored.
-    tags = read_tags(fixed, [&] {
+    // The barging tags, read while values are stored.
+    tags = read_tags(claimable, [&] {
       for (Entry* target : fixed) {
         if (target->written) {
-          written.push_back(stage(target, target->head, target->head_stat.mzxid, *target->value));
+          written.push_back(stage(target, target->head, target->head_stat, *target->value));
         }
       }
     });
-    for (std::size_t i = 0; i < fixed.size(); ++i) {
+    for (std::size_t i = 0; i < claimable.size(); ++i) {
       const auto& owner = tags[i].owner;
       if (owner && *owner < *barge_.age && barge_.yields < yield_limit && stm_.alive(*owner)) {
         ++barge_.yields;
-        throw RetryAttempt{"ref " + fixed[i]->ref->name() + " is claimed by an older transaction"};
+        throw RetryAttempt{"ref " + claimable[i]->ref->name() + " is claimed by an older transaction"};
       }
     }
   } catch (...) {
@@ -398,7 +430,7 @@ void Transaction::commit() {
         }
         Bytes value = std::move(*base);
         for (auto& function : target->commutes) value = function(value);
-        recomputed.push_back(stage(target, head, node.stat.mzxid, value));
+        recomputed.push_back(stage(target, head, node.stat, value));
         commuted_stats.push_back(node.stat);
       }
     } catch (...) {
@@ -432,11 +464,11 @@ void Transaction::commit() {
                                        commuted_stats[i].version});
     }
     std::vector<std::shared_ptr<RefCore>> released;
-    for (std::size_t i = 0; i < fixed.size(); ++i) {
-      const std::string path = stm_.tag_path(fixed[i]->ref->name());
+    for (std::size_t i = 0; i < claimable.size(); ++i) {
+      const std::string path = stm_.tag_path(claimable[i]->ref->name());
       if (tags[i].owner && *tags[i].owner == *barge_.age) {
         operations.push_back(op::SetData{path, {}, tags[i].version});  // our claim ends here
-        released.push_back(fixed[i]->ref);
+        released.push_back(claimable[i]->ref);
       } else {
         operations.push_back(op::Check{path, tags[i].version});
       }
@@ -526,7 +558,10 @@ void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged
         for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
       }
     }
-    for (const auto& ref : released) barge_.held.erase(ref);
+    for (const auto& ref : released) {
+      barge_.held.erase(ref);
+      barge_.unsure.erase(ref);
+    }
     (void)session.remove_async(marker, 0);
     // The heads (and released tags) just changed: read them ahead for the next transaction.
     for (auto* staged : {&written, &recomputed}) {

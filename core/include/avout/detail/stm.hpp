@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -95,9 +96,10 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   void set_validator(std::function<bool(const Bytes&)> validator);
   /// Throws ValidationError when the validator rejects `value`.
   void validate(const Bytes& value);
-  /// Notes a history miss: this process's next commit of the ref keeps one more version.
+  /// Notes a history miss in this process (Transaction also reports it to other processes).
   void count_history_miss() { ++history_misses_; }
-  /// History misses seen in this process (they grow the kept history, like Clojure's faults).
+  /// History misses seen in this process (they grow the kept history, like Clojure's faults;
+  /// other processes' misses arrive through the head's child version).
   std::uint32_t history_misses() const { return history_misses_; }
   /// See ValueWatcher.
   void add_watch(const std::string& key, BytesWatch watch) { watcher_->add(key, std::move(watch)); }
@@ -225,6 +227,9 @@ struct BargeState {
   std::size_t yields = 0;             ///< attempts that gave way to an older transaction
   /// Tags this dosync holds: ref -> tag version after our setData.
   std::map<std::shared_ptr<RefCore>, std::int32_t> held;
+  /// Claims whose reply was lost: held exactly when the tag carries our age (read again
+  /// before the dosync ends, so none outlives it).
+  std::set<std::shared_ptr<RefCore>> unsure;
 };
 
 /// A definite "did it land?" for a multi whose reply was lost (docs/transactions.md rule 6):
@@ -295,6 +300,8 @@ class Transaction {
   Entry& entry(RefCore& ref);
   void load_head(Entry& entry, NodeData node);
   Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
+  // A history miss: counted here and reported to every writer of the ref.
+  void report_history_miss(RefCore& ref);
   void require_unchanged_since_read_point(const Entry& entry);
   void check_session() const;
   struct Tag {
