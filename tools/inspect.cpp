@@ -89,8 +89,9 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
   return names;
 }
 
-void show_atom(Client&, Store& store, const std::string& name, std::ostream& out) {
+void show_atom(Client& client, Store& store, const std::string& name, std::ostream& out) {
   auto state = store.atom_state(name);
+  if (state->zookeeper_path().empty()) state = store.atom_state(client.atom_value_key(name));
   auto stored = state->get();
   if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
   auto envelope = detail::decode_envelope(stored.value, name);
