@@ -22,6 +22,10 @@ avout::ClientOptions options_for(const std::string& hosts) {
   return avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms};
 }
 
+avout::ClientOptions options() {
+  return options_for(avout::testing::shared_zookeeper().connect_string());
+}
+
 // A user's own store that answers reads slowly, so other processes commit (and trim the value
 // being read) in between: what a loaded machine or a slow store does now and then.
 class SlowReads final : public avout::Store {
@@ -97,4 +101,40 @@ TEST_CASE("reads from a follower inside and outside dosync never fail while anot
   CHECK(last == commits);
   CHECK(errors == 0);
   CHECK(went_back == 0);
+}
+
+TEST_CASE("a commit whose session was renewed while storing values starts the attempt again") {
+  (void)avout::testing::shared_redis();
+  avout::Client client(options());
+  avout::Client sweeper(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  const std::string prefix = avout::testing::unique_name("/stm-safety", "renewed");
+  auto a = client.ref<long>(prefix + "/a", 0, redis);
+  auto b = client.ref<long>(prefix + "/b", 0, redis);
+  client.dosync([&] {  // heads and tags are cached from here on: no read fails on expiry
+    a.alter(plus, 1);
+    b.alter(plus, 1);
+  });
+  bool armed = false;
+  int validated = 0;
+  // The second value validated finds the first already stored under the old session; the
+  // session expires and another process's gc sweeps what that session left.
+  auto expire_midway = [&](const long&) {
+    if (armed && ++validated == 2) {
+      armed = false;
+      client.session().expire_for_testing();
+      (void)sweeper.gc({redis});
+    }
+    return true;
+  };
+  a.set_validator(expire_midway);
+  b.set_validator(expire_midway);
+  client.dosync([&] {
+    armed = validated == 0;
+    a.alter(plus, 1);
+    b.alter(plus, 1);
+  });
+  avout::Client reader(options());  // fresh: the writer's cache would hide an erased value
+  CHECK(reader.ref<long>(prefix + "/a", 0, redis).deref() == 2);
+  CHECK(reader.ref<long>(prefix + "/b", 0, redis).deref() == 2);
 }
