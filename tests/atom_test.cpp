@@ -51,6 +51,10 @@ struct Setup {
     }
   }
   avout::Store& store() { return own_store ? *own_store : client.default_store(); }
+  /// The store's cell of the atom `name` of this client, read or written around the atom.
+  std::unique_ptr<avout::AtomState> cell(const std::string& name) {
+    return store().atom_state(own_store ? client.atom_value_key(name) : name);
+  }
 };
 
 std::string unique_name(const std::string& stem) {
@@ -104,7 +108,7 @@ TEST_CASE("concurrent creators write the initial value exactly once") {
         scaled(60s));
     CHECK(codes == std::vector<int>(8, 0));
     Setup setup(kind);
-    auto stored = setup.store().atom_state(name)->get();
+    auto stored = setup.cell(name)->get();
     REQUIRE(stored.exists());
     const auto envelope = avout::detail::decode_envelope(stored.value, name);
     CHECK(envelope.sequence == 1);
@@ -207,7 +211,7 @@ TEST_CASE("bytes that are not an atom value give CodecError") {
     CAPTURE(store_kind);
     Setup setup(kind);
     const std::string name = unique_name("garbage");
-    auto state = setup.store().atom_state(name);
+    auto state = setup.cell(name);
     REQUIRE(state->compare_and_set(avout::Versioned{}, avout::to_bytes("not an envelope")));
     CHECK_THROWS_AS(setup.client.atom<long>(name, 0, setup.store()), avout::CodecError);
 
@@ -291,5 +295,35 @@ TEST_CASE("atoms whose names nest inside each other both work, whichever is made
     CHECK(below.swap([](long v) { return v + 40; }) == 44);
     CHECK(inner.deref() == 11);
     CHECK(outer.deref() == 22);
+  }
+}
+
+TEST_CASE("atoms of two deployments sharing one Redis or PostgreSQL never see each other") {
+  start_servers();
+  for (StoreKind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    const std::string deployment = unique_name("deployment");
+    auto client_of = [&](const std::string& root) {
+      return avout::Client(avout::ClientOptions{
+          .hosts = avout::testing::shared_zookeeper().connect_string(),
+          .session_timeout = 6000ms,
+          .root = deployment + root});
+    };
+    Setup shared(kind);  // the one Redis or PostgreSQL both deployments use
+    avout::Client first = client_of("/first");
+    avout::Client second = client_of("/second");
+    avout::Store& first_store = kind == StoreKind::zookeeper ? first.default_store() : shared.store();
+    avout::Store& second_store =
+        kind == StoreKind::zookeeper ? second.default_store() : shared.store();
+
+    auto mine = first.atom<long>("/jobs", 1, first_store);
+    auto theirs = second.atom<long>("/jobs", 2, second_store);
+    CHECK(theirs.deref() == 2);
+    mine.reset(10);
+    CHECK(theirs.deref() == 2);
+    theirs.swap([](long value) { return value + 1; });
+    CHECK(mine.deref() == 10);
+    CHECK(theirs.deref() == 3);
   }
 }

@@ -1,12 +1,13 @@
 // Refs and dosync keep their promise where a protocol review found gaps: gc stays inside its
-// deployment and kind, a landed commit is never run twice, a renewed session restarts the
-// attempt, handles of one ref are one ref, names nest, and plain reads survive trimming.
+// deployment and kind, a landed commit is never run twice, handles of one ref are one ref,
+// names nest, and plain reads survive trimming (the slow cases: transaction_safety_fault_test).
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
+#include "support/trimmed_reads.hpp"
 
 #include <doctest/doctest.h>
 
@@ -33,35 +34,6 @@ avout::ClientOptions options(const std::string& root = "/avout", std::size_t ret
 
 long plus(long value, long delta) { return value + delta; }
 
-// A user's own store that answers reads slowly, so other processes commit (and trim the value
-// being read) in between: what a loaded machine or a slow store does now and then.
-class SlowReads final : public avout::Store {
- public:
-  explicit SlowReads(avout::Store& inner) : inner_(inner) {}
-  std::string description() const override { return "slow " + inner_.description(); }
-  std::size_t max_value_size() const override { return inner_.max_value_size(); }
-  std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
-    return inner_.atom_state(name);
-  }
-  std::unique_ptr<avout::ReferenceData> reference_data(const std::string& name) override {
-    return std::make_unique<Data>(inner_.reference_data(name));
-  }
-
- private:
-  struct Data final : avout::ReferenceData {
-    explicit Data(std::unique_ptr<avout::ReferenceData> wrapped) : inner(std::move(wrapped)) {}
-    std::string name() const override { return inner->name(); }
-    void set(avout::Bytes value, const avout::Point& point) override { inner->set(std::move(value), point); }
-    avout::Bytes get(const avout::Point& point) override {
-      std::this_thread::sleep_for(5ms);
-      return inner->get(point);
-    }
-    void erase(const avout::Point& point) override { inner->erase(point); }
-    std::vector<avout::Point> points() override { return inner->points(); }
-    std::unique_ptr<avout::ReferenceData> inner;
-  };
-  avout::Store& inner_;
-};
 
 }  // namespace
 
@@ -116,42 +88,6 @@ TEST_CASE("a commit callback that fails after the commit landed never reruns the
   CHECK(counter.deref() == 1);
 }
 
-TEST_CASE("a commit whose session was renewed while storing values starts the attempt again") {
-  start_servers();
-  avout::Client client(options());
-  avout::Client sweeper(options());
-  avout::redis::Store redis(avout::testing::shared_redis().url());
-  const std::string prefix = unique_name("renewed");
-  auto a = client.ref<long>(prefix + "/a", 0, redis);
-  auto b = client.ref<long>(prefix + "/b", 0, redis);
-  client.dosync([&] {  // heads and tags are cached from here on: no read fails on expiry
-    a.alter(plus, 1);
-    b.alter(plus, 1);
-  });
-  bool armed = false;
-  int validated = 0;
-  // The second value validated finds the first already stored under the old session; the
-  // session expires and another process's gc sweeps what that session left.
-  auto expire_midway = [&](const long&) {
-    if (armed && ++validated == 2) {
-      armed = false;
-      client.session().expire_for_testing();
-      (void)sweeper.gc({redis});
-    }
-    return true;
-  };
-  a.set_validator(expire_midway);
-  b.set_validator(expire_midway);
-  client.dosync([&] {
-    armed = validated == 0;
-    a.alter(plus, 1);
-    b.alter(plus, 1);
-  });
-  avout::Client reader(options());  // fresh: the writer's cache would hide an erased value
-  CHECK(reader.ref<long>(prefix + "/a", 0, redis).deref() == 2);
-  CHECK(reader.ref<long>(prefix + "/b", 0, redis).deref() == 2);
-}
-
 TEST_CASE("two handles of one ref are one ref inside a transaction") {
   start_servers();
   avout::Client client(options("/avout", 5));
@@ -192,39 +128,7 @@ TEST_CASE("a ref named inside another ref's name is usable whichever is attached
 
 TEST_CASE("reads inside and outside dosync never fail while another process trims what they read") {
   start_servers();
-  const std::string name = unique_name("trimmed");
-  constexpr long commits = 100;
-  avout::testing::StartSignal go;
-  avout::testing::ChildProcess writer(0, [&](int) {
-    go.wait();
-    avout::Client client(options());
-    avout::redis::Store redis(avout::testing::shared_redis().url());
-    auto ref = client.ref<long>(name, 0, redis);
-    for (long i = 0; i < commits; ++i) client.dosync([&] { ref.alter(plus, 1); });
-  });
-  avout::Client client(options());  // min_history 0: each commit erases the value before it
-  avout::redis::Store redis(avout::testing::shared_redis().url());
-  SlowReads slow(redis);
-  auto ref = client.ref<long>(name, 0, slow);
-  go.release();
-  long last = 0;
-  int errors = 0;
-  int went_back = 0;
-  while (last < commits) {
-    try {
-      const long outside = ref.deref();
-      const long inside = client.dosync([&] { return ref.deref(); });
-      if (outside < last || inside < outside) ++went_back;
-      last = inside;
-    } catch (const avout::Error& error) {
-      MESSAGE(std::string(error.what()));
-      ++errors;
-      if (errors > 20) break;
-    }
-  }
-  CHECK(writer.wait(scaled(60s)) == 0);
-  CHECK(errors == 0);
-  CHECK(went_back == 0);
+  avout::testing::check_reads_survive_trimming(options(), options(), unique_name("trimmed"));
 }
 
 TEST_CASE("gc keeps a commit marker its owner may still be resolving, whatever grace it is given") {

@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
     }
     StoreChoice chosen(client, connection, store);
     if (set->parsed()) {
-      auto stored = avout::tool::stored_atom_value(chosen.get(), name);
+      auto stored = avout::tool::stored_atom_value(client, chosen.get(), name);
       if (!parsed) parsed = avout::tool::parse_value(value, stored ? avout::tool::type_of(*stored) : "long");
       avout::tool::set_atom(client, chosen.get(), name, *parsed, stored);
       return 0;

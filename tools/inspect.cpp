@@ -98,14 +98,21 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
   return names;
 }
 
-Bytes atom_value(Store& store, const std::string& name) {
-  auto stored = store.atom_state(name)->get();
+// An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
+static std::unique_ptr<AtomState> atom_cell(Client& client, Store& store, const std::string& name) {
+  auto state = store.atom_state(name);
+  if (state->zookeeper_path().empty()) state = store.atom_state(client.atom_value_key(name));
+  return state;
+}
+
+Bytes atom_value(Client& client, Store& store, const std::string& name) {
+  auto stored = atom_cell(client, store, name)->get();
   if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
   return detail::decode_envelope(stored.value, name).payload;
 }
 
-Report show_atom(Client&, Store& store, const std::string& name) {
-  auto stored = store.atom_state(name)->get();
+Report show_atom(Client& client, Store& store, const std::string& name) {
+  auto stored = atom_cell(client, store, name)->get();
   if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
   auto envelope = detail::decode_envelope(stored.value, name);
   return Report{{"kind", "atom"},
@@ -248,7 +255,7 @@ void print(const Report& report, bool json, std::ostream& out) {
 }
 
 std::string delete_atom(Client& client, Store& store, const std::string& name) {
-  auto state = store.atom_state(name);
+  auto state = atom_cell(client, store, name);
   const std::string path = state->zookeeper_path();
   if (path.empty()) {
     throw Error("deleting atoms in " + store.description() +

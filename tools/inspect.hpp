@@ -38,7 +38,7 @@ Report show_lock(Client& client, const std::string& name);
 void print(const Report& report, bool json, std::ostream& out);
 
 /// The encoded value the atom `name` holds in `store`; NotFound when it has none.
-Bytes atom_value(Store& store, const std::string& name);
+Bytes atom_value(Client& client, Store& store, const std::string& name);
 /// The encoded newest value of the ref `name` in `store`; NotFound when it does not exist.
 Bytes ref_value(Client& client, Store& store, const std::string& name);
 

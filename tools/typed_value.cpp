@@ -56,9 +56,9 @@ std::string type_of(const Bytes& encoded) {
                  ", which set cannot write (long, double, string, bool)");
 }
 
-std::optional<Bytes> stored_atom_value(Store& store, const std::string& name) {
+std::optional<Bytes> stored_atom_value(Client& client, Store& store, const std::string& name) {
   try {
-    return atom_value(store, name);
+    return atom_value(client, store, name);
   } catch (const NotFound&) {
     return std::nullopt;
   }

@@ -27,7 +27,7 @@ TypedValue parse_value(const std::string& text, const std::string& type);
 std::string type_of(const Bytes& encoded);
 
 /// The encoded value the atom `name` holds in `store`, or nothing when it does not exist.
-std::optional<Bytes> stored_atom_value(Store& store, const std::string& name);
+std::optional<Bytes> stored_atom_value(Client& client, Store& store, const std::string& name);
 
 /// Stores `value` in the atom `name` (creating it with that value when absent). BadValue,
 /// before writing, when `stored` holds another kind of value.

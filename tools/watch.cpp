@@ -72,7 +72,7 @@ int watch(Client& client, Store& store, const std::string& kind, const std::stri
   std::optional<Atom<AnyValue>> atom;
   std::optional<Ref<AnyValue>> ref;
   if (kind == "atom") {
-    atom.emplace(client.atom<AnyValue>(name, AnyValue{atom_value(store, name)}, store));
+    atom.emplace(client.atom<AnyValue>(name, AnyValue{atom_value(client, store, name)}, store));
     atom->add_watch("avout-watch", print_value);
   } else {
     ref.emplace(client.ref<AnyValue>(name, AnyValue{ref_value(client, store, name)}, store));

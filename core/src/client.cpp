@@ -68,6 +68,9 @@ std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, S
   std::string watch_path = state->zookeeper_path();
   const bool notify = watch_path.empty();
   if (notify) {
+    // A store outside ZooKeeper may be shared by deployments: the value's key names ours, as
+    // refs' and agents' do (a ZooKeeper-held atom already lives under our root).
+    state = store.atom_state(atom_value_key(name));
     // Values outside ZooKeeper announce their changes through a node of their own.
     watch_path = options_.root + "/atom-notices" + name;
     session_->create_recursive(watch_path);

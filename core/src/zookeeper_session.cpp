@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -362,6 +363,7 @@ std::future<std::optional<NodeStat>> ZooKeeperSession::exists_async(const std::s
 
 std::future<NodeStat> ZooKeeperSession::set_async(const std::string& path, const Bytes& data,
                                                   std::int32_t version) {
+  require_version_headroom(path, version, true);
   return issue<NodeStat>(
       *impl_, "set", path, {}, [](int rc, void* r) { detail::complete_stat(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord*, void* r) {
@@ -382,6 +384,7 @@ std::future<std::string> ZooKeeperSession::create_async(const std::string& path,
 }
 
 std::future<void> ZooKeeperSession::remove_async(const std::string& path, std::int32_t version) {
+  require_version_headroom(path, version, false);
   return issue<void>(
       *impl_, "delete", path, {}, [](int rc, void* r) { detail::complete_void(rc, r); },
       [&](Handle* h, detail::WatchRecord*, void* r) {
@@ -413,6 +416,16 @@ std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
 }
 
 std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operation>& operations) {
+  for (const auto& operation : operations) {
+    std::visit(
+        [](const auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (!std::is_same_v<T, op::Create>) {
+            require_version_headroom(o.path, o.version, std::is_same_v<T, op::SetData>);
+          }
+        },
+        operation);
+  }
   auto handle = impl_->current();
   auto reply = std::make_unique<detail::MultiReply>();
   const std::size_t count = operations.size();
@@ -606,6 +619,23 @@ void MultiResult::throw_if_failed(const std::vector<Operation>& operations) cons
   }
   detail::throw_zookeeper_error(failed_code,
                                 "multi (operation " + std::to_string(failed_index) + ")", path);
+}
+
+void require_version_headroom(const std::string& path, std::int32_t version, bool increments) {
+  // Avout's conditions are on versions it read; only -1 means "any", so a node must never be
+  // written past INT32_MAX, where ZooKeeper's next version would wrap towards -1.
+  if (version < -1) {
+    throw VersionLimitReached("zookeeper node " + path + ": its version " +
+                              std::to_string(version) +
+                              " has wrapped past 2^31 updates; conditional writes to it are "
+                              "refused (give the value a new name)");
+  }
+  if (increments && version == std::numeric_limits<std::int32_t>::max()) {
+    throw VersionLimitReached("zookeeper node " + path +
+                              ": it reached ZooKeeper's last version (2^31 - 1 updates); a "
+                              "further conditional write would wrap it and is refused (give the "
+                              "value a new name)");
+  }
 }
 
 }  // namespace avout

@@ -163,6 +163,11 @@ class Client {
   std::string agent_value_key(const std::string& name) const {
     return stm_->value_key("agent", name);
   }
+  /// The same for the atom `name` held outside ZooKeeper (a ZooKeeper-held atom is the node
+  /// options().root + "/atoms" + name).
+  std::string atom_value_key(const std::string& name) const {
+    return stm_->value_key("atom", name);
+  }
 
   /// The ZooKeeper session all coordination runs through.
   ZooKeeperSession& session();

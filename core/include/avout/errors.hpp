@@ -111,6 +111,13 @@ class InvalidName : public Error {
   using Error::Error;
 };
 
+/// A conditional write names a node whose int32 version is exhausted (or already wrapped):
+/// sending it could wrap the version to -1, which ZooKeeper reads as "any version".
+class VersionLimitReached : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A ZooKeeper call failed with a result code that is about the node, not the connection.
 class ZooKeeperError : public Error {
  public:

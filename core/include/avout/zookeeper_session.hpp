@@ -257,4 +257,9 @@ std::string join_path(const std::string& parent, const std::string& child);
 /// '/', no empty, "." or ".." segments, no trailing '/', printable characters only.
 void validate_path(const std::string& path);
 
+/// Throws VersionLimitReached naming `path` unless a condition on `version` is safe to send:
+/// never below -1 (a version that wrapped), and never INT32_MAX for a write that `increments`
+/// the version (its successor would wrap). Every versioned request of the session passes here.
+void require_version_headroom(const std::string& path, std::int32_t version, bool increments);
+
 }  // namespace avout
