@@ -14,6 +14,7 @@ constexpr std::uint64_t unnamed_domain = 0x756e6e616d6564ULL;
 
 struct Stream {
   std::optional<std::uint64_t> key;
+  bool named = false;  // only named streams keep notes: nobody takes an unnamed one's
   std::map<std::uint64_t, std::mt19937_64> sources;  // per injector seed
   std::vector<std::string> notes;
 };
@@ -32,6 +33,7 @@ std::uint64_t mix_keys(std::uint64_t a, std::uint64_t b) {
 
 void name_fault_stream(std::uint64_t key) {
   stream.key = key;
+  stream.named = true;
   stream.sources.clear();
 }
 
@@ -44,7 +46,9 @@ double draw_fault(std::uint64_t seed) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(source->second);
 }
 
-void note_fault(const std::string& what) { stream.notes.push_back(what); }
+void note_fault(const std::string& what) {
+  if (stream.named) stream.notes.push_back(what);
+}
 
 std::vector<std::string> take_fault_notes() {
   std::vector<std::string> notes;

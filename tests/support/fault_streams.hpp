@@ -22,7 +22,8 @@ void name_fault_stream(std::uint64_t key);
 /// One uniform draw in [0, 1) from the calling thread's stream of the injector seeded `seed`.
 double draw_fault(std::uint64_t seed);
 
-/// Notes a fault injected on the calling thread (what a replay test compares).
+/// Notes a fault injected on the calling thread if its stream was named (what a replay test
+/// compares).
 void note_fault(const std::string& what);
 
 /// The faults noted on the calling thread since the last call, oldest first.
