@@ -6,22 +6,14 @@
 #include <avout/zookeeper_session.hpp>
 
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
 
 #include <doctest/doctest.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <functional>
 #include <future>
-#include <list>
-#include <mutex>
 #include <random>
-#include <stdexcept>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -45,130 +37,6 @@ Log append(Log log, long value) {
   return log;
 }
 
-// A TCP relay to one server that can swallow the server's replies (a request that reached
-// the server and was applied, whose reply never came), or everything (a client the server
-// stops hearing from), and then cut every connection.
-class ReplyLosingRelay {
- public:
-  explicit ReplyLosingRelay(int server_port) : server_port_(server_port) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    const int yes = 1;
-    ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    sockaddr_in address = loopback(0);
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-        ::listen(listener_, 16) != 0) {
-      throw std::runtime_error("relay: cannot listen");
-    }
-    socklen_t length = sizeof address;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
-    acceptor_ = std::thread([this] { accept_loop(); });
-  }
-  ~ReplyLosingRelay() {
-    stopping_ = true;
-    ::shutdown(listener_, SHUT_RDWR);
-    acceptor_.join();
-    cut();
-    std::lock_guard lock(mutex_);
-    for (auto& link : links_) link.thread.join();
-    ::close(listener_);
-  }
-  ReplyLosingRelay(const ReplyLosingRelay&) = delete;
-  ReplyLosingRelay& operator=(const ReplyLosingRelay&) = delete;
-
-  /// "127.0.0.1:<port>" for a client to connect through.
-  std::string connect_string() const { return "127.0.0.1:" + std::to_string(port_); }
-  /// From now on the server's bytes on the open connections are thrown away.
-  void lose_replies() {
-    std::lock_guard lock(mutex_);
-    for (auto& link : links_) link.losing = true;
-  }
-  /// From now on both sides' bytes are thrown away, also on connections opened later.
-  void isolate() {
-    std::lock_guard lock(mutex_);
-    isolated_ = true;
-    for (auto& link : links_) link.losing = link.muted = true;
-  }
-  /// Closes every open connection; new ones relay faithfully.
-  void cut() {
-    std::lock_guard lock(mutex_);
-    isolated_ = false;
-    for (auto& link : links_) {
-      ::shutdown(link.client, SHUT_RDWR);
-      ::shutdown(link.server, SHUT_RDWR);
-    }
-  }
-
- private:
-  struct Link {
-    int client = -1;
-    int server = -1;
-    std::atomic<bool> losing{false};  // the server's bytes are dropped
-    std::atomic<bool> muted{false};   // the client's bytes are dropped
-    std::thread thread;
-  };
-
-  static sockaddr_in loopback(int port) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return address;
-  }
-
-  void accept_loop() {
-    while (!stopping_) {
-      const int client = ::accept(listener_, nullptr, nullptr);
-      if (client < 0) return;
-      const int server = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in address = loopback(server_port_);
-      if (::connect(server, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-        ::close(client);
-        ::close(server);
-        continue;
-      }
-      std::lock_guard lock(mutex_);
-      auto& link = links_.emplace_back();
-      link.client = client;
-      link.server = server;
-      link.losing = link.muted = isolated_;
-      link.thread = std::thread([&link] { relay(link); });
-    }
-  }
-
-  static void relay(Link& link) {
-    pollfd fds[2] = {{link.client, POLLIN, 0}, {link.server, POLLIN, 0}};
-    char buffer[65536];
-    while (::poll(fds, 2, -1) > 0) {
-      if (fds[0].revents != 0) {
-        const auto got = ::read(link.client, buffer, sizeof buffer);
-        if (got <= 0) break;
-        if (!link.muted && ::write(link.server, buffer, static_cast<std::size_t>(got)) != got) {
-          break;
-        }
-      }
-      if (fds[1].revents != 0) {
-        const auto got = ::read(link.server, buffer, sizeof buffer);
-        if (got <= 0) break;
-        if (!link.losing && ::write(link.client, buffer, static_cast<std::size_t>(got)) != got) {
-          break;
-        }
-      }
-    }
-    ::close(link.client);
-    ::close(link.server);
-  }
-
-  int server_port_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stopping_{false};
-  bool isolated_ = false;  // guarded by mutex_
-  std::thread acceptor_;
-  std::mutex mutex_;
-  std::list<Link> links_;  // a list: links stay put while their threads use them
-};
-
 // Sends five actions while the store is down, then brings it back: they wait, then all run.
 void outage_delays_actions(avout::Store& store, const std::function<void()>& stop,
                            const std::function<void()>& start) {
@@ -190,7 +58,7 @@ void outage_delays_actions(avout::Store& store, const std::function<void()>& sto
 
 TEST_CASE("a send whose reply was lost is found again: it runs once and blocks nobody") {
   auto& zookeeper = avout::testing::shared_zookeeper();
-  ReplyLosingRelay relay(zookeeper.port());
+  avout::testing::TcpRelay relay(zookeeper.port());
   const std::string name = unique_name("lost-reply");
   avout::Client client(options(relay.connect_string()));
   auto agent = client.agent<Log>(name, {});
@@ -225,7 +93,7 @@ TEST_CASE("a send whose reply was lost is found again: it runs once and blocks n
 
 TEST_CASE("a send inside dosync whose commit reply was lost is found again and runs once") {
   auto& zookeeper = avout::testing::shared_zookeeper();
-  ReplyLosingRelay relay(zookeeper.port());
+  avout::testing::TcpRelay relay(zookeeper.port());
   const std::string name = unique_name("lost-commit-reply");
   avout::Client client(options(relay.connect_string()));
   auto agent = client.agent<Log>(name, {});
@@ -270,7 +138,7 @@ TEST_CASE("an agent's actions wait out a PostgreSQL restart: none is lost, await
 
 TEST_CASE("a send that vanished with an expired session makes await throw, not succeed") {
   auto& zookeeper = avout::testing::shared_zookeeper();
-  ReplyLosingRelay relay(zookeeper.port());
+  avout::testing::TcpRelay relay(zookeeper.port());
   const std::string name = unique_name("expired");
   avout::Client holder(options(zookeeper.connect_string()));
   avout::Client sender({.hosts = relay.connect_string(), .session_timeout = 2000ms});

@@ -16,7 +16,9 @@ namespace avout::testing {
 /// Finds: duplicate or lost acknowledged appends, reads that are no prefix of the final
 /// list, internal inconsistency (a read that misses the transaction's own earlier appends),
 /// G1a (read of a failed transaction's append), G1b (read of an intermediate state), and
-/// cycles of ww/wr edges (G0, G1c) and with one rw edge (G-single). Plain reads outside
+/// cycles of ww/wr edges (G0, G1c), with one rw edge (G-single), and with several rw edges
+/// all from reads the readers ensured (G2 among transactions that ensure what they read: a
+/// read micro-operation ["r", key, list, "ensure"]). Plain reads outside
 /// transactions ("f": "ref-read", argument {"key"}, result the list; "fail" when the value
 /// the head named was missing) must be prefixes of the final list and never fail.
 std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
@@ -37,6 +39,13 @@ std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& op
 /// another hold of the same lock, and tokens strictly increase along holds that follow one
 /// another in real time.
 std::vector<std::string> check_locks(const std::map<std::int64_t, Operation>& operations);
+
+/// Lock-guarded counters ("f": "increment", argument {"lock", "token"}, result {"count"}: the
+/// count the holder wrote; "fail" when the counter refused its stale token): per lock, the
+/// acknowledged counts are distinct and the final count lies between the acknowledged
+/// increments and those plus the unknown ones (a lost increment shows two holders at once).
+std::vector<std::string> check_counters(const std::map<std::int64_t, Operation>& operations,
+                                        const std::map<std::string, long>& final_counts);
 
 /// Agents ("f": "send" and "txn-send", argument {"agent", "value", "thread"}): in the agent's
 /// final list every acknowledged send appears exactly once, unknown ones at most once, failed

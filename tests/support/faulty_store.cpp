@@ -1,7 +1,8 @@
 #include "support/faulty_store.hpp"
 
-#include <cstdlib>
-#include <sstream>
+#include "support/fault_rates_env.hpp"
+#include "support/fault_streams.hpp"
+
 
 namespace avout::testing {
 namespace {
@@ -72,7 +73,7 @@ class FaultyReferenceData : public ReferenceData {
 }  // namespace
 
 FaultyStore::FaultyStore(Store& inner, std::uint64_t seed, StoreFaultRates rates)
-    : inner_(inner), random_(seed), rates_(rates) {}
+    : inner_(inner), seed_(seed), rates_(rates) {}
 
 std::string FaultyStore::description() const { return "faulty " + inner_.description(); }
 std::size_t FaultyStore::max_value_size() const { return inner_.max_value_size(); }
@@ -92,37 +93,34 @@ void FaultyStore::enable(bool on) {
 }
 
 FaultyStore::Fault FaultyStore::draw(const std::string& what, bool write) {
-  std::lock_guard lock(mutex_);
-  if (!enabled_) return Fault::none;
-  const auto now = std::chrono::steady_clock::now();
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  if (now >= unavailable_until_ && unit(random_) < rates_.outage) {
-    unavailable_until_ = now + rates_.outage_length;
+  {
+    std::lock_guard lock(mutex_);
+    if (!enabled_) return Fault::none;
   }
-  if (now < unavailable_until_) {
-    throw BackendError("faulty store: " + inner_.description() + " unavailable (" + what + ")");
+  // Drawn from the calling thread's stream, all three whatever they give (one decision
+  // never shifts the stream of the next); whether a call falls inside an outage another
+  // thread began depends on timing, which no seed replays.
+  const double outage = draw_fault(seed_), lost = draw_fault(seed_), early = draw_fault(seed_);
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    if (now >= unavailable_until_ && outage < rates_.outage) {
+      unavailable_until_ = now + rates_.outage_length;
+      note_fault("store outage");
+    }
+    if (now < unavailable_until_) {
+      throw BackendError("faulty store: " + inner_.description() + " unavailable (" + what + ")");
+    }
   }
   if (!write) return Fault::none;
-  if (unit(random_) < rates_.reply_lost) return Fault::reply_lost;
-  if (unit(random_) < rates_.fail_early) return Fault::fail_early;
+  if (lost < rates_.reply_lost) return note_fault("store reply lost"), Fault::reply_lost;
+  if (early < rates_.fail_early) return note_fault("store failed early"), Fault::fail_early;
   return Fault::none;
 }
 
 StoreFaultRates store_fault_rates_from_env(StoreFaultRates defaults) {
-  const char* text = std::getenv("AVOUT_STORE_FAULTS");
-  if (text == nullptr) return defaults;
-  if (std::string(text) == "off") return StoreFaultRates{};
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const auto equals = item.find('=');
-    if (equals == std::string::npos) continue;
-    const std::string key = item.substr(0, equals);
-    const double value = std::stod(item.substr(equals + 1));
-    if (key == "lost") defaults.reply_lost = value;
-    else if (key == "early") defaults.fail_early = value;
-    else if (key == "outage") defaults.outage = value;
-  }
+  rates_from_env("AVOUT_STORE_FAULTS",
+                 {{"lost", &defaults.reply_lost}, {"early", &defaults.fail_early}, {"outage", &defaults.outage}});
   return defaults;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Fault injection at the store border, for tests only: a Store that decorates any Store and,
-// per write drawn from a seeded source, loses the reply of an applied write (writes, then
+// per write drawn from the calling thread's seeded stream, loses the reply of an applied write (writes, then
 // throws BackendError, the stores' connection error), fails before writing, or makes the
 // whole store unavailable for a while (every call throws BackendError until it is back).
 
@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 
 namespace avout::testing {
@@ -29,7 +28,8 @@ StoreFaultRates store_fault_rates_from_env(StoreFaultRates defaults);
 /// A Store whose writes fail as `rates` say; reads fail only during an outage.
 class FaultyStore : public Store {
  public:
-  /// Decorates `inner` (which must outlive this), drawing from a source seeded with `seed`.
+  /// Decorates `inner` (which must outlive this), drawing from the calling thread's stream
+  /// of a source seeded with `seed` (support/fault_streams.hpp).
   FaultyStore(Store& inner, std::uint64_t seed, StoreFaultRates rates);
   std::string description() const override;
   std::size_t max_value_size() const override;
@@ -46,7 +46,7 @@ class FaultyStore : public Store {
  private:
   Store& inner_;
   std::mutex mutex_;
-  std::mt19937_64 random_;
+  const std::uint64_t seed_;
   StoreFaultRates rates_;
   bool enabled_ = true;
   std::chrono::steady_clock::time_point unavailable_until_{};

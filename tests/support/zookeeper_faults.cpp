@@ -3,6 +3,9 @@
 // function unchanged.
 #include "support/zookeeper_faults.hpp"
 
+#include "support/fault_rates_env.hpp"
+#include "support/fault_streams.hpp"
+
 #ifndef THREADED
 #define THREADED
 #endif
@@ -12,7 +15,6 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -74,31 +76,37 @@ void expire_session(zhandle_t* handle, const std::string& hosts) {
   zoo_set_servers(handle, hosts.c_str());
 }
 
-// The active plan's state: the seeded source and the counts.
+// One request's decision; `delay` only for Fault::delay.
+struct Decision {
+  Fault fault = Fault::none;
+  std::chrono::milliseconds delay{0};
+};
+
+// The active plan's state: its seed, rates and counts. Decisions come from the calling
+// thread's stream (support/fault_streams.hpp), not from one source all threads share.
 class Injector {
  public:
   Injector(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts)
-      : rates_(rates), random_(seed), hosts_(std::move(hosts)) {}
+      : seed_(seed), rates_(rates), hosts_(std::move(hosts)) {}
 
-  Fault draw(bool mutation) {
-    std::lock_guard lock(mutex_);
-    ++counts_.requests;
-    if (!enabled_) return Fault::none;
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    if (mutation && unit(random_) < rates_.reply_lost) return ++counts_.reply_lost, Fault::reply_lost;
-    if (unit(random_) < rates_.fail_early) return ++counts_.fail_early, Fault::fail_early;
-    if (mutation && unit(random_) < rates_.expire) {
-      ++counts_.expired;
-      return unit(random_) < 0.5 ? Fault::expire_before : Fault::expire_after;
+  Decision draw(bool mutation) {
+    {
+      std::lock_guard lock(mutex_);
+      ++counts_.requests;
+      if (!enabled_) return {};
     }
-    if (unit(random_) < rates_.delay) return ++counts_.delayed, Fault::delay;
-    return Fault::none;
-  }
-
-  std::chrono::milliseconds delay() {
+    const Decision decision = decide(mutation);
+    if (decision.fault == Fault::none) return decision;
     std::lock_guard lock(mutex_);
-    std::uniform_int_distribution<long> pick(1, std::max<long>(1, rates_.max_delay.count()));
-    return std::chrono::milliseconds(pick(random_));
+    switch (decision.fault) {
+      case Fault::reply_lost: ++counts_.reply_lost, note_fault("zookeeper reply lost"); break;
+      case Fault::fail_early: ++counts_.fail_early, note_fault("zookeeper failed early"); break;
+      case Fault::expire_before: ++counts_.expired, note_fault("zookeeper expired before"); break;
+      case Fault::expire_after: ++counts_.expired, note_fault("zookeeper expired after"); break;
+      case Fault::delay: ++counts_.delayed, note_fault("zookeeper delayed"); break;
+      case Fault::none: break;
+    }
+    return decision;
   }
 
   const std::string& hosts() const { return hosts_; }
@@ -113,9 +121,24 @@ class Injector {
   }
 
  private:
+  // Every draw is made whatever the earlier ones gave, so that one decision never shifts
+  // the stream of the next.
+  Decision decide(bool mutation) {
+    const double lost = draw_fault(seed_), early = draw_fault(seed_), expire = draw_fault(seed_),
+                 before = draw_fault(seed_), delay = draw_fault(seed_), length = draw_fault(seed_);
+    if (mutation && lost < rates_.reply_lost) return {Fault::reply_lost};
+    if (early < rates_.fail_early) return {Fault::fail_early};
+    if (mutation && expire < rates_.expire) return {before < 0.5 ? Fault::expire_before : Fault::expire_after};
+    if (delay < rates_.delay) {
+      const auto most = std::max<long>(1, rates_.max_delay.count());
+      return {Fault::delay, std::chrono::milliseconds(1 + static_cast<long>(length * static_cast<double>(most - 1)))};
+    }
+    return {};
+  }
+
   std::mutex mutex_;
-  ZooKeeperFaultRates rates_;
-  std::mt19937_64 random_;
+  const std::uint64_t seed_;
+  const ZooKeeperFaultRates rates_;
   ZooKeeperFaultCounts counts_;
   bool enabled_ = true;
   const std::string hosts_;
@@ -132,9 +155,9 @@ std::shared_ptr<Injector> current() {
 // The context of a substituted completion: the caller's own completion and data.
 template <typename Completion>
 struct Substitute {
-  std::shared_ptr<Injector> injector;
   Completion completion;
   const void* data;
+  std::chrono::milliseconds delay{0};  ///< decided with the request, waited on its reply
 };
 
 // Reply lost: whatever the server said, the caller hears ZCONNECTIONLOSS.
@@ -157,7 +180,7 @@ void lost_void(int, const void* context) {
 template <typename Completion>
 std::unique_ptr<const Substitute<Completion>> wait_then_take(const void* context) {
   std::unique_ptr<const Substitute<Completion>> s(static_cast<const Substitute<Completion>*>(context));
-  std::this_thread::sleep_for(s->injector->delay());
+  std::this_thread::sleep_for(s->delay);
   return s;
 }
 void delayed_string(int rc, const char* value, const void* context) {
@@ -188,19 +211,20 @@ int intercept(zhandle_t* handle, bool mutation, Completion completion, const voi
               Completion lost, Completion delayed, Send real) {
   auto injector = current();
   if (!injector || completion == nullptr) return real(completion, data);
-  switch (injector->draw(mutation)) {
+  const auto decision = injector->draw(mutation);
+  switch (decision.fault) {
     case Fault::none:
       return real(completion, data);
     case Fault::fail_early:
       return ZCONNECTIONLOSS;  // the caller completes a refused call itself
     case Fault::reply_lost: {
-      auto* s = new Substitute<Completion>{injector, completion, data};
+      auto* s = new Substitute<Completion>{completion, data};
       const int rc = real(lost, s);
       if (rc != ZOK) delete s;
       return rc;
     }
     case Fault::delay: {
-      auto* s = new Substitute<Completion>{injector, completion, data};
+      auto* s = new Substitute<Completion>{completion, data, decision.delay};
       const int rc = real(delayed, s);
       if (rc != ZOK) delete s;
       return rc;
@@ -240,21 +264,10 @@ void FaultPlan::enable(bool on) {
 }
 
 ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults) {
-  const char* text = std::getenv("AVOUT_ZK_FAULTS");
-  if (text == nullptr) return defaults;
-  if (std::string(text) == "off") return ZooKeeperFaultRates{};
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const auto equals = item.find('=');
-    if (equals == std::string::npos) continue;
-    const std::string key = item.substr(0, equals);
-    const double value = std::stod(item.substr(equals + 1));
-    if (key == "lost") defaults.reply_lost = value;
-    else if (key == "early") defaults.fail_early = value;
-    else if (key == "expire") defaults.expire = value;
-    else if (key == "delay") defaults.delay = value;
-  }
+  rates_from_env("AVOUT_ZK_FAULTS", {{"lost", &defaults.reply_lost},
+                                     {"early", &defaults.fail_early},
+                                     {"expire", &defaults.expire},
+                                     {"delay", &defaults.delay}});
   return defaults;
 }
 

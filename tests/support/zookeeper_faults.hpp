@@ -2,7 +2,8 @@
 // Fault injection at the ZooKeeper border, for tests only. The test executables are linked
 // with -Wl,--wrap for each async call the core makes (tests/CMakeLists.txt), so every request
 // passes through zookeeper_faults.cpp first. With no FaultPlan alive each call goes straight to
-// the real C client; while a plan lives, each request draws from the plan's seeded source:
+// the real C client; while a plan lives, each request draws from the plan's seeded stream of
+// the calling thread (support/fault_streams.hpp):
 //   reply lost    the server applies the request, the caller hears ZCONNECTIONLOSS
 //                 (mutations only: a read whose watch the server set cannot be un-set)
 //   fail early    nothing is sent, the caller hears ZCONNECTIONLOSS
@@ -34,7 +35,8 @@ struct ZooKeeperFaultCounts {
 /// Turns injection on for this process while alive (one at a time).
 class FaultPlan {
  public:
-  /// Starts injecting with `rates`, drawing from a source seeded with `seed`; `hosts` is the
+  /// Starts injecting with `rates`, drawing from the calling threads' streams of a source
+  /// seeded with `seed` (support/fault_streams.hpp); `hosts` is the
   /// connect string (without chroot) a handle returns to after an expiry.
   FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts);
   /// Stops injecting (requests already substituted still complete through it).
