@@ -15,13 +15,6 @@
 
 namespace avout::testing {
 
-/// Starts the shared servers (in the parent, before any fork, so children only connect).
-inline void start_shared_servers() {
-  (void)shared_zookeeper();
-  (void)shared_redis();
-  (void)shared_postgres();
-}
-
 /// "<folder>/<stem>-<random>": a name no other test run uses.
 inline std::string unique_name(const std::string& folder, const std::string& stem) {
   static std::mt19937_64 random{std::random_device{}()};
@@ -31,6 +24,12 @@ inline std::string unique_name(const std::string& folder, const std::string& ste
 /// The URLs of the shared servers' stores: ZooKeeper, Redis, PostgreSQL.
 inline std::vector<std::string> shared_store_urls() {
   return {"zookeeper:", shared_redis().url(), shared_postgres().url()};
+}
+
+/// Starts the shared servers (in the parent, before any fork, so children only connect).
+inline void start_shared_servers() {
+  (void)shared_zookeeper();
+  (void)shared_store_urls();  // starts each store's server
 }
 
 /// The shared servers' stores, made by the store registry, in shared_store_urls()'s order.
