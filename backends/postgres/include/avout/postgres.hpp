@@ -30,9 +30,10 @@ struct StoreOptions {
 /// UPDATE; a ref version is durable when the INSERT returns. Thread safe.
 class Store final : public avout::Store {
  public:
-  /// Connects lazily to `url` with default options.
+  /// Connects lazily to `url` with default options; InvalidName at once when libpq cannot
+  /// read the connection string.
   explicit Store(const std::string& url);
-  /// Connects lazily with the given options.
+  /// Connects lazily with the given options (InvalidName as above).
   explicit Store(StoreOptions options);
   ~Store() override;
   Store(const Store&) = delete;
