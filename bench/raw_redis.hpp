@@ -17,10 +17,11 @@ class RawRedis {
   };
   using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
-  /// Connects to "tcp://host:port".
+  /// Connects to "redis://host:port" (or tcp://host:port): the fixture's plain URLs.
   explicit RawRedis(const std::string& url) {
+    const auto start = url.find("://") + 3;
     const auto colon = url.rfind(':');
-    const std::string host = url.substr(6, colon - 6);
+    const std::string host = url.substr(start, colon - start);
     context_.reset(redisConnect(host.c_str(), std::stoi(url.substr(colon + 1))));
     if (!context_ || context_->err) throw std::runtime_error("raw redis: cannot connect to " + url);
   }

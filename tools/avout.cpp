@@ -17,6 +17,8 @@
 #include "typed_value.hpp"
 #include "watch.hpp"
 
+#include <builtin_stores.hpp>
+
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
@@ -44,27 +46,24 @@ struct Connection {
   }
 };
 
-// The store named on the command line, made from the connection's URLs.
+// The store named on the command line, made by the store registry from the connection's URL.
 class StoreChoice {
  public:
-  StoreChoice(avout::Client& client, const Connection& connection, const std::string& kind) {
-    if (kind == "zookeeper") {
-      store_ = &client.default_store();
-    } else if (kind == "redis" || kind == "postgres") {
-      const std::string& url = kind == "redis" ? connection.redis : connection.postgres;
-      if (url.empty()) throw CLI::ValidationError("--store " + kind, "needs --" + kind + " URL");
-      if (kind == "redis") owned_ = std::make_unique<avout::redis::Store>(url);
-      else owned_ = std::make_unique<avout::postgres::Store>(url);
-      store_ = owned_.get();
-    } else {
-      throw CLI::ValidationError("--store", "must be zookeeper, redis or postgres");
-    }
-  }
-  avout::Store& get() { return *store_; }
+  StoreChoice(avout::Client& client, const Connection& connection, const std::string& kind)
+      : handle_(make(client, connection, kind)) {}
+  avout::Store& get() { return handle_.get(); }
 
  private:
-  std::unique_ptr<avout::Store> owned_;
-  avout::Store* store_ = nullptr;
+  static avout::StoreHandle make(avout::Client& client, const Connection& connection,
+                                 const std::string& kind) {
+    avout::register_builtin_stores();
+    if (kind == "zookeeper") return avout::make_store(client, "zookeeper:");
+    const std::string* url = kind == "redis" ? &connection.redis : kind == "postgres" ? &connection.postgres : nullptr;
+    if (!url) throw CLI::ValidationError("--store", "must be zookeeper, redis or postgres");
+    if (url->empty()) throw CLI::ValidationError("--store " + kind, "needs --" + kind + " URL");
+    return avout::make_store(client, *url);
+  }
+  avout::StoreHandle handle_;
 };
 
 // Ends the process when a short command outlives --command-timeout (watch and lock do not).

@@ -1,7 +1,6 @@
 #include "bank.hpp"
 
-#include <avout/postgres.hpp>
-#include <avout/redis.hpp>
+#include <builtin_stores.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,16 +20,14 @@ constexpr long initial_balance = 1000;
 
 struct Accounts {
   Client client;
-  std::unique_ptr<redis::Store> redis;
-  std::unique_ptr<postgres::Store> postgres;
+  std::vector<StoreHandle> stores;
   std::vector<Ref<long>> refs;
 
   explicit Accounts(const BankSettings& settings) : client(settings.client) {
-    if (!settings.redis.empty()) redis = std::make_unique<redis::Store>(settings.redis);
-    if (!settings.postgres.empty()) postgres = std::make_unique<postgres::Store>(settings.postgres);
-    std::vector<Store*> stores{&client.default_store()};
-    if (redis) stores.push_back(redis.get());
-    if (postgres) stores.push_back(postgres.get());
+    register_builtin_stores();
+    for (const std::string& url : {std::string("zookeeper:"), settings.redis, settings.postgres}) {
+      if (!url.empty()) stores.push_back(make_store(client, url));
+    }
     for (int i = 0; i < settings.accounts; ++i) {
       refs.push_back(client.ref<long>("/bank/account-" + std::to_string(i), initial_balance,
                                       *stores[static_cast<std::size_t>(i) % stores.size()]));

@@ -3,6 +3,7 @@
 #include <avout/detail/agent_core.hpp>
 #include <avout/detail/atom_core.hpp>
 #include <avout/detail/stm.hpp>
+#include <avout/zookeeper_tree.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,22 +15,13 @@ namespace avout::tool {
 namespace {
 
 // Object names below `folder`: nodes with data (`with_data`) or leaves otherwise.
-void walk(ZooKeeperSession& session, const std::string& folder, const std::string& name,
-          bool with_data, std::vector<std::string>& names) {
-  std::vector<std::string> children;
-  try {
-    children = session.children(folder);
-  } catch (const NoNode&) {
-    return;
-  }
-  for (const auto& child : children) {
-    const std::string path = join_path(folder, child);
-    const std::string child_name = name + "/" + child;
-    auto stat = session.exists(path);
-    if (!stat) continue;
-    if (with_data ? stat->data_length > 0 : stat->num_children == 0) names.push_back(child_name);
-    if (stat->num_children > 0) walk(session, path, child_name, with_data, names);
-  }
+void walk(ZooKeeperSession& session, const std::string& folder, bool with_data,
+          std::vector<std::string>& names) {
+  walk_tree(session, folder, [&](const TreeNode& node) {
+    if (with_data ? node.stat.data_length > 0 : node.stat.num_children == 0) {
+      names.push_back(node.name);
+    }
+  });
 }
 
 // A stored point's value for a report: {"value": described, "type": its kind}.
@@ -67,19 +59,19 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
   const std::string root = client.options().root;
   std::vector<std::string> names;
   if (kind == "atoms") {
-    walk(session, root + "/atoms", "", true, names);          // values in ZooKeeper
-    walk(session, root + "/atom-notices", "", false, names);  // values in other stores
+    walk(session, root + "/atoms", true, names);          // values in ZooKeeper
+    walk(session, root + "/atom-notices", false, names);  // values in other stores
   } else if (kind == "refs") {
-    walk(session, root + "/stm/refs", "", true, names);
+    walk(session, root + "/stm/refs", true, names);
   } else if (kind == "agents") {
-    walk(session, root + "/agents/heads", "", true, names);
+    walk(session, root + "/agents/heads", true, names);
   } else if (kind == "leases") {
-    walk(session, root + "/leases", "", true, names);
+    walk(session, root + "/leases", true, names);
   } else if (kind == "locks") {
     // A lock's folder holds "writers" (and, for read-write locks, "readers" and "gates").
     for (const char* folder : {"/locks", "/rwlocks"}) {
       std::vector<std::string> leaves;
-      walk(session, root + folder, "", false, leaves);  // empty queues and waiting nodes
+      walk(session, root + folder, false, leaves);  // empty queues and waiting nodes
       for (const auto& leaf : leaves) {
         for (const char* queue : {"/writers", "/readers"}) {
           const auto at = leaf.rfind(queue);

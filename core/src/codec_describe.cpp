@@ -1,3 +1,5 @@
+#include "hex.hpp"
+
 #include <avout/codec.hpp>
 
 #include <cstdio>
@@ -23,16 +25,6 @@ std::string quoted(std::span<const std::uint8_t> text) {
   return out + "\"";
 }
 
-std::string hex(std::span<const std::uint8_t> bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out = "0x";
-  for (auto b : bytes) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
-
 std::string describe_value(Reader& in) {
   const auto tag = static_cast<Tag>(in.byte());
   switch (tag) {
@@ -49,8 +41,8 @@ std::string describe_value(Reader& in) {
       return value ? "true" : "false";
     }
     case Tag::string: return quoted(in.take(in.length()));
-    case Tag::bytes: return hex(in.take(in.length()));
-    case Tag::user: return "#user " + hex(in.take(in.length()));
+    case Tag::bytes: return "0x" + detail::hex(in.take(in.length()));
+    case Tag::user: return "#user 0x" + detail::hex(in.take(in.length()));
     case Tag::list: {
       const std::size_t count = in.length();
       in.enter();

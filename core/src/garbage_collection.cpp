@@ -3,6 +3,7 @@
 #include <avout/client.hpp>
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
+#include <avout/zookeeper_tree.hpp>
 
 #include <algorithm>
 #include <set>
@@ -12,21 +13,12 @@ namespace avout::detail {
 namespace {
 
 // Every ref head below `folder` (heads are the nodes with data; their parents are empty).
-void find_heads(ZooKeeperSession& session, const std::string& folder, const std::string& name,
-                std::vector<std::string>& names) {
-  std::vector<std::string> children;
-  try {
-    children = session.children(folder);
-  } catch (const NoNode&) {
-    return;
-  }
-  for (const auto& child : children) {
-    const std::string path = join_path(folder, child);
-    const std::string child_name = name + "/" + child;
-    auto stat = session.exists(path);
-    if (stat && stat->data_length > 0) names.push_back(child_name);
-    if (stat && stat->num_children > 0) find_heads(session, path, child_name, names);
-  }
+std::vector<std::string> find_heads(ZooKeeperSession& session, const std::string& folder) {
+  std::vector<std::string> names;
+  walk_tree(session, folder, [&](const TreeNode& node) {
+    if (node.stat.data_length > 0) names.push_back(node.name);
+  });
+  return names;
 }
 
 std::set<std::int64_t> live_sessions(ZooKeeperSession& session, const std::string& folder) {
@@ -50,8 +42,7 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
                                           std::chrono::milliseconds marker_grace) {
   GarbageReport report;
   announce_session();
-  std::vector<std::string> names;
-  find_heads(session_, heads_root_, "", names);
+  const std::vector<std::string> names = find_heads(session_, heads_root_);
   for (const auto& name : names) {
     ++report.refs_scanned;
     for (Store* store : stores) {

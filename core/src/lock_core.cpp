@@ -1,4 +1,5 @@
 #include "lock_core.hpp"
+#include "hex.hpp"
 
 #include <avout/detail/atom_core.hpp>
 #include <avout/detail/stm.hpp>
@@ -6,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 
 namespace avout::detail {
 
@@ -45,10 +45,7 @@ std::vector<std::string> queue_of(std::vector<std::string> names, char kind) {
 
 // "<kind>-<fresh unique id>-": the prefix of one attempt's node.
 std::string own_prefix(char kind) {
-  char text[id_digits + 4];
-  std::snprintf(text, sizeof text, "%c-%016llx-", kind,
-                static_cast<unsigned long long>(unique_writer_id()));
-  return text;
+  return std::string(1, kind) + "-" + hex(unique_writer_id(), id_digits) + "-";
 }
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }

@@ -34,6 +34,7 @@ trap 'rm -rf "$work"' EXIT
 expected_lines=(
   'options: hosts=127.0.0.1:2181 root=/install-check max_history=10'
   'value: {"a": [1, 2, 3], "b": []}'
+  'schemes: postgres postgresql redis rediss tcp unix zookeeper'
   'install check OK'
 )
 check_output() {  # check_output NAME BINARY

@@ -346,7 +346,9 @@ RedisServer::RedisServer(bool durable) : impl_(std::make_unique<Impl>()) {
 
 RedisServer::~RedisServer() = default;
 
-std::string RedisServer::url() const { return "tcp://127.0.0.1:" + std::to_string(impl_->port); }
+std::string RedisServer::url() const { return "redis://127.0.0.1:" + std::to_string(impl_->port); }
+
+std::string RedisServer::socket_path() const { return impl_->dir + "/redis.sock"; }
 
 int RedisServer::port() const { return impl_->port; }
 
@@ -354,8 +356,11 @@ void RedisServer::stop() { impl_->process.stop(SIGTERM); }
 
 void RedisServer::start() {
   const std::string log = impl_->dir + "/server.log";
+  // ::1 too where the machine has IPv6 ("-": not fatal when it has not), and a unix socket.
   std::vector<std::string> argv{"redis-server", "--port", std::to_string(impl_->port), "--bind",
-                                "127.0.0.1", "--save", "", "--dir", impl_->dir, "--daemonize", "no"};
+                                "127.0.0.1", "-::1", "--unixsocket", socket_path(),
+                                "--unixsocketperm", "700", "--save", "", "--dir", impl_->dir,
+                                "--daemonize", "no"};
   if (impl_->durable) {
     argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "always"});
   } else {

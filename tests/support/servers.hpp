@@ -72,10 +72,12 @@ class RedisServer {
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
-  /// "tcp://127.0.0.1:<port>".
+  /// "redis://127.0.0.1:<port>" (it also listens on [::1] where the machine has IPv6).
   std::string url() const;
   /// The port.
   int port() const;
+  /// The path of its unix socket.
+  std::string socket_path() const;
   /// Stops the server (SIGTERM) and waits for the process to end.
   void stop();
   /// Starts it again on the same port and directory.

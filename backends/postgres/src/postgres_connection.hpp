@@ -3,6 +3,8 @@
 // 6's reactivation is unreliable) and the translation of pqxx exceptions into BackendError,
 // with the password stripped from every message.
 
+#include "postgres_url.hpp"
+
 #include <pqxx/pqxx>
 
 #include <functional>
@@ -13,22 +15,19 @@
 
 namespace avout::postgres::detail {
 
-/// The URL without its password, for messages.
-std::string redact(const std::string& url);
-
 class Pool {
  public:
   /// `prepare` runs once on each new connection (table creation).
-  Pool(std::string url, std::size_t keep, std::function<void(pqxx::connection&)> prepare);
+  Pool(ConnectionString target, std::size_t keep, std::function<void(pqxx::connection&)> prepare);
   /// Runs `work` on a pooled connection; pqxx errors become BackendError naming `what`.
   void run(const std::string& what, const std::function<void(pqxx::connection&)>& work);
-  const std::string& description() const { return description_; }
+  const std::string& description() const { return target_.description; }
 
  private:
   std::unique_ptr<pqxx::connection> open();
+  [[noreturn]] void fail(const std::string& what, const std::string& problem) const;
 
-  std::string url_;
-  std::string description_;
+  ConnectionString target_;
   std::size_t keep_;
   std::function<void(pqxx::connection&)> prepare_;
   std::mutex mutex_;

@@ -11,12 +11,6 @@ namespace avout::postgres {
 
 namespace {
 
-std::string with_connect_timeout(const std::string& url, std::chrono::seconds timeout) {
-  if (url.find("connect_timeout=") != std::string::npos) return url;
-  return url + (url.find('?') == std::string::npos ? "?" : "&") +
-         "connect_timeout=" + std::to_string(timeout.count());
-}
-
 pqxx::binarystring binary(const Bytes& value) {
   return pqxx::binarystring(value.data(), value.size());
 }
@@ -56,7 +50,7 @@ struct Store::Impl {
       : options(std::move(given)),
         atoms(options.table_prefix + "atoms"),
         ref_values(options.table_prefix + "ref_values"),
-        pool(with_connect_timeout(options.url, options.connect_timeout), options.pool_size,
+        pool(detail::parse_connection_string(options.url, options.connect_timeout), options.pool_size,
              [prefix = options.table_prefix](pqxx::connection& c) { create_tables(c, prefix); }) {
     for (char c : options.table_prefix) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {

@@ -2,7 +2,6 @@
 
 #include <avout/errors.hpp>
 
-#include <charconv>
 
 namespace avout::redis::detail {
 
@@ -23,37 +22,21 @@ timeval to_timeval(std::chrono::milliseconds duration) {
 
 }  // namespace
 
-Endpoint parse_url(const std::string& url) {
-  constexpr std::string_view scheme = "tcp://";
-  if (url.rfind(scheme, 0) != 0) throw InvalidName("redis url must start with tcp://");
-  Endpoint endpoint;
-  std::string rest = url.substr(scheme.size());
-  if (const auto at = rest.rfind('@'); at != std::string::npos) {
-    const std::string credentials = rest.substr(0, at);
-    endpoint.password = credentials.substr(credentials.find(':') == std::string::npos ? 0 : credentials.find(':') + 1);
-    rest = rest.substr(at + 1);
-  }
-  const auto colon = rest.rfind(':');
-  endpoint.host = rest.substr(0, colon);
-  if (colon != std::string::npos) {
-    const std::string port = rest.substr(colon + 1);
-    auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), endpoint.port);
-    if (error != std::errc() || end != port.data() + port.size() || endpoint.port <= 0) {
-      throw InvalidName("redis url has a bad port: " + port);
-    }
-  }
-  if (endpoint.host.empty()) throw InvalidName("redis url has no host");
-  endpoint.description = "redis " + endpoint.host + ":" + std::to_string(endpoint.port);
-  return endpoint;
-}
-
 Connection::Connection(const Endpoint& endpoint) : endpoint_(endpoint) {
-  context_.reset(redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
-                                         to_timeval(endpoint.connect_timeout)));
+  const timeval connect_timeout = to_timeval(endpoint.connect_timeout);
+  context_.reset(endpoint.socket_path.empty()
+                     ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, connect_timeout)
+                     : redisConnectUnixWithTimeout(endpoint.socket_path.c_str(), connect_timeout));
   if (!context_) throw_backend_error(endpoint, "connect", "", "out of memory");
   if (context_->err) throw_backend_error(endpoint, "connect", "", context_->errstr);
   redisSetTimeout(context_.get(), to_timeval(endpoint.command_timeout));
-  if (!endpoint.password.empty()) command({"AUTH", endpoint.password}, "");
+  // AUTH with a user is Redis 6's ACL form; without one it is the old requirepass form.
+  if (!endpoint.password.empty() && !endpoint.user.empty()) {
+    command({"AUTH", endpoint.user, endpoint.password}, "");
+  } else if (!endpoint.password.empty()) {
+    command({"AUTH", endpoint.password}, "");
+  }
+  if (endpoint.database != 0) command({"SELECT", std::to_string(endpoint.database)}, "");
 }
 
 Reply Connection::command(const std::vector<std::string_view>& arguments, std::string_view key) {

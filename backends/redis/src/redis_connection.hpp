@@ -2,6 +2,8 @@
 // The one owner of hiredis handles: a connection, its replies, and a small pool. hiredis
 // errors become avout::BackendError here, naming the store, command and key, never a password.
 
+#include "redis_url.hpp"
+
 #include <avout/bytes.hpp>
 
 #include <hiredis/hiredis.h>
@@ -14,19 +16,6 @@
 #include <vector>
 
 namespace avout::redis::detail {
-
-/// Where and how to connect.
-struct Endpoint {
-  std::string host;
-  int port = 6379;
-  std::string password;
-  std::chrono::milliseconds connect_timeout{2000};
-  std::chrono::milliseconds command_timeout{5000};
-  std::string description;  // "redis 127.0.0.1:6379", no password
-};
-
-/// Parses tcp://[:password@]host:port; throws InvalidName on anything else.
-Endpoint parse_url(const std::string& url);
 
 struct ReplyDeleter {
   void operator()(redisReply* reply) const { freeReplyObject(reply); }

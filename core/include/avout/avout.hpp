@@ -11,4 +11,5 @@
 #include <avout/errors.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
+#include <avout/store_registry.hpp>
 #include <avout/zookeeper_session.hpp>

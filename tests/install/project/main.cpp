@@ -32,13 +32,20 @@ int main(int argc, char** argv) {
   avout::redis::Store redis("tcp://127.0.0.1:6379");                   // connects lazily
   avout::postgres::Store postgres("postgresql://avout@127.0.0.1/avout");  // connects lazily
   std::cout << "stores: " << redis.description() << " | " << postgres.description() << "\n";
+  // Each backend registers its URL schemes by a call of its own (static and shared alike).
+  avout::redis::register_store_schemes();
+  avout::postgres::register_store_schemes();
+  std::cout << "schemes:";
+  for (const auto& scheme : avout::store_schemes()) std::cout << " " << scheme;
+  std::cout << "\n";
 
   if (argc > 2 && std::string(argv[1]) == "--connect") {
     try {
       avout::Client client(options);
       auto counter = client.atom<long>("/counter", 0);  // value in ZooKeeper
       std::cout << "counter: " << counter.swap([](long v) { return v + 1; }) << "\n";
-      auto in_redis = client.atom<long>("/counter", 0, redis);
+      auto by_url = avout::make_store(client, "redis://127.0.0.1:6379");
+      auto in_redis = client.atom<long>("/counter", 0, *by_url);
       auto in_postgres = client.ref<long>("/counter", 0, postgres);
       std::cout << "redis: " << in_redis.deref() << " postgres: " << in_postgres.deref() << "\n";
     } catch (const avout::Error& error) {

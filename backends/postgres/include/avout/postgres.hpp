@@ -17,7 +17,9 @@ class Pool;
 
 /// Settings of a PostgreSQL store.
 struct StoreOptions {
-  std::string url = "postgresql://127.0.0.1/avout";  ///< libpq connection URI
+  /// A libpq connection string: postgresql:// or postgres:// URI, or key=value pairs. Its
+  /// password (in the URI, ?password= or password=) never appears in messages.
+  std::string url = "postgresql://127.0.0.1/avout";
   std::string table_prefix = "avout_";               ///< tables <prefix>atoms, <prefix>ref_values
   std::chrono::seconds connect_timeout{5};           ///< per connection attempt
   std::size_t max_value_size = 64u << 20;            ///< larger values are ValueTooLarge
@@ -28,9 +30,10 @@ struct StoreOptions {
 /// UPDATE; a ref version is durable when the INSERT returns. Thread safe.
 class Store final : public avout::Store {
  public:
-  /// Connects lazily to `url` with default options.
+  /// Connects lazily to `url` with default options; InvalidName at once when libpq cannot
+  /// read the connection string.
   explicit Store(const std::string& url);
-  /// Connects lazily with the given options.
+  /// Connects lazily with the given options (InvalidName as above).
   explicit Store(StoreOptions options);
   ~Store() override;
   Store(const Store&) = delete;
@@ -47,6 +50,10 @@ class Store final : public avout::Store {
  private:
   // Lease locks share this store's connections and table prefix (postgres_lease.cpp).
   friend LeaseLock lease_lock(Store& store, const std::string& name);
+
+/// Registers the URL schemes postgresql and postgres (a Store with default options) with
+/// avout::make_store.
+void register_store_schemes();
   std::shared_ptr<detail::Pool> shared_pool() const;
   const StoreOptions& options() const;
 
@@ -58,5 +65,9 @@ class Store final : public avout::Store {
 /// first use: PostgreSQL's clock_timestamp() judges expiry, and a key's row is kept after
 /// release so its token keeps increasing. May outlive the store (it shares its connections).
 LeaseLock lease_lock(Store& store, const std::string& name);
+
+/// Registers the URL schemes postgresql and postgres (a Store with default options) with
+/// avout::make_store.
+void register_store_schemes();
 
 }  // namespace avout::postgres

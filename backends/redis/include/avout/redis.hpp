@@ -17,7 +17,9 @@ class Pool;
 
 /// Settings of a Redis store.
 struct StoreOptions {
-  std::string url = "tcp://127.0.0.1:6379";         ///< tcp://[:password@]host:port
+  /// redis://[[user]:password@]host[:port][/db] (tcp:// alike; IPv6 as [::1]) or
+  /// unix://[[user]:password@]/path[?db=N]; a user means AUTH user password (Redis 6 ACLs).
+  std::string url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds connect_timeout{2000};  ///< per connection attempt
   std::chrono::milliseconds command_timeout{5000};  ///< per command; then BackendError
   std::string key_prefix = "avout:";                ///< every key starts with this
@@ -30,7 +32,8 @@ struct StoreOptions {
 /// appendonly and appendfsync always. Thread safe.
 class Store final : public avout::Store {
  public:
-  /// Connects lazily to `url` (tcp://[:password@]host:port) with default options.
+  /// Connects lazily to `url` (see StoreOptions::url) with default options; InvalidName when
+  /// the URL is malformed or rediss:// (hiredis 0.14 has no TLS).
   explicit Store(const std::string& url);
   /// Connects lazily with the given options.
   explicit Store(StoreOptions options);
@@ -49,6 +52,10 @@ class Store final : public avout::Store {
  private:
   // Lease locks share this store's connections and key prefix (redis_lease.cpp).
   friend LeaseLock lease_lock(Store& store, const std::string& name);
+
+/// Registers the URL schemes redis, tcp and unix (a Store with default options) and rediss
+/// (refused with InvalidName: no TLS in hiredis 0.14) with avout::make_store.
+void register_store_schemes();
   std::shared_ptr<detail::Pool> shared_pool() const;
   const StoreOptions& options() const;
 
@@ -60,5 +67,9 @@ class Store final : public avout::Store {
 /// a never-expiring counter that makes the fencing tokens. Keys "<prefix>lease:<name>/<key>"
 /// and "<prefix>lease-token:<name>/<key>". May outlive the store (it shares its connections).
 LeaseLock lease_lock(Store& store, const std::string& name);
+
+/// Registers the URL schemes redis, tcp and unix (a Store with default options) and rediss
+/// (refused with InvalidName: no TLS in hiredis 0.14) with avout::make_store.
+void register_store_schemes();
 
 }  // namespace avout::redis

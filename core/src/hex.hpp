@@ -1,0 +1,16 @@
+#pragma once
+// The one hex formatter of the core: ids in node names and bytes in descriptions.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace avout::detail {
+
+/// `value` as `digits` lowercase hex digits, zero-padded (16: every 64-bit value fits).
+std::string hex(std::uint64_t value, std::size_t digits = 16);
+/// `bytes` as lowercase hex, two digits a byte, no prefix.
+std::string hex(std::span<const std::uint8_t> bytes);
+
+}  // namespace avout::detail

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The layering rules of docs/architecture.md, checked on the source tree:
+#   1. a backend (backends/NAME) includes no other backend's header, public or private;
+#   2. the core (core/) includes no backend's header;
+#   3. an installed public header (core/include, backends/*/include) includes only other
+#      public headers (<avout/...> that exist there) and outside libraries, never a private
+#      (src/) header.
+# Run by ctest (tests layering_check and layering_check_self_test, label fast); by hand:
+#   tests/check_layers.sh SOURCE_ROOT     exits 0 when every rule holds, else 1 naming each break
+#   tests/check_layers.sh --self-test     checks that a tree with each break is caught
+set -euo pipefail
+
+# Prints "file:line:quote:target" for every #include of the given files (quote: < or ").
+includes_of() {
+  [ $# -gt 0 ] || return 0
+  awk '/^[ \t]*#[ \t]*include[ \t]*[<"]/ {
+    match($0, /[<"][^>"]+[>"]/)
+    print FILENAME ":" FNR ":" substr($0, RSTART, 1) ":" substr($0, RSTART + 1, RLENGTH - 2)
+  }' "$@"
+}
+
+check_tree() {
+  local root=$1 broken=0 backend other file line quote target header
+  cd "$root"
+  local backends=()
+  for backend in backends/*/; do backends+=("$(basename "$backend")"); done
+
+  # What each backend owns: its public header paths and its private header names.
+  declare -A owner_of_public owner_of_private
+  for backend in "${backends[@]}"; do
+    if [ -d "backends/$backend/include" ]; then
+      while IFS= read -r header; do owner_of_public[$header]=$backend; done \
+        < <(cd "backends/$backend/include" && find . -name '*.h*' | sed 's|^\./||')
+    fi
+    while IFS= read -r header; do owner_of_private[${header##*/}]=$backend; done \
+      < <(find "backends/$backend" -path '*/src/*' -name '*.h*')
+  done
+  declare -A private_header public_header
+  while IFS= read -r header; do private_header[${header##*/}]=1; done \
+    < <(find core backends -path '*/src/*' -name '*.h*')
+  while IFS= read -r header; do public_header[$header]=1; done \
+    < <(for dir in core/include backends/*/include; do [ -d "$dir" ] && (cd "$dir" && find . -name '*.h*' | sed 's|^\./||'); done)
+
+  report() { echo "layering: $1" >&2; broken=1; }
+  backend_of_include() {  # sets `other` to the backend `target` names, or empty
+    other=${owner_of_public[$target]:-${owner_of_private[${target##*/}]:-}}
+  }
+
+  # Rule 1.
+  for backend in "${backends[@]}"; do
+    while IFS=: read -r file line quote target; do
+      backend_of_include
+      if [ -n "$other" ] && [ "$other" != "$backend" ]; then
+        report "$file:$line: backend $backend includes backend $other's header $target"
+      fi
+    done < <(includes_of $(find "backends/$backend" -name '*.cpp' -o -name '*.h*'))
+  done
+  # Rule 2.
+  while IFS=: read -r file line quote target; do
+    backend_of_include
+    [ -z "$other" ] || report "$file:$line: the core includes backend $other's header $target"
+  done < <(includes_of $(find core -name '*.cpp' -o -name '*.h*'))
+  # Rule 3.
+  while IFS=: read -r file line quote target; do
+    if [ -n "${private_header[${target##*/}]:-}" ] && [ -z "${public_header[$target]:-}" ]; then
+      report "$file:$line: public header includes the private header $target"
+    elif [[ $target == avout/* ]] && [ -z "${public_header[$target]:-}" ]; then
+      report "$file:$line: public header includes $target, which is not a public header"
+    elif [ "$quote" = '"' ]; then
+      report "$file:$line: public header includes \"$target\" (public headers include <avout/...>)"
+    fi
+  done < <(includes_of $(find core/include backends/*/include -name '*.h*' 2>/dev/null))
+  return $broken
+}
+
+tree=""  # the self-test's temporary tree (global: the EXIT trap reads it)
+self_test() {
+  local output
+  tree=$(mktemp -d "${TMPDIR:-/tmp}/avout-layers.XXXXXX")
+  trap 'rm -rf "$tree"' EXIT
+  mkdir -p "$tree"/core/{include/avout,src} "$tree"/backends/{one,two}/{include/avout,src}
+  printf '#pragma once\n#include <avout/base.hpp>\n#include <string>\n' >"$tree/core/include/avout/api.hpp"
+  printf '#pragma once\n' >"$tree/core/include/avout/base.hpp"
+  printf '#pragma once\n' >"$tree/core/src/engine.hpp"
+  printf '#include "engine.hpp"\n#include <avout/api.hpp>\n' >"$tree/core/src/engine.cpp"
+  printf '#pragma once\n#include <avout/api.hpp>\n' >"$tree/backends/one/include/avout/one.hpp"
+  printf '#pragma once\n' >"$tree/backends/one/src/one_wire.hpp"
+  printf '#include "one_wire.hpp"\n#include <avout/one.hpp>\n' >"$tree/backends/one/src/one.cpp"
+  printf '#pragma once\n#include <avout/api.hpp>\n' >"$tree/backends/two/include/avout/two.hpp"
+  printf '#include <avout/two.hpp>\n' >"$tree/backends/two/src/two.cpp"
+  (check_tree "$tree") || { echo "self-test: a clean tree was refused" >&2; exit 1; }
+
+  printf '#include <avout/one.hpp>\n#include "one_wire.hpp"\n' >>"$tree/backends/two/src/two.cpp"
+  printf '#include <avout/two.hpp>\n' >>"$tree/core/src/engine.cpp"
+  printf '#include <engine.hpp>\n#include "base.hpp"\n#include <avout/gone.hpp>\n' >>"$tree/core/include/avout/api.hpp"
+  if output=$(check_tree "$tree" 2>&1); then echo "self-test: a broken tree passed" >&2; exit 1; fi
+  local expected
+  for expected in "backend two includes backend one's header avout/one.hpp" \
+                  "backend two includes backend one's header one_wire.hpp" \
+                  "the core includes backend two's header avout/two.hpp" \
+                  "public header includes the private header engine.hpp" \
+                  'public header includes "base.hpp"' \
+                  "avout/gone.hpp, which is not a public header"; do
+    grep -qF -- "$expected" <<<"$output" || { echo "self-test: not reported: $expected" >&2; echo "$output" >&2; exit 1; }
+  done
+  echo "layering self-test OK"
+}
+
+if [ "${1:-}" = --self-test ]; then
+  self_test
+elif [ $# -eq 1 ]; then
+  check_tree "$1" && echo "layering OK"
+else
+  echo "usage: $0 SOURCE_ROOT | --self-test" >&2
+  exit 2
+fi
