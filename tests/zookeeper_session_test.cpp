@@ -316,3 +316,50 @@ TEST_CASE("with the ensemble leader killed the client keeps working") {
   ensemble.restart(leader);
   CHECK(session.exists("/after").has_value());
 }
+
+// ZooKeeper's C client (3.8) refuses every operation of a multi once its handle has expired,
+// and then frees a stale path for each operation after the first: a multi sent on a handle
+// between its expiry and the session's renewal must fail typed, never reach that code.
+TEST_CASE("multis sent while the session expires fail with typed errors and corrupt nothing") {
+  avout::ZooKeeperSession session(options_for(avout::testing::shared_zookeeper().connect_string()));
+  const std::string base = unique_path("expiring-multi");
+  std::vector<avout::Operation> checks;
+  for (int i = 0; i < 6; ++i) {
+    const std::string path = base + "/n" + std::to_string(i);
+    session.create_recursive(path);
+    checks.push_back(avout::op::Check{path, -1});
+  }
+  const auto old_generation = session.generation();
+  std::atomic<bool> stop{false};
+  std::atomic<int> applied{0}, refused{0}, unexpected{0};
+  std::vector<std::thread> senders;
+  for (int t = 0; t < 3; ++t) {
+    senders.emplace_back([&] {
+      while (!stop) {
+        try {
+          session.multi(checks);
+          ++applied;
+        } catch (const avout::SessionExpired&) {
+          ++refused;
+        } catch (const avout::ConnectionLoss&) {
+          ++refused;
+        } catch (...) {
+          ++unexpected;
+        }
+      }
+    });
+  }
+  session.expire_for_testing();
+  const auto deadline = std::chrono::steady_clock::now() + scaled(20s);
+  while (session.generation() == old_generation && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const int applied_before = applied.load();
+  std::this_thread::sleep_for(200ms);
+  stop = true;
+  for (auto& sender : senders) sender.join();
+  REQUIRE(session.generation() == old_generation + 1);
+  CHECK(unexpected.load() == 0);
+  CHECK(applied.load() > applied_before);  // the renewed session takes multis again
+  MESSAGE("multis applied: " << applied.load() << ", refused around the expiry: " << refused.load());
+}

@@ -33,6 +33,16 @@ int create_flags(CreateMode mode) {
 int length_of(const Bytes& data) { return static_cast<int>(data.size()); }
 const char* chars_of(const Bytes& data) { return reinterpret_cast<const char*>(data.data()); }
 
+// The C client (3.8) refuses each operation of a multi once its handle has expired, and for
+// every operation after the first refused one frees a path left over from the one before:
+// ours, which we free again. A handle expired, or in the handshake that may expire it, gets
+// no multi; the call fails as refused before sending (a disconnected handle still queues it).
+int multi_refusal(zhandle_t* handle) {
+  const int state = zoo_state(handle);
+  if (state < 0) return ZINVALIDSTATE;  // expired or authentication failed: for good
+  return state == ZOO_ASSOCIATING_STATE ? ZCONNECTIONLOSS : ZOK;
+}
+
 // A persistent watch: a one-shot exists-watch re-armed each time it fires.
 struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
   std::string path;
@@ -465,8 +475,11 @@ std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operati
   reply->owner = handle.get();
   handle->request_started();
   auto* raw = reply.release();
-  const int rc = zoo_amulti(handle->get(), static_cast<int>(count), raw->operations.data(),
-                            raw->results.data(), &detail::complete_multi, raw);
+  int rc = multi_refusal(handle->get());
+  if (rc == ZOK) {
+    rc = zoo_amulti(handle->get(), static_cast<int>(count), raw->operations.data(),
+                    raw->results.data(), &detail::complete_multi, raw);
+  }
   if (rc != ZOK) detail::complete_multi(rc, raw);
   return future;
 }
