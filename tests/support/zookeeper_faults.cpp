@@ -313,6 +313,12 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
                       zoo_op_result_t* results, void_completion_t completion, const void* data) {
   return intercept(zh, true, completion, data, &avout::testing::lost_void,
                    &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                     // An expiry injected here falls after the library's refusal of multis
+                     // on expired handles (zookeeper_session.cpp, multi_refusal): the C client
+                     // would free stale paths. Make it an expiry before that check instead.
+                     const int state = zoo_state(zh);
+                     if (state < 0) return static_cast<int>(ZINVALIDSTATE);
+                     if (state == ZOO_ASSOCIATING_STATE) return static_cast<int>(ZCONNECTIONLOSS);
                      return __real_zoo_amulti(zh, count, operations, results, c, d);
                    });
 }
