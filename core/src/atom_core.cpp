@@ -1,33 +1,11 @@
 #include <avout/detail/atom_core.hpp>
 #include <avout/errors.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <random>
 #include <thread>
 
 namespace avout::detail {
-
-std::uint64_t unique_writer_id() {
-  // Reseeded in a forked child: a generator state copied by fork() would make the child
-  // repeat its parent's (and its siblings') ids, and a lost reply would then be "resolved"
-  // by another process's write.
-  thread_local pid_t seeded_for = 0;
-  thread_local std::mt19937_64 generator;
-  if (seeded_for != getpid()) {
-    std::random_device entropy;
-    std::seed_seq seed{entropy(), entropy(), entropy(), entropy(),
-                       static_cast<unsigned>(getpid())};
-    generator.seed(seed);
-    seeded_for = getpid();
-  }
-  std::uint64_t id = 0;
-  while (id == 0) id = generator();
-  return id;
-}
 
 AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size_t max_value_size,
                    ZooKeeperSession& session, std::string watch_path, bool notify,

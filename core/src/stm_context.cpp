@@ -1,4 +1,6 @@
+#include "hex.hpp"
 #include "node_cache.hpp"
+#include "unique_ids.hpp"
 #include "wire.hpp"
 
 #include <avout/codec.hpp>
@@ -6,12 +8,6 @@
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
-#include <boost/uuid/random_generator.hpp>
-#include <boost/uuid/uuid_io.hpp>
-
-#include <unistd.h>
-
-#include <cstdio>
 
 namespace avout::detail {
 
@@ -78,10 +74,7 @@ std::optional<TransactionAge> decode_tag(const Bytes& bytes, const std::string& 
 
 namespace {
 std::string session_hex(std::int64_t session) {
-  char text[session_hex_digits + 1];
-  std::snprintf(text, sizeof text, "%016llx",
-                static_cast<unsigned long long>(static_cast<std::uint64_t>(session)));
-  return text;
+  return hex(static_cast<std::uint64_t>(session), session_hex_digits);
 }
 }  // namespace
 
@@ -100,14 +93,7 @@ std::optional<std::int64_t> writer_of(const std::string& id) {
 }
 
 Point StmContext::new_point() {
-  // A fresh generator per process: fork() would otherwise hand a child its parent's state.
-  thread_local pid_t seeded_for = getpid();
-  thread_local auto generator = std::make_unique<boost::uuids::random_generator>();
-  if (seeded_for != getpid()) {
-    generator = std::make_unique<boost::uuids::random_generator>();
-    seeded_for = getpid();
-  }
-  return Point{session_hex(session_.session_id()) + "-" + boost::uuids::to_string((*generator)())};
+  return Point{session_hex(session_.session_id()) + "-" + unique_uuid()};
 }
 
 std::string StmContext::session_node(std::int64_t session) const {
