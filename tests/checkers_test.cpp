@@ -83,12 +83,14 @@ TEST_CASE("the send of an agent action that failed is reported when it ran") {
   auto await = [&](std::int64_t id, const char* agent) {
     return operation(id, "await", "ok", {{"agent", agent}}, true);
   };
-  // 1 throws on purpose, 2 ran before it and did not fail, 4 came after the restart (3).
+  // 1 throws on purpose (5: its note), 2 ran before it and did not fail, 4 came after the
+  // restart (3) that cleared 1's error.
   std::map<std::int64_t, Operation> operations{
       {1, action(1, true)},
       {2, action(2, false)},
       {3, operation(3, "agent-restart", "ok", {{"agent", "relay"}, {"failed_by", 1}})},
       {4, action(4, false)},
+      {5, operation(5, "action-failed", "ok", {{"value", 1}})},
       {8, await(8, "relay")},
       {9, await(9, "sink")}};
   operations.at(2).invoked_ns = 1;

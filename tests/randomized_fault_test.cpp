@@ -440,21 +440,29 @@ void restart_relay(Node& node, SharedHistory& history) {
 
 // Sends the relay an action that sends its own id to the sink and then, when `fail`, throws:
 // the failed action's send must vanish with it. An action that fails for another reason (a
-// fault while its send looks up the sink) names its id too, so the restart tells the checker.
+// fault while its send looks up the sink) names its id too. A throwing action records
+// "action-failed" first: the relay fails after it returns (an action queued behind one
+// dropped while the relay was failed never ran, and fails nothing).
 void action_send(Node& node, SharedHistory& history, std::mt19937_64& random) {
   const auto id = history.next_id();
   const bool fail = random() % 3 == 0;
   history.record("invoke", "action-send", id, {{"agent", "sink"}, {"value", id}, {"failed", fail}});
   auto sink = std::make_shared<avout::Agent<List>>(node.sink);
   try {
-    node.relay.send([sink, fail, id](List list) {
+    node.relay.send([sink, fail, id, &history](List list) {
       const auto name = "action-send " + std::to_string(id);
+      auto failing = [&](const std::string& why) {
+        const auto noted = history.next_id();
+        history.record("invoke", "action-failed", noted, {{"value", id}});
+        history.record("ok", "action-failed", noted);
+        return std::runtime_error(name + why);
+      };
       try {
         sink->send(appended, static_cast<long>(id));
       } catch (const std::exception& error) {
-        throw std::runtime_error(name + " could not send: " + error.what());
+        throw failing(std::string(" could not send: ") + error.what());
       }
-      if (fail) throw std::runtime_error(name + " fails on purpose");
+      if (fail) throw failing(" fails on purpose");
       return appended(std::move(list), static_cast<long>(id));
     });
     history.record("ok", "action-send", id);

@@ -529,8 +529,9 @@ bool vouches(const Vouched& vouched, std::int64_t process, const std::string& ag
 }
 
 // Actions sent to an agent that send to another ("f": "action-send", argument {"agent": the
-// target of the inner send, "value", "failed": whether the action throws on purpose}) and
-// the restarts of the agent they fail ("f": "agent-restart", argument {"failed_by": the
+// target of the inner send, "value", "failed": whether the action throws on purpose}), the
+// note a throwing action records before it throws ("f": "action-failed", argument {"value"})
+// and the restarts of the agent they fail ("f": "agent-restart", argument {"failed_by": the
 // value of the action whose error the restart cleared, or null}).
 void check_action_sends(const std::map<std::int64_t, Operation>& operations,
                         const std::map<std::string, std::vector<long>>& final_lists, const Vouched& vouched,
@@ -552,17 +553,19 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
     auto [at, fresh] = cleared.emplace(failed_by.get<long>(), operation.completed_ns);
     if (!fresh) at->second = std::min(at->second, operation.completed_ns);
   }
+  // Only an action that threw failed the agent (one dropped behind another never ran).
   std::set<long> known_failed;
   for (const auto& [id, operation] : operations) {
     if (operation.f == "agent-restart" && !operation.argument.at("failed_by").is_null()) {
       known_failed.insert(operation.argument.at("failed_by").get<long>());
     }
+    if (operation.f == "action-failed") known_failed.insert(operation.argument.at("value").get<long>());
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   for (const auto& [id, operation] : operations) {
     if (operation.f != "action-send" || operation.outcome == "fail") continue;
     const long value = operation.argument.at("value").get<long>();
-    if (operation.argument.at("failed") != true && !known_failed.contains(value)) continue;
+    if (!known_failed.contains(value)) continue;
     const auto closed = cleared.find(value);
     windows.emplace_back(operation.invoked_ns, closed == cleared.end() ? never : closed->second);
   }
