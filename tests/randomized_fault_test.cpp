@@ -440,9 +440,9 @@ void restart_relay(Node& node, SharedHistory& history) {
 
 // Sends the relay an action that sends its own id to the sink and then, when `fail`, throws:
 // the failed action's send must vanish with it. An action that fails for another reason (a
-// fault while its send looks up the sink) names its id too. A throwing action records
-// "action-failed" first: the relay fails after it returns (an action queued behind one
-// dropped while the relay was failed never ran, and fails nothing).
+// fault while its send looks up the sink) names its id too. A throwing action notes
+// "action-failed" before it throws, so only actions that ran are taken to have failed the
+// relay (one dropped while the relay was failed never ran and fails nothing).
 void action_send(Node& node, SharedHistory& history, std::mt19937_64& random) {
   const auto id = history.next_id();
   // Rarely: a failed relay drops every action queued behind the failing one until a restart,
