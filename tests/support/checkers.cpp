@@ -553,19 +553,22 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
     auto [at, fresh] = cleared.emplace(failed_by.get<long>(), operation.completed_ns);
     if (!fresh) at->second = std::min(at->second, operation.completed_ns);
   }
-  // Only an action that threw failed the agent (one dropped behind another never ran).
-  std::set<long> known_failed;
+  // Failed for certain: the error a restart cleared named it. Maybe failed: it threw once,
+  // but an outage may have run it again and kept that run's result instead. Only an action
+  // that threw can have failed the agent (one dropped behind another never ran).
+  std::set<long> known_failed, maybe_failed;
   for (const auto& [id, operation] : operations) {
     if (operation.f == "agent-restart" && !operation.argument.at("failed_by").is_null()) {
       known_failed.insert(operation.argument.at("failed_by").get<long>());
+      maybe_failed.insert(operation.argument.at("failed_by").get<long>());
     }
-    if (operation.f == "action-failed") known_failed.insert(operation.argument.at("value").get<long>());
+    if (operation.f == "action-failed") maybe_failed.insert(operation.argument.at("value").get<long>());
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   for (const auto& [id, operation] : operations) {
     if (operation.f != "action-send" || operation.outcome == "fail") continue;
     const long value = operation.argument.at("value").get<long>();
-    if (!known_failed.contains(value)) continue;
+    if (!maybe_failed.contains(value)) continue;
     const auto closed = cleared.find(value);
     windows.emplace_back(operation.invoked_ns, closed == cleared.end() ? never : closed->second);
   }
@@ -597,7 +600,7 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
     // The relay's await shows the action ran; the target's that the send it made ran.
     const auto process = id / process_id_stride;
     const bool must_run = vouches(vouched, process, "relay") && vouches(vouched, process, agent);
-    if (!failed && operation.outcome == "ok" && times == 0 && must_run && !maybe_dropped) {
+    if (!maybe_failed.contains(value) && operation.outcome == "ok" && times == 0 && must_run && !maybe_dropped) {
       problems.push_back("agent " + agent + ": the send of an action that ran and did not fail never ran\n    " +
                          show(operation));
     }
