@@ -70,3 +70,50 @@ TEST_CASE("a lock's counter that lost an acknowledged increment is reported") {
   const std::map<std::int64_t, Operation> in_turn{{1, increment(1, 5, 1)}, {2, increment(2, 6, 2)}};
   CHECK(avout::testing::check_counters(in_turn, {{"mutex", 2}}).empty());
 }
+
+TEST_CASE("the send of an agent action that failed is reported when it ran") {
+  auto operation = [](std::int64_t id, std::string f, std::string outcome, nlohmann::json argument,
+                      nlohmann::json result = nullptr) {
+    return Operation{.id = id, .f = std::move(f), .outcome = std::move(outcome), .invoked_ns = id * 10,
+                     .completed_ns = id * 10 + 5, .argument = std::move(argument), .result = std::move(result)};
+  };
+  auto action = [&](std::int64_t id, bool failed) {
+    return operation(id, "action-send", "ok", {{"agent", "sink"}, {"value", id}, {"failed", failed}});
+  };
+  auto await = [&](std::int64_t id, const char* agent) {
+    return operation(id, "await", "ok", {{"agent", agent}}, true);
+  };
+  // 1 throws on purpose (5: its note), 2 ran before it and did not fail, 4 came after the
+  // restart (3) that cleared 1's error.
+  std::map<std::int64_t, Operation> operations{
+      {1, action(1, true)},
+      {2, action(2, false)},
+      {3, operation(3, "agent-restart", "ok", {{"agent", "relay"}, {"failed_by", 1}})},
+      {4, action(4, false)},
+      {5, operation(5, "action-failed", "ok", {{"value", 1}})},
+      {8, await(8, "relay")},
+      {9, await(9, "sink")}};
+  operations.at(2).invoked_ns = 1;
+  operations.at(2).completed_ns = 2;  // before 1 began: never queued behind it
+  CHECK(avout::testing::check_agents(operations, {{"sink", {2, 4}}}).empty());
+
+  const auto ran_failed = avout::testing::check_agents(operations, {{"sink", {2, 1, 4}}});
+  REQUIRE(ran_failed.size() == 1);
+  CHECK(mentions(ran_failed, "agent sink: the send of a failed action ran 1 times"));
+
+  const auto lost = avout::testing::check_agents(operations, {{"sink", {2}}});
+  REQUIRE(lost.size() == 1);
+  CHECK(mentions(lost, "the send of an action that ran and did not fail never ran"));
+  CHECK(mentions(lost, "op 4 "));
+
+  // Queued behind the failing action before its restart: the failed agent may drop it.
+  operations.at(4).invoked_ns = 12;
+  operations.at(4).completed_ns = 20;
+  CHECK(avout::testing::check_agents(operations, {{"sink", {2}}}).empty());
+
+  // An action that threw once may have run again during an outage and kept that run: its
+  // note alone does not make its send's run an anomaly.
+  operations.emplace(6, action(6, false));
+  operations.emplace(7, operation(7, "action-failed", "ok", {{"value", 6}}));
+  CHECK(avout::testing::check_agents(operations, {{"sink", {2, 6}}}).empty());
+}

@@ -2,8 +2,9 @@
 // (list-append over refs in ZooKeeper, Redis and PostgreSQL, with nested dosync, two handles
 // of one ref, commute, ensure, ref_set, sends to an agent, aborts), atom appends and CAS,
 // write-skew transactions that ensure what they read, lock holds (Lock and ReadWriteLock of
-// every policy) incrementing a plain counter in Redis fenced by the lock's token, and agent
-// sends, while faults are
+// every policy) incrementing a plain counter in Redis fenced by the lock's token, agent
+// sends, and agent actions that send to a second agent and then, some of them, throw (the
+// workload restarts the agent they fail), while faults are
 // injected at the ZooKeeper border (support/zookeeper_faults.hpp), at the store border
 // (support/faulty_store.hpp) and by a nemesis (SIGKILL, SIGSTOP past the session timeout,
 // ZooKeeper member and leader kill). Every process records its history; the checkers of
@@ -144,6 +145,12 @@ struct Node {
   avout::Ref<List> second_handle;  // a second handle of refs[0]
   std::vector<avout::Atom<List>> atoms;
   avout::Agent<List> agent;
+  // The relay's actions send to the sink and some then throw: the relay fails and is
+  // restarted with an empty value. Its own value is never checked, so a restart that
+  // overwrites another process's restart loses nothing a checker looks at (the main agent,
+  // whose every send is checked, never fails).
+  avout::Agent<List> relay;
+  avout::Agent<List> sink;
 
   Node(const std::string& prefix, const Settings& settings, std::uint64_t seed)
       : client(avout::ClientOptions{.hosts = cluster().zookeeper.connect_string(),
@@ -155,7 +162,9 @@ struct Node {
         redis_faulty(redis, seed * 3 + 1, settings.store_faults),
         postgres_faulty(postgres, seed * 3 + 2, settings.store_faults),
         second_handle(client.ref<List>(ref_name(prefix, 0), {}, store(0))),
-        agent(client.agent<List>(prefix + "/agent", {}, redis_faulty)) {
+        agent(client.agent<List>(prefix + "/agent", {}, redis_faulty)),
+        relay(client.agent<List>(prefix + "/relay", {}, postgres_faulty)),
+        sink(client.agent<List>(prefix + "/sink", {}, zookeeper_faulty)) {
     for (int i = 0; i < ref_count; ++i) refs.push_back(client.ref<List>(ref_name(prefix, i), {}, store(i)));
     for (int i = 0; i < atom_count; ++i) atoms.push_back(client.atom<List>(atom_name(prefix, i), {}, store(i)));
   }
@@ -407,6 +416,67 @@ void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random, co
   });
 }
 
+// Restarts the relay when it is failed, recording which action's failure the restart clears
+// (every relay action's exception names its id; null when the error names none).
+void restart_relay(Node& node, SharedHistory& history) {
+  std::optional<std::string> error;
+  try {
+    error = node.relay.error();
+  } catch (const avout::Error&) {
+    return;  // looked at again on the next refused send
+  }
+  if (!error) return;
+  nlohmann::json failed_by = nullptr;
+  const std::string mark = "action-send ";
+  if (const auto at = error->find(mark); at != std::string::npos) {
+    failed_by = std::stoll(error->substr(at + mark.size()));
+  }
+  attempt(history, "agent-restart", history.next_id(), {{"agent", "relay"}, {"failed_by", failed_by}, {"error", *error}},
+          [&] {
+            node.relay.restart(List{});
+            return nlohmann::json(nullptr);
+          });
+}
+
+// Sends the relay an action that sends its own id to the sink and then, when `fail`, throws:
+// the failed action's send must vanish with it. An action that fails for another reason (a
+// fault while its send looks up the sink) names its id too. A throwing action notes
+// "action-failed" before it throws, so only actions that ran are taken to have failed the
+// relay (one dropped while the relay was failed never ran and fails nothing).
+void action_send(Node& node, SharedHistory& history, std::mt19937_64& random) {
+  const auto id = history.next_id();
+  // Rarely: a failed relay drops every action queued behind the failing one until a restart,
+  // and those dropped actions are not held to exactly once.
+  const bool fail = random() % 6 == 0;
+  history.record("invoke", "action-send", id, {{"agent", "sink"}, {"value", id}, {"failed", fail}});
+  auto sink = std::make_shared<avout::Agent<List>>(node.sink);
+  try {
+    node.relay.send([sink, fail, id, &history](List list) {
+      const auto name = "action-send " + std::to_string(id);
+      auto failing = [&](const std::string& why) {
+        const auto noted = history.next_id();
+        history.record("invoke", "action-failed", noted, {{"value", id}});
+        history.record("ok", "action-failed", noted);
+        return std::runtime_error(name + why);
+      };
+      try {
+        sink->send(appended, static_cast<long>(id));
+      } catch (const std::exception& error) {
+        throw failing(std::string(" could not send: ") + error.what());
+      }
+      if (fail) throw failing(" fails on purpose");
+      return appended(std::move(list), static_cast<long>(id));
+    });
+    history.record("ok", "action-send", id);
+  } catch (const avout::AgentFailed& error) {
+    history.record("fail", "action-send", id, error.what());  // refused: never queued
+    restart_relay(node, history);
+  } catch (const std::exception& error) {
+    history.record("info", "action-send", id, error.what());
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
 // What the threads of one client process share.
 struct Workload {
   Node& node;
@@ -438,6 +508,10 @@ void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, i
       return random_hold(w.node, w.history, random, w.prefix, objects);
     default:
       if (!w.settings.on("agents")) return void(chose = "none");
+      if (random() % 3 == 0) {
+        chose = "action-send";
+        return action_send(w.node, w.history, random);
+      }
       chose = "send";
       const auto id = w.history.next_id();
       attempt(w.history, "send", id, {{"agent", "agent"}, {"value", id}, {"thread", w.process * 10 + thread}}, [&] {
@@ -526,8 +600,14 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
   std::ofstream(directory / ("done-" + std::to_string(index))).put('\n');
   while (!fs::exists(directory / "final")) std::this_thread::sleep_for(50ms);
   if (settings.on("agents")) {
-    const auto id = history.next_id();
-    attempt(history, "await", id, nullptr, [&] { return nlohmann::json(node->agent.await_for(scaled(30s))); });
+    // The relay before the sink: a relay action's send to the sink is queued once the action's
+    // value is stored, so after the relay's await the sink's covers those sends too.
+    restart_relay(*node, history);
+    for (auto* agent : {&node->agent, &node->relay, &node->sink}) {
+      const auto name = agent->name().substr(agent->name().rfind('/') + 1);
+      attempt(history, "await", history.next_id(), {{"agent", name}},
+              [&] { return nlohmann::json(agent->await_for(scaled(30s))); });
+    }
   }
   const auto injected = avout::testing::FaultPlan::counts();
   std::printf("  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, %llu expiries, %llu delayed\n",
@@ -651,15 +731,16 @@ std::vector<std::string> run_seed(const Settings& settings) {
   });
   for (int i = 0; i < atom_count; ++i) atom_lists["a" + std::to_string(i)] = node->atoms[static_cast<std::size_t>(i)].deref();
   agent_lists["agent"] = node->agent.deref();
+  agent_lists["sink"] = node->sink.deref();
   std::map<std::string, long> final_counts;
   if (settings.on("locks")) {
     for (const auto& kind : lock_kinds) {
       final_counts[kind] = avout::testing::FencedCounter(cluster().redis.url(), counter_key(prefix, kind)).count();
     }
   }
-  std::printf("  final: %zu appends in refs, agent ran %zu actions%s\n",
+  std::printf("  final: %zu appends in refs, agent ran %zu actions, sink %zu%s\n",
               [&] { std::size_t n = 0; for (const auto& [key, list] : ref_lists) n += list.size(); return n; }(),
-              agent_lists["agent"].size(), node->agent.error() ? (", agent failed: " + *node->agent.error()).c_str() : "");
+              agent_lists["agent"].size(), agent_lists["sink"].size(), node->agent.error() ? (", agent failed: " + *node->agent.error()).c_str() : "");
 
   const auto operations = avout::testing::pair_operations(avout::testing::read_histories(directory.string()));
   std::map<std::string, int> counts;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -516,6 +517,98 @@ std::vector<std::string> check_counters(const std::map<std::int64_t, Operation>&
   return problems;
 }
 
+namespace {
+
+// The agents each process's final await vouched for ({"agent"} argument; an await without
+// one, "*", vouches for every agent).
+using Vouched = std::map<std::int64_t, std::set<std::string>>;
+
+bool vouches(const Vouched& vouched, std::int64_t process, const std::string& agent) {
+  const auto found = vouched.find(process);
+  return found != vouched.end() && (found->second.contains(agent) || found->second.contains("*"));
+}
+
+// Actions sent to an agent that send to another ("f": "action-send", argument {"agent": the
+// target of the inner send, "value", "failed": whether the action throws on purpose}), the
+// note a throwing action records before it throws ("f": "action-failed", argument {"value"})
+// and the restarts of the agent they fail ("f": "agent-restart", argument {"failed_by": the
+// value of the action whose error the restart cleared, or null}).
+void check_action_sends(const std::map<std::int64_t, Operation>& operations,
+                        const std::map<std::string, std::vector<long>>& final_lists, const Vouched& vouched,
+                        std::vector<std::string>& problems) {
+  constexpr auto never = std::numeric_limits<std::int64_t>::max();
+  // A failed agent drops the actions queued behind the failing one until a restart: a drop
+  // window opens when the failing action's send begins and closes when a restart that
+  // cleared its error completes (open for good when none did). A restart whose error names
+  // no action closes a window of unknown start.
+  std::map<long, std::int64_t> cleared;  // failing action's value -> first restart completed
+  std::int64_t unnamed_until = 0;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "agent-restart" || operation.outcome != "ok") continue;
+    const auto& failed_by = operation.argument.at("failed_by");
+    if (failed_by.is_null()) {
+      unnamed_until = std::max(unnamed_until, operation.completed_ns);
+      continue;
+    }
+    auto [at, fresh] = cleared.emplace(failed_by.get<long>(), operation.completed_ns);
+    if (!fresh) at->second = std::min(at->second, operation.completed_ns);
+  }
+  // Failed for certain: the error a restart cleared named it. Maybe failed: it threw once,
+  // but an outage may have run it again and kept that run's result instead. Only an action
+  // that threw can have failed the agent (one dropped behind another never ran).
+  std::set<long> known_failed, maybe_failed;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "agent-restart" && !operation.argument.at("failed_by").is_null()) {
+      known_failed.insert(operation.argument.at("failed_by").get<long>());
+      maybe_failed.insert(operation.argument.at("failed_by").get<long>());
+    }
+    if (operation.f == "action-failed") maybe_failed.insert(operation.argument.at("value").get<long>());
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> windows;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "action-send" || operation.outcome == "fail") continue;
+    const long value = operation.argument.at("value").get<long>();
+    if (!maybe_failed.contains(value)) continue;
+    const auto closed = cleared.find(value);
+    windows.emplace_back(operation.invoked_ns, closed == cleared.end() ? never : closed->second);
+  }
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "action-send") continue;
+    const auto agent = operation.argument.at("agent").get<std::string>();
+    const long value = operation.argument.at("value").get<long>();
+    const long times = final_lists.count(agent) ? count_in(final_lists.at(agent), value) : 0;
+    const bool failed = operation.argument.at("failed") == true || known_failed.contains(value);
+    if (failed && times != 0) {
+      problems.push_back("agent " + agent + ": the send of a failed action ran " + std::to_string(times) + " times\n    " +
+                         show(operation));
+      continue;
+    }
+    if (operation.outcome == "fail" && times != 0) {
+      problems.push_back("agent " + agent + ": the send of an action whose send was refused ran\n    " + show(operation));
+      continue;
+    }
+    if (times > 1) {
+      problems.push_back("agent " + agent + ": the send of an action ran " + std::to_string(times) + " times\n    " +
+                         show(operation));
+      continue;
+    }
+    const auto completed = operation.completed_ns == 0 ? never : operation.completed_ns;
+    const bool maybe_dropped =
+        operation.invoked_ns < unnamed_until ||
+        std::any_of(windows.begin(), windows.end(),
+                    [&](const auto& window) { return completed > window.first && operation.invoked_ns < window.second; });
+    // The relay's await shows the action ran; the target's that the send it made ran.
+    const auto process = id / process_id_stride;
+    const bool must_run = vouches(vouched, process, "relay") && vouches(vouched, process, agent);
+    if (!maybe_failed.contains(value) && operation.outcome == "ok" && times == 0 && must_run && !maybe_dropped) {
+      problems.push_back("agent " + agent + ": the send of an action that ran and did not fail never ran\n    " +
+                         show(operation));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& operations,
                                       const std::map<std::string, std::vector<long>>& final_lists) {
   std::vector<std::string> problems;
@@ -523,14 +616,17 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
   for (const auto& [key, list] : final_lists) duplicates_in("the final value of agent " + key, list, problems);
   std::map<std::string, std::vector<const Operation*>> by_thread;  // acknowledged, in order
   // Send nodes are ephemeral: a sender's pending sends vanish with its session (killed, or
-  // expired, which its await then reports). Only a process whose final await returned true
-  // vouches that every send it acknowledged ran; the others' ran at most once.
-  std::set<std::int64_t> vouched;
+  // expired, which its await then reports). Only a process whose final await of an agent
+  // returned true vouches that every send to it it acknowledged ran; the others' ran at
+  // most once.
+  Vouched vouched;
   for (const auto& [id, operation] : operations) {
     if (operation.f == "await" && operation.outcome == "ok" && operation.result == true) {
-      vouched.insert(id / process_id_stride);
+      const auto& agent = operation.argument;
+      vouched[id / process_id_stride].insert(agent.is_object() ? agent.at("agent").get<std::string>() : "*");
     }
   }
+  check_action_sends(operations, final_lists, vouched, problems);
   for (const auto& [id, operation] : operations) {
     if (operation.f == "await" && operation.outcome == "ok" && operation.result == false) {
       problems.push_back("agent: await timed out with its sends still pending (a stalled queue)\n    " + show(operation));
@@ -539,7 +635,7 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
     const auto agent = operation.argument.at("agent").get<std::string>();
     const long value = operation.argument.at("value").get<long>();
     const long times = final_lists.count(agent) ? count_in(final_lists.at(agent), value) : 0;
-    const bool must_run = vouched.contains(id / process_id_stride);
+    const bool must_run = vouches(vouched, id / process_id_stride, agent);
     if (operation.outcome == "ok" && (times > 1 || (times == 0 && must_run))) {
       problems.push_back("agent " + agent + ": acknowledged send " + std::to_string(value) + " ran " +
                          std::to_string(times) + " times\n    " + show(operation));

@@ -50,7 +50,16 @@ std::vector<std::string> check_counters(const std::map<std::int64_t, Operation>&
 /// Agents ("f": "send" and "txn-send", argument {"agent", "value", "thread"}): in the agent's
 /// final list every acknowledged send appears exactly once, unknown ones at most once, failed
 /// ones (and sends of failed transactions) never, one thread's sends in its order, and every
-/// final "await" (result: await_for's answer) true.
+/// final "await" (argument {"agent"}, result: await_for's answer) true; a process vouches for
+/// an agent when its await of it returned true. Actions that send to another agent ("f":
+/// "action-send", argument {"agent": that agent, "value", "failed": thrown on purpose}), the
+/// note of an action that threw, which may have run again and not failed in the end ("f":
+/// "action-failed", argument {"value"}), and restarts of the agent they fail ("f":
+/// "agent-restart", argument {"failed_by": the value the cleared error names}): the send of an
+/// action thrown on purpose or named by a cleared error never runs; one whose action never
+/// threw runs at most once, and exactly once when its process vouched for both agents ("relay"
+/// and the target) and no failure's drop window (from the failing send's invoke to the end of
+/// the first restart that cleared its error) overlaps it.
 std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& operations,
                                       const std::map<std::string, std::vector<long>>& final_lists);
 
