@@ -3,11 +3,15 @@
 // while a session event is being delivered.
 #include <avout/avout.hpp>
 
+#include "support/processes.hpp"
 #include "support/servers.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
 #include <thread>
@@ -113,4 +117,48 @@ TEST_CASE("a session listener may remove itself and others while a session event
   while (later_calls < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
   CHECK(later_calls >= 2);     // disconnected, expired, connected: the others still hear them
   CHECK(removed_calls == 0);  // removed before its turn: never called
+}
+
+// A process frozen (SIGSTOP, a long GC pause, a stalled VM) past its session timeout may have
+// lost its hold to another process by the time it runs again; its client hears of the expiry
+// only later. The hold must not be reported as held in between.
+TEST_CASE("a holder frozen past its session timeout is not held when it resumes") {
+  const std::string name = unique_name("frozen");
+  const auto held_file = std::filesystem::temp_directory_path() / ("avout-frozen-" + name.substr(name.rfind('-') + 1));
+  avout::testing::ChildProcess holder(0, [&](int) {
+    avout::Client client(options());
+    auto lock = client.lock(name);
+    lock.lock();
+    std::ofstream(held_file) << "held";
+    auto previous = std::chrono::steady_clock::now();
+    const auto deadline = previous + scaled(60s);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto started = std::chrono::steady_clock::now();
+      const bool held = lock.is_held();
+      // The first check begun after a long stop: the process was frozen before it.
+      if (started - previous > 1500ms) {
+        if (held) throw std::runtime_error("is_held() was true right after a freeze that outlasted the session");
+        return;
+      }
+      previous = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(10ms);
+    }
+    throw std::runtime_error("never frozen");
+  });
+  const auto wait_until = std::chrono::steady_clock::now() + scaled(30s);
+  while (!std::filesystem::exists(held_file) && std::chrono::steady_clock::now() < wait_until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  REQUIRE(std::filesystem::exists(held_file));
+  holder.signal(SIGSTOP);
+  {
+    avout::Client client(options());
+    auto lock = client.lock(name);
+    // Taking the lock proves the frozen holder's session ended.
+    REQUIRE(lock.try_lock_for(scaled(30s)));
+    holder.signal(SIGCONT);
+    CHECK(holder.wait(scaled(30s)) == 0);
+    lock.unlock();
+  }
+  std::filesystem::remove(held_file);
 }

@@ -108,6 +108,7 @@ void LockCore::on_session(SessionState state) {
       }
     } else if (state == SessionState::connected) {
       lapse_at_.reset();
+      unconfirmed_ = false;  // the same session is back, or a new one whose holds are marked lost
       const auto generation = session_.generation();
       for (const auto& pending : pending_removals_) {
         if (pending.generation == generation) to_remove.push_back(pending.node);
@@ -143,25 +144,59 @@ std::vector<std::function<void()>> LockCore::mark_lost(bool keep) {
 
 void LockCore::watch_disconnection() {
   // A hold is lost once the server may have ended the session: another process may hold
-  // the lock from then on.
+  // the lock from then on. The watchdog ticks so that a stall of this process is noticed.
   std::unique_lock lock(mutex_);
+  std::optional<std::chrono::steady_clock::time_point> handled;  // the lapse already marked
+  const auto tick = std::max(std::chrono::milliseconds(20), stall_limit() / 5);
   while (!stopping_) {
-    if (!lapse_at_) {
-      changed_.wait(lock, [&] { return stopping_ || lapse_at_.has_value(); });
+    check_stall(lock);
+    if (stopping_) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (lapse_at_ && lapse_at_ != handled && now >= *lapse_at_) {
+      handled = lapse_at_;
+      auto to_call = mark_lost(true);
+      ++events_;
+      ++session_events_;  // waiters look again: their own node may be lost too
+      changed_.notify_all();
+      lock.unlock();
+      for (auto& callback : to_call) callbacks_->post(callback);
+      lock.lock();
       continue;
     }
-    const auto lapse = *lapse_at_;
-    changed_.wait_until(lock, lapse, [&] { return stopping_ || lapse_at_ != lapse; });
-    if (stopping_ || lapse_at_ != lapse) continue;
-    auto to_call = mark_lost(true);
-    ++events_;
-    ++session_events_;  // waiters look again: their own node may be lost too
-    changed_.notify_all();
-    lock.unlock();
-    for (auto& callback : to_call) callbacks_->post(callback);
-    lock.lock();
-    changed_.wait(lock, [&] { return stopping_ || lapse_at_ != lapse; });
+    auto wake_at = now + tick;
+    if (lapse_at_ && lapse_at_ != handled) wake_at = std::min(wake_at, *lapse_at_);
+    const auto seen = lapse_at_;
+    changed_.wait_until(lock, wake_at, [&] { return stopping_ || lapse_at_ != seen; });
   }
+}
+
+std::chrono::milliseconds LockCore::stall_limit() const {
+  // The client pings after a third of the timeout without traffic; the server ends the
+  // session a full timeout after it last heard from it. Half the timeout leaves a margin.
+  return session_.negotiated_timeout() / 2;
+}
+
+void LockCore::check_stall(std::unique_lock<std::mutex>& lock) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_tick_ > stall_limit()) unconfirmed_ = true;
+  last_tick_ = now;
+  if (!unconfirmed_ || holds_.empty()) {
+    unconfirmed_ = false;
+    return;
+  }
+  // A sync passes through the leader, which closes an ended session's connection first: an
+  // answer on the same session proves it never ended, so no one else can have held.
+  const auto generation = session_.generation();
+  lock.unlock();
+  bool answered = false;
+  try {
+    session_.sync("/");
+    answered = true;
+  } catch (const Error&) {
+  }
+  lock.lock();
+  if (answered && session_.generation() == generation) unconfirmed_ = false;
+  last_tick_ = std::chrono::steady_clock::now();
 }
 
 WatchCallback LockCore::wake(std::shared_ptr<bool> fired) const {
@@ -459,6 +494,8 @@ bool LockCore::held(bool shared) const {
   const Hold* hold = hold_of_this_thread();
   if (hold == nullptr || hold->lost) return false;
   if (!shared && hold->shared) return false;
+  // This process stalled long enough for the session to have ended (checked by the watchdog).
+  if (unconfirmed_ || std::chrono::steady_clock::now() - last_tick_ > stall_limit()) return false;
   // Past the moment the server may have ended the session (the watchdog marks it soon).
   if (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_) return false;
   return true;

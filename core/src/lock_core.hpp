@@ -91,6 +91,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // `keep`: the session may live on, so its nodes are deleted once it is back.
   std::vector<std::function<void()>> mark_lost(bool keep);
   void watch_disconnection();
+  // The watchdog's stall check: a gap between its ticks long enough for the server to have
+  // ended the session makes every hold unconfirmed until the server answers this session.
+  void check_stall(std::unique_lock<std::mutex>& lock);
+  std::chrono::milliseconds stall_limit() const;
   const Hold* hold_of_this_thread() const;
 
   ZooKeeperSession& session_;
@@ -110,11 +114,14 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::uint64_t lost_generation_ = 0;  // bumped when the session expires
   // While disconnected: when the server may have expired the session (holds are lost then).
   std::optional<std::chrono::steady_clock::time_point> lapse_at_;
+  // The watchdog's last tick; a longer gap means this process did not run (frozen, starved).
+  std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();
+  bool unconfirmed_ = false;  // after a stall, until the server answers this session again
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
   std::vector<PendingRemoval> pending_removals_;
   bool stopping_ = false;
-  std::thread watchdog_;  // marks holds lost at lapse_at_
+  std::thread watchdog_;  // marks holds lost at lapse_at_, notices stalls
 };
 
 }  // namespace avout::detail
