@@ -84,7 +84,8 @@ class Lock {
   /// True while this thread holds the lock and its session is not lost. While disconnected
   /// it turns false once the server may have expired the session: one negotiated session
   /// timeout after the last reply the client can have heard (the client notices silence
-  /// after 2/3 of it), less a small margin.
+  /// after 2/3 of it), less a small margin. After this process stalled (stopped, starved)
+  /// for half the session timeout, it is false until the server answers the session again.
   bool is_held() const;
   /// Throws LockLost unless is_held().
   void ensure_held() const;
