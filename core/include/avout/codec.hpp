@@ -380,6 +380,26 @@ struct Codec<std::vector<T>> {
   }
 };
 
+namespace codec {
+/// Reads a map's entries into `Map` (ordered or not); a repeated key is CodecError.
+template <typename Map, typename K, typename V>
+Map decode_map_entries(Reader& in) {
+  in.expect(Tag::map, "a map");
+  const std::size_t count = in.length();
+  in.enter();
+  Map value;
+  for (std::size_t i = 0; i < count; ++i) {
+    K key = Codec<K>::decode(in);
+    V mapped = Codec<V>::decode(in);
+    if (!value.emplace(std::move(key), std::move(mapped)).second) {
+      throw CodecError("codec: duplicate map key");
+    }
+  }
+  in.leave();
+  return value;
+}
+}  // namespace codec
+
 /// std::map of encodable keys and values: a counted sequence of pairs, keys unique.
 template <Encodable K, Encodable V>
 struct Codec<std::map<K, V>> {
@@ -392,19 +412,7 @@ struct Codec<std::map<K, V>> {
     }
   }
   static std::map<K, V> decode(codec::Reader& in) {
-    in.expect(codec::Tag::map, "a map");
-    const std::size_t count = in.length();
-    in.enter();
-    std::map<K, V> value;
-    for (std::size_t i = 0; i < count; ++i) {
-      K key = Codec<K>::decode(in);
-      V mapped = Codec<V>::decode(in);
-      if (!value.emplace(std::move(key), std::move(mapped)).second) {
-        throw CodecError("codec: duplicate map key");
-      }
-    }
-    in.leave();
-    return value;
+    return codec::decode_map_entries<std::map<K, V>, K, V>(in);
   }
 };
 
@@ -528,19 +536,7 @@ struct Codec<std::unordered_map<K, V, Hash, Equal, Allocator>> {
     codec::write_sorted(out, codec::Tag::map, items);
   }
   static Map decode(codec::Reader& in) {
-    in.expect(codec::Tag::map, "a map");
-    const std::size_t count = in.length();
-    in.enter();
-    Map value;
-    for (std::size_t i = 0; i < count; ++i) {
-      K key = Codec<K>::decode(in);
-      V mapped = Codec<V>::decode(in);
-      if (!value.emplace(std::move(key), std::move(mapped)).second) {
-        throw CodecError("codec: duplicate map key");
-      }
-    }
-    in.leave();
-    return value;
+    return codec::decode_map_entries<Map, K, V>(in);
   }
 };
 
