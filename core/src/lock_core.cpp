@@ -494,11 +494,11 @@ bool LockCore::held(bool shared) const {
   const Hold* hold = hold_of_this_thread();
   if (hold == nullptr || hold->lost) return false;
   if (!shared && hold->shared) return false;
+  const auto now = std::chrono::steady_clock::now();
   // This process stalled long enough for the session to have ended (checked by the watchdog).
-  if (unconfirmed_ || std::chrono::steady_clock::now() - last_tick_ > stall_limit()) return false;
+  if (unconfirmed_ || now - last_tick_ > stall_limit()) return false;
   // Past the moment the server may have ended the session (the watchdog marks it soon).
-  if (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_) return false;
-  return true;
+  return !(lapse_at_ && now >= *lapse_at_);
 }
 
 std::uint64_t LockCore::token(bool shared) {
