@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,19 @@ class ReferenceData {
   }
 };
 
+/// One value to store at a fresh point of a ref: an element of Store::set_values.
+struct PointValue {
+  ReferenceData* data;  ///< the ref's version set, made by the store it is handed to
+  Point point;          ///< the fresh point to create
+  Bytes value;          ///< the bytes to store there
+};
+
+/// One stored value to remove: an element of Store::erase_values.
+struct PointErasure {
+  ReferenceData* data;  ///< the ref's version set, made by the store it is handed to
+  Point point;          ///< the point to remove
+};
+
 /// A place values live: makes the cells and version sets for names.
 class Store {
  public:
@@ -93,6 +107,19 @@ class Store {
   virtual std::unique_ptr<AtomState> atom_state(const std::string& name) = 0;
   /// The version set of the ref called `name`.
   virtual std::unique_ptr<ReferenceData> reference_data(const std::string& name) = 0;
+  /// Creates every value of `values` (each as its `data->set` would), all durable and
+  /// acknowledged on return; every `data` was made by this store. When it throws, any of them
+  /// may have been written. The default sets them one after another; a store overrides it to
+  /// write them in one round trip.
+  virtual void set_values(std::span<const PointValue> values) {
+    for (const auto& v : values) v.data->set(v.value, v.point);
+  }
+  /// Removes every value of `erasures` (each as its `data->erase` would; no error when one is
+  /// already gone). The default erases them one after another; a store overrides it to erase
+  /// them in one round trip.
+  virtual void erase_values(std::span<const PointErasure> erasures) {
+    for (const auto& e : erasures) e.data->erase(e.point);
+  }
 };
 
 }  // namespace avout
