@@ -5,7 +5,7 @@
 // a send inside dosync, which goes out only if (and once) the transaction commits. Every
 // step checks its result.
 //
-//   AVOUT_ZOOKEEPER=127.0.0.1:2181 AVOUT_REDIS=tcp://127.0.0.1:6379 ./avout_example_agents
+//   AVOUT_ZOOKEEPER=127.0.0.1:2181 AVOUT_REDIS=redis://127.0.0.1:6379 ./avout_example_agents
 //
 // Exit codes: 0 all as expected, 1 a wrong result or an error, 2 usage.
 #include <avout/avout.hpp>
@@ -59,9 +59,9 @@ int main() {
   const std::string zookeeper = env("AVOUT_ZOOKEEPER");
   const std::string redis_url = env("AVOUT_REDIS");
   if (zookeeper.empty() || redis_url.empty()) {
-    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=tcp://host:port avout_example_agents\n"
+    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port avout_example_agents\n"
                  "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination and the send queues)\n"
-                 "  AVOUT_REDIS      Redis URL, tcp://[:password@]host:port (the log agent's value)\n";
+                 "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db] (the log agent's value)\n";
     return 2;
   }
   // Fresh names for every run, so the initial values below are the ones used.

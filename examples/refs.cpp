@@ -5,7 +5,7 @@
 // PostgreSQL and a transfer limit in ZooKeeper. Shows alter, commute, ensure and ref_set in
 // one dosync, and a validator that aborts a whole transaction. Every step checks its result.
 //
-//   export AVOUT_ZOOKEEPER=127.0.0.1:2181 AVOUT_REDIS=tcp://127.0.0.1:6379
+//   export AVOUT_ZOOKEEPER=127.0.0.1:2181 AVOUT_REDIS=redis://127.0.0.1:6379
 //   AVOUT_POSTGRES=postgresql://avout@127.0.0.1/avout ./avout_example_refs
 //
 // Exit codes: 0 all as expected, 1 a wrong result or an error, 2 usage.
@@ -46,10 +46,10 @@ int main() {
   const std::string redis_url = env("AVOUT_REDIS");
   const std::string postgres_url = env("AVOUT_POSTGRES");
   if (zookeeper.empty() || redis_url.empty() || postgres_url.empty()) {
-    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=tcp://host:port "
+    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port "
                  "AVOUT_POSTGRES=postgresql://user@host:port/db avout_example_refs\n"
                  "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination, and some refs' values)\n"
-                 "  AVOUT_REDIS      Redis URL, tcp://[:password@]host:port\n"
+                 "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db]\n"
                  "  AVOUT_POSTGRES   PostgreSQL URI (avout creates its tables on first use)\n";
     return 2;
   }
