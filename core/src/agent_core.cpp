@@ -1,10 +1,10 @@
+#include "agent_core.hpp"
 #include "agent_workers.hpp"
 #include "log.hpp"
 #include "node_cache.hpp"
+#include "stm.hpp"
 #include "wire.hpp"
 
-#include <avout/detail/agent_core.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -62,8 +62,8 @@ AgentCore::AgentCore(std::string name, std::shared_ptr<ReferenceData> data,
       stm_(stm),
       session_(stm.session()),
       workers_(std::move(workers)),
-      head_path_(stm.agent_path("heads", name_)),
-      queue_path_(stm.agent_path("queues", name_)) {}
+      head_path_(stm.layout().agent_head(name_)),
+      queue_path_(stm.layout().agent_queue(name_)) {}
 
 AgentCore::~AgentCore() = default;
 
@@ -419,7 +419,7 @@ void AgentCore::apply(Pending& pending) {
     auto lookup = stm_.nodes().begin(head_path_);  // read ahead after our last action
     auto head_node = stm_.nodes().finish(lookup);
     auto head = decode_agent_head(head_node.data, head_path_);
-    InDoubt commit{stm_.marker_path(stm_.new_point().id), head.point, std::nullopt, {}};
+    InDoubt commit{stm_.layout().marker(stm_.new_point().id), head.point, std::nullopt, {}};
     std::vector<Operation> operations;
     operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
     if (head.error) {
@@ -499,7 +499,7 @@ void AgentCore::restart(const Bytes& value) {
     stm_.announce_session();
     const Point point = stm_.new_point();
     data_->set(value, point);
-    const std::string marker = stm_.marker_path(stm_.new_point().id);
+    const std::string marker = stm_.layout().marker(stm_.new_point().id);
     const std::vector<Operation> operations{
         op::Create{marker, {}, CreateMode::persistent},
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),

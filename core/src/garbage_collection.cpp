@@ -1,7 +1,8 @@
 // Client::gc (rule 9): erases ref values that no head references and whose writer's session
 // is dead, and commit markers past their grace period.
+#include "stm.hpp"
+
 #include <avout/client.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 #include <avout/zookeeper_tree.hpp>
 
@@ -42,7 +43,7 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
                                           std::chrono::milliseconds marker_grace) {
   GarbageReport report;
   announce_session();
-  const std::vector<std::string> names = find_heads(session_, heads_root_);
+  const std::vector<std::string> names = find_heads(session_, layout_.ref_heads());
   for (const auto& name : names) {
     ++report.refs_scanned;
     for (Store* store : stores) {
@@ -51,9 +52,9 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
       // dead, then read the head. A dead session can never make its points referenced later.
       std::vector<Point> points = data->points();
       if (points.empty()) continue;
-      session_.sync(sessions_root_);
-      const auto live = live_sessions(session_, sessions_root_);
-      const std::string head_path = heads_root_ + name;
+      session_.sync(layout_.sessions());
+      const auto live = live_sessions(session_, layout_.sessions());
+      const std::string head_path = layout_.ref_head(name);
       HeadRecord head;
       try {
         head = decode_head(session_.get(head_path).data, head_path);
@@ -74,9 +75,9 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
   // never sooner than that window, and judged on one clock, ZooKeeper's own: the mtime of a
   // write made now against the markers' ctimes.
   const auto grace = std::max(marker_grace, minimum_marker_grace(session_));
-  const std::int64_t now = session_.set(session_node(session_.session_id()), {}).mtime;
-  for (const auto& child : session_.children(markers_root_)) {
-    const std::string path = markers_root_ + "/" + child;
+  const std::int64_t now = session_.set(layout_.session(session_.session_id()), {}).mtime;
+  for (const auto& child : session_.children(layout_.markers())) {
+    const std::string path = layout_.markers() + "/" + child;
     auto stat = session_.exists(path);
     if (!stat) continue;
     if (std::chrono::milliseconds(now - stat->ctime) < grace) continue;

@@ -1,11 +1,11 @@
+#include "callback_executor.hpp"
 #include "hex.hpp"
 #include "node_cache.hpp"
+#include "stm.hpp"
 #include "unique_ids.hpp"
 #include "wire.hpp"
 
 #include <avout/codec.hpp>
-#include <avout/detail/atom_core.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 
@@ -96,16 +96,12 @@ Point StmContext::new_point() {
   return Point{session_hex(session_.session_id()) + "-" + unique_uuid()};
 }
 
-std::string StmContext::session_node(std::int64_t session) const {
-  return sessions_root_ + "/" + session_hex(session);
-}
-
 void StmContext::announce_session() {
   const std::uint64_t generation = session_.generation();
   std::lock_guard lock(announce_mutex_);
   if (announced_generation_ == generation) return;
   try {
-    session_.create(session_node(session_.session_id()), {}, CreateMode::ephemeral);
+    session_.create(layout_.session(session_.session_id()), {}, CreateMode::ephemeral);
   } catch (const NodeExists&) {
   }
   announced_generation_ = generation;
@@ -117,7 +113,7 @@ TransactionAge StmContext::new_age(std::int64_t read_point) {
 
 bool StmContext::alive(const TransactionAge& age) {
   if (age.session == session_.session_id()) return true;
-  return session_.exists(session_node(age.session)).has_value();
+  return session_.exists(layout_.session(age.session)).has_value();
 }
 
 namespace {
@@ -145,7 +141,7 @@ Bytes newest_value(ZooKeeperSession& session, const std::string& head, const std
 RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
                  std::size_t max_value_size, StmContext& stm)
     : name_(std::move(name)),
-      head_path_(stm.head_path(name_)),
+      head_path_(stm.layout().ref_head(name_)),
       data_(std::move(data)),
       max_value_size_(max_value_size),
       stm_(stm) {
@@ -218,26 +214,17 @@ void RefCore::validate(const Bytes& value) {
 StmContext::StmContext(ZooKeeperSession& session, const std::string& root,
                        std::shared_ptr<CallbackExecutor> callbacks, StmOptions options)
     : session_(session),
-      root_(root),
-      clock_path_(root + "/stm/clock"),
-      heads_root_(root + "/stm/refs"),
-      markers_root_(root + "/stm/markers"),
-      tags_root_(root + "/stm/tags"),
-      sessions_root_(root + "/stm/sessions"),
+      layout_(session.options().chroot, root),
       callbacks_(std::move(callbacks)),
       options_(options),
       nodes_(std::make_unique<NodeCache>(session)) {
-  session_.create_recursive(clock_path_);
-  session_.create_recursive(markers_root_);
-  session_.create_recursive(sessions_root_);
+  session_.create_recursive(layout_.stm_clock());
+  session_.create_recursive(layout_.markers());
+  session_.create_recursive(layout_.sessions());
   announce_session();
 }
 
 StmContext::~StmContext() = default;
-
-std::string StmContext::marker_path(const std::string& attempt) const {
-  return markers_root_ + "/" + attempt;
-}
 
 std::optional<Bytes> StmContext::fetch_value(ReferenceData& data, const Point& point) {
   {
@@ -258,18 +245,6 @@ void StmContext::remember(const Point& point, const Bytes& value) {
   std::lock_guard lock(cache_mutex_);
   if (cache_.size() >= cached_values) cache_.clear();  // values are immutable: any subset is valid
   cache_.emplace(point.id, value);
-}
-
-std::string StmContext::value_key(const std::string& kind, const std::string& name) const {
-  // The deployment is one escaped segment: roots may nest, so root "/r" with ref "/ref/x/y"
-  // and root "/r/ref/x" with ref "/y" must not compose to the same key.
-  std::string deployment;
-  for (const char c : session_.options().chroot + root_) {
-    if (c == '%') deployment += "%25";
-    else if (c == '/') deployment += "%2F";
-    else deployment += c;
-  }
-  return "/" + deployment + "/" + kind + name;
 }
 
 std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& store,
@@ -303,7 +278,7 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     if (stat && stat->data_length > 0) return;
     require_fits(initial.size(), store.max_value_size(), "ref " + ref.name());
     session_.create_recursive(head.substr(0, head.rfind('/')));
-    session_.create_recursive(tag_path(ref.name()));  // tags change only by setData (rule 10)
+    session_.create_recursive(layout_.tag(ref.name()));  // tags change only by setData (rule 10)
     announce_session();
     const Point point = new_point();
     ref.data().set(initial, point);
@@ -311,12 +286,12 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     // (rule 6) even when other commits have moved the head on since.
     const Bytes record =
         encode_head(HeadRecord{point, {}, static_cast<std::uint32_t>(options_.min_history)});
-    const std::string marker = marker_path(new_point().id);
+    const std::string marker = layout_.marker(new_point().id);
     Operation write_head = op::Create{head, record, CreateMode::persistent};
     if (stat) write_head = op::SetData{head, record, stat->version};
     const std::optional<bool> landed = commit_with_marker(
         session_, {op::Create{marker, {}, CreateMode::persistent}, write_head,
-                   op::SetData{clock_path_, {}, -1}},
+                   op::SetData{layout_.stm_clock(), {}, -1}},
         marker);
     if (!landed) {
       // The point may be referenced: it stays for gc to judge.

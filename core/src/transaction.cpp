@@ -1,6 +1,6 @@
 #include "node_cache.hpp"
+#include "stm.hpp"
 
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -90,11 +90,11 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   std::vector<NodeCache::Lookup> heads;
   heads.reserve(prefetch.size());
   for (const auto& ref : prefetch) heads.push_back(stm_.nodes().begin(ref->head_path()));
-  auto synced = session.sync_async(stm_.clock_path());
-  auto clock = session.exists_async(stm_.clock_path());
+  auto synced = session.sync_async(stm_.layout().stm_clock());
+  auto clock = session.exists_async(stm_.layout().stm_clock());
   auto clock_stat = session.wait(clock);  // replies come in order: the sync's is in too
   session.wait(synced);
-  if (!clock_stat) throw BackendError("stm clock " + stm_.clock_path() + " is missing");
+  if (!clock_stat) throw BackendError("stm clock " + stm_.layout().stm_clock() + " is missing");
   read_point_ = clock_stat->mzxid;
   for (std::size_t i = 0; i < prefetch.size(); ++i) {
     Entry& fresh = entries_[prefetch[i].get()];
@@ -241,12 +241,12 @@ std::vector<Transaction::Tag> Transaction::read_tags(const std::vector<Entry*>& 
   std::vector<NodeCache::Lookup> replies;
   replies.reserve(targets.size());
   for (Entry* target : targets) {
-    replies.push_back(stm_.nodes().begin(stm_.tag_path(target->ref->name())));
+    replies.push_back(stm_.nodes().begin(stm_.layout().tag(target->ref->name())));
   }
   if (meanwhile) meanwhile();
   std::vector<Tag> tags;
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    const std::string path = stm_.tag_path(targets[i]->ref->name());
+    const std::string path = stm_.layout().tag(targets[i]->ref->name());
     NodeData node;
     try {
       node = stm_.nodes().finish(replies[i]);
@@ -280,7 +280,7 @@ void Transaction::claim_refs() {
   for (std::size_t i : taken) {
     try {
       claims.emplace_back(targets[i]->ref,
-                          session.set_async(stm_.tag_path(targets[i]->ref->name()),
+                          session.set_async(stm_.layout().tag(targets[i]->ref->name()),
                                             encode_tag(*barge_.age), tags[i].version));
     } catch (const Error&) {
       barge_.unsure.insert(targets[i]->ref);  // may have gone out: settled from the tag later
@@ -325,16 +325,16 @@ void Transaction::commit() {
   // Rule 11: everything but the values ZooKeeper would hold must fit, before anything is
   // written; those values then ride in the multi only while it still fits.
   const std::size_t chroot = session.options().chroot.size();
-  std::size_t multi_bytes = 2 * (op_overhead + chroot) + stm_.clock_path().size() +
-                            stm_.markers_root().size() + 1 + point_size;
+  std::size_t multi_bytes = 2 * (op_overhead + chroot) + stm_.layout().stm_clock().size() +
+                            stm_.layout().markers().size() + 1 + point_size;
   for (Entry* target : fixed) {
     multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
-                   stm_.tag_path(target->ref->name()).size();
+                   stm_.layout().tag(target->ref->name()).size();
     if (target->written) multi_bytes += encode_head(target->head).size() + head_entry_size;
   }
   for (Entry* target : commuted) {  // re-read at commit: its head may have grown to the most
     multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
-                   stm_.tag_path(target->ref->name()).size() +
+                   stm_.layout().tag(target->ref->name()).size() +
                    (stm_.options().max_history + 1) * head_entry_size + 32;
   }
   for (const auto& addition : additions_) {
@@ -409,7 +409,7 @@ void Transaction::commit() {
     throw;
   }
 
-  marker_path_ = stm_.marker_path(stm_.new_point().id);
+  marker_path_ = stm_.layout().marker(stm_.new_point().id);
   const std::string& marker = marker_path_;
   for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
     // Rule 4: commuted refs start again from their newest value, under fresh points.
@@ -465,7 +465,7 @@ void Transaction::commit() {
     }
     std::vector<std::shared_ptr<RefCore>> released;
     for (std::size_t i = 0; i < claimable.size(); ++i) {
-      const std::string path = stm_.tag_path(claimable[i]->ref->name());
+      const std::string path = stm_.layout().tag(claimable[i]->ref->name());
       if (tags[i].owner && *tags[i].owner == *barge_.age) {
         operations.push_back(op::SetData{path, {}, tags[i].version});  // our claim ends here
         released.push_back(claimable[i]->ref);
@@ -483,7 +483,7 @@ void Transaction::commit() {
         if (s.in_multi) operations.push_back(*s.in_multi);
       }
     }
-    operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
+    operations.push_back(op::SetData{stm_.layout().stm_clock(), {}, -1});
 
     // Rule 2: values were stored under this session's points; if it was renewed meanwhile,
     // gc may already see their writer dead and erase them, so the attempt starts again.
@@ -567,7 +567,7 @@ void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged
     for (auto* staged : {&written, &recomputed}) {
       for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());
     }
-    for (const auto& ref : released) stm_.nodes().refresh(stm_.tag_path(ref->name()));
+    for (const auto& ref : released) stm_.nodes().refresh(stm_.layout().tag(ref->name()));
   });
   std::size_t at = first_addition;
   for (const auto& addition : additions_) {

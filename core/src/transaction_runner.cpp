@@ -1,5 +1,6 @@
 // The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
-#include <avout/detail/stm.hpp>
+#include "stm.hpp"
+
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -53,12 +54,12 @@ class ClaimRelease {
     auto& session = stm_.session();
     std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeData>>> reads;
     for (const auto& [ref, version] : pending) {
-      if (!version) reads.emplace_back(ref, session.get_async(stm_.tag_path(ref->name())));
+      if (!version) reads.emplace_back(ref, session.get_async(stm_.layout().tag(ref->name())));
     }
     for (auto& [ref, reply] : reads) {
       try {
         const NodeData node = session.wait(reply);
-        if (decode_tag(node.data, stm_.tag_path(ref->name())) == barge_.age) {
+        if (decode_tag(node.data, stm_.layout().tag(ref->name())) == barge_.age) {
           pending[ref] = node.stat.version;
         } else {
           pending.erase(ref);  // the claim never landed, or has ended since
@@ -78,7 +79,7 @@ class ClaimRelease {
     auto& session = stm_.session();
     std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> replies;
     for (const auto& [ref, version] : pending) {
-      if (version) replies.emplace_back(ref, session.set_async(stm_.tag_path(ref->name()), {}, *version));
+      if (version) replies.emplace_back(ref, session.set_async(stm_.layout().tag(ref->name()), {}, *version));
     }
     for (auto& [ref, reply] : replies) {
       try {

@@ -6,6 +6,7 @@
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/distributed_lock.hpp>
+#include <avout/garbage_report.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -82,7 +83,7 @@ class Client {
   template <Encodable T>
   Ref<T> ref(const std::string& name, const T& initial, Store& store) {
     const Bytes encoded = encode(initial);
-    auto core = stm_->attach(name, store, encoded);
+    auto core = attach_ref(name, store, encoded);
     core->require_kind(encoded);
     return Ref<T>(std::move(core));
   }
@@ -152,22 +153,16 @@ class Client {
                    std::chrono::milliseconds marker_grace = std::chrono::minutes(10));
 
   /// Transactions this client committed and attempts it retried.
-  std::pair<std::uint64_t, std::uint64_t> transaction_counts() const {
-    return {stm_->commits(), stm_->retries()};
-  }
+  std::pair<std::uint64_t, std::uint64_t> transaction_counts() const;
 
   /// The name stores keep the values of the ref `name` under: namespaced by this client's
   /// deployment (chroot and root) and by kind, for tools that look into a store.
-  std::string ref_value_key(const std::string& name) const { return stm_->value_key("ref", name); }
+  std::string ref_value_key(const std::string& name) const;
   /// The same for the agent `name`.
-  std::string agent_value_key(const std::string& name) const {
-    return stm_->value_key("agent", name);
-  }
+  std::string agent_value_key(const std::string& name) const;
   /// The same for the atom `name` held outside ZooKeeper (a ZooKeeper-held atom is the node
   /// options().root + "/atoms" + name).
-  std::string atom_value_key(const std::string& name) const {
-    return stm_->value_key("atom", name);
-  }
+  std::string atom_value_key(const std::string& name) const;
 
   /// The ZooKeeper session all coordination runs through.
   ZooKeeperSession& session();
@@ -177,8 +172,10 @@ class Client {
   const ClientOptions& options() const;
 
  private:
-  std::shared_ptr<detail::AtomCore> attach_atom(const std::string& name, Store& store);
-  std::shared_ptr<detail::AgentCore> attach_agent(const std::string& name, Store& store);
+  std::shared_ptr<detail::AtomHandle> attach_atom(const std::string& name, Store& store);
+  std::shared_ptr<detail::AgentHandle> attach_agent(const std::string& name, Store& store);
+  std::shared_ptr<detail::RefHandle> attach_ref(const std::string& name, Store& store,
+                                                const Bytes& initial);
 
   ClientOptions options_;
   std::unique_ptr<ZooKeeperSession> session_;
