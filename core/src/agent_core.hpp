@@ -30,7 +30,7 @@
 namespace avout::detail {
 
 class CallbackExecutor;
-class StmContext;
+class Runtime;
 class AgentWorkers;
 
 /// The data of an agent's head node.
@@ -48,7 +48,7 @@ AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
 class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentCore> {
  public:
   AgentCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
-            StmContext& stm, std::shared_ptr<AgentWorkers> workers);
+            Runtime& runtime, std::shared_ptr<AgentWorkers> workers);
   ~AgentCore() override;
   AgentCore(const AgentCore&) = delete;
   AgentCore& operator=(const AgentCore&) = delete;
@@ -117,7 +117,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::string name_;
   std::shared_ptr<ReferenceData> data_;
   std::size_t max_value_size_;
-  StmContext& stm_;
+  Runtime& runtime_;
   ZooKeeperSession& session_;
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;

@@ -4,10 +4,6 @@
 
 namespace avout::detail {
 
-namespace {
-constexpr std::size_t session_hex_digits = 16;
-}  // namespace
-
 Layout::Layout(std::string chroot, std::string root)
     : chroot_(std::move(chroot)),
       root_(std::move(root)),
@@ -18,7 +14,7 @@ Layout::Layout(std::string chroot, std::string root)
       sessions_(root_ + "/stm/sessions") {}
 
 std::string Layout::session(std::int64_t session) const {
-  return sessions_ + "/" + hex(static_cast<std::uint64_t>(session), session_hex_digits);
+  return sessions_ + "/" + session_hex(session);
 }
 
 std::string Layout::value_key(const std::string& kind, const std::string& name) const {

@@ -2,7 +2,7 @@
 // The type-independent machinery of refs and transactions (docs/transactions.md): ref heads in
 // ZooKeeper, values at unique points in stores, one commit multi per transaction.
 
-#include "layout.hpp"
+#include "runtime.hpp"
 #include "value_watcher.hpp"
 
 #include <avout/backend.hpp>
@@ -45,14 +45,6 @@ struct HeadRecord {
 Bytes encode_head(const HeadRecord& record);
 /// Decodes a head record; CodecError naming `path` when malformed.
 HeadRecord decode_head(const Bytes& bytes, const std::string& path);
-
-/// Settings of the transaction engine.
-struct StmOptions {
-  std::size_t retry_limit = 10000;  ///< attempts before RetryLimitExceeded
-  std::size_t max_history = 10;     ///< older versions each head keeps for snapshot reads
-  std::size_t min_history = 0;      ///< versions each head keeps before any history miss
-  std::size_t barge_after = 3;      ///< failed attempts after which a transaction tags its refs
-};
 
 /// The age of one dosync across its attempts (transactions.md rule 10): the older transaction wins.
 struct TransactionAge {
@@ -117,48 +109,23 @@ class RefCore : public RefHandle, public std::enable_shared_from_this<RefCore> {
   std::atomic<std::uint32_t> history_misses_{0};
 };
 
-/// Per-client state of the transaction engine: paths, the session, a cache of immutable
-/// values by point, and statistics.
+/// The transaction engine of one client: its refs and transaction counters, on the
+/// client's Runtime (session, paths, ids, value cache).
 class StmContext {
  public:
-  StmContext(ZooKeeperSession& session, const std::string& root,
-             std::shared_ptr<CallbackExecutor> callbacks, StmOptions options);
+  explicit StmContext(Runtime& runtime);
   ~StmContext();
   StmContext(const StmContext&) = delete;
   StmContext& operator=(const StmContext&) = delete;
-  /// Heads and tags this client has read, kept valid by watches (docs/transactions.md rule 12).
-  NodeCache& nodes() { return *nodes_; }
-  ZooKeeperSession& session() { return session_; }
-  const StmOptions& options() const { return options_; }
-  /// Every coordination path of the deployment.
-  const Layout& layout() const { return layout_; }
-  std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
+  /// What the client's engines share.
+  Runtime& runtime() { return runtime_; }
 
-  /// A fresh unique point (or attempt id) that names the current session as its writer,
-  /// so gc can tell whether the writer may still commit it (docs/transactions.md rule 9).
-  Point new_point();
-  /// Makes sure this session's liveness node exists (once per session).
-  void announce_session();
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
-  /// True when the session that owns `age` is still alive (its liveness node exists).
-  bool alive(const TransactionAge& age);
 
   /// Attaches to the ref `name` in `store`, creating it with `initial` when it is new. All
   /// handles of one name share one RefCore per client (rule 14).
   std::shared_ptr<RefCore> attach(const std::string& name, Store& store, const Bytes& initial);
-  /// See Layout::value_key.
-  std::string value_key(const std::string& kind, const std::string& name) const {
-    return layout_.value_key(kind, name);
-  }
-
-  /// The value at `point` of `ref`, from the cache or the store (values never change).
-  /// nullopt when the store has no value there.
-  std::optional<Bytes> fetch(RefCore& ref, const Point& point) { return fetch_value(ref.data(), point); }
-  /// The same for any version set (refs, agents).
-  std::optional<Bytes> fetch_value(ReferenceData& data, const Point& point);
-  /// Remembers a value just written at `point`.
-  void remember(const Point& point, const Bytes& value);
 
   /// See Client::gc.
   GarbageReport collect_garbage(const std::vector<Store*>& stores,
@@ -171,13 +138,7 @@ class StmContext {
   void count_retry() { ++retries_; }
 
  private:
-  ZooKeeperSession& session_;
-  Layout layout_;
-  std::shared_ptr<CallbackExecutor> callbacks_;
-  StmOptions options_;
-  std::unique_ptr<NodeCache> nodes_;
-  std::mutex announce_mutex_;
-  std::uint64_t announced_generation_ = ~std::uint64_t{0};
+  Runtime& runtime_;
   std::atomic<std::uint64_t> ages_{0};
 
   void create_head(RefCore& ref, Store& store, const Bytes& initial);
@@ -189,8 +150,6 @@ class StmContext {
   std::mutex refs_mutex_;
   std::unordered_map<std::string, KnownRef> refs_;  // name -> its one identity in this client
 
-  std::mutex cache_mutex_;
-  std::unordered_map<std::string, Bytes> cache_;  // point id -> value
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
 };
@@ -314,6 +273,7 @@ class Transaction {
   };
 
   StmContext& stm_;
+  Runtime& runtime_;  // stm_'s
   BargeState& barge_;
   std::vector<CommitAddition> additions_;
   std::vector<std::shared_ptr<RefCore>> claims_;  // refs written or ensured, even if it failed

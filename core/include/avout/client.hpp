@@ -5,6 +5,7 @@
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
+#include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
 #include <avout/garbage_report.hpp>
 #include <avout/lease_lock.hpp>
@@ -22,26 +23,10 @@
 
 namespace avout {
 
-/// Settings of a Client. Durations: 0 is never a valid value.
-struct ClientOptions {
-  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"
-  std::string chroot{};                              ///< all paths below this node; must exist
-  std::chrono::milliseconds session_timeout{10000};  ///< ZooKeeper session timeout
-  std::chrono::milliseconds connect_timeout{10000};  ///< wait for the first session
-  std::optional<std::string> digest{};               ///< "user:password": created nodes get a
-                                                     ///< creator-only ACL
-  std::string root = "/avout";                       ///< where avout keeps coordination nodes
-  std::size_t retry_limit = 10000;                   ///< swaps/transactions give up after this
-  std::size_t max_history = 10;                      ///< most older versions a ref keeps
-  std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
-                                                     ///< history misses grow it to max_history
-  Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
-                    ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
-};
-
 namespace detail {
 class AgentWorkers;
 class CallbackExecutor;
+class Runtime;
 /// Makes the ZooKeeper value store of a client (defined by the avout::zookeeper library).
 std::unique_ptr<Store> make_zookeeper_store(ZooKeeperSession& session, const std::string& root);
 }  // namespace detail
@@ -181,6 +166,7 @@ class Client {
   std::unique_ptr<ZooKeeperSession> session_;
   std::unique_ptr<Store> zookeeper_store_;
   std::shared_ptr<detail::CallbackExecutor> callbacks_;
+  std::unique_ptr<detail::Runtime> runtime_;
   std::unique_ptr<detail::StmContext> stm_;
   std::shared_ptr<detail::AgentWorkers> agent_workers_;
 };
