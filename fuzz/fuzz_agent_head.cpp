@@ -1,5 +1,6 @@
 // Fuzzes the decoder of agent heads.
-#include <avout/detail/agent_core.hpp>
+#include "agent_core.hpp"
+
 #include <avout/errors.hpp>
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // Fuzzes the decoder of atom envelopes (the bytes every store holds for an atom).
-#include <avout/detail/atom_core.hpp>
+#include "atom_core.hpp"
+
 #include <avout/errors.hpp>
 
 #include <cstdint>

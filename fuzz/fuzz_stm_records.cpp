@@ -1,5 +1,6 @@
 // Fuzzes the decoders of ref heads and barging tags (data of znodes any client may write).
-#include <avout/detail/stm.hpp>
+#include "stm.hpp"
+
 #include <avout/errors.hpp>
 
 #include <cstdint>

@@ -64,7 +64,7 @@ TEST_CASE("a send whose reply was lost is found again: it runs once and blocks n
   auto agent = client.agent<Log>(name, {});
   avout::ZooKeeperSession observer(
       avout::SessionOptions{.hosts = zookeeper.connect_string(), .session_timeout = 4000ms});
-  const std::string queue = "/avout/agents/queues" + name;
+  const std::string queue = avout::inspect::agent_queue_path(client, name);
   agent.send(append, 0);  // the agent's head is cached from now on: a send is one create
   REQUIRE(agent.await_for(scaled(30s)));
   CHECK(agent.deref() == Log{0});  // a round trip: the replies of earlier reads are in
@@ -99,7 +99,7 @@ TEST_CASE("a send inside dosync whose commit reply was lost is found again and r
   auto agent = client.agent<Log>(name, {});
   avout::ZooKeeperSession observer(
       avout::SessionOptions{.hosts = zookeeper.connect_string(), .session_timeout = 4000ms});
-  const std::string queue = "/avout/agents/queues" + name;
+  const std::string queue = avout::inspect::agent_queue_path(client, name);
   agent.send(append, 0);
   REQUIRE(agent.await_for(scaled(30s)));
   CHECK(agent.deref() == Log{0});

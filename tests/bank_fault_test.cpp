@@ -276,7 +276,7 @@ class Workload {
     }
     CHECK(locked_total >= acknowledged_locked);
     CHECK(locked_total <= acknowledged_locked + unknown_locked);
-    const std::string waiting = bank->client.options().root + "/locks" + prefix_ + "/lock/writers";
+    const std::string waiting = avout::inspect::lock_path(bank->client, prefix_ + "/lock") + "/writers";
     const auto lock_deadline = std::chrono::steady_clock::now() + scaled(20s);
     while (!session.children(waiting).empty() && std::chrono::steady_clock::now() < lock_deadline) {
       std::this_thread::sleep_for(200ms);

@@ -35,7 +35,7 @@ avout::ClientOptions options() {
 }
 
 std::size_t waiting_nodes(avout::Client& client, const std::string& name) {
-  return client.session().children(client.options().root + "/locks" + name + "/writers").size();
+  return client.session().children(avout::inspect::lock_path(client, name) + "/writers").size();
 }
 
 }  // namespace

@@ -24,8 +24,10 @@ std::string unique_name(const std::string& stem) {
   return "/lost-reply/" + stem + "-" + std::to_string(random() % 1000000000);
 }
 
-std::size_t nodes_in(avout::Client& client, const std::string& folder) {
-  return client.session().children(client.options().root + folder).size();
+// Nodes in the queue `folder` ("writers", "readers") of the lock `name`.
+std::size_t nodes_in(avout::Client& client, const std::string& name, bool read_write,
+                     const std::string& folder) {
+  return client.session().children(avout::inspect::lock_path(client, name, read_write) + "/" + folder).size();
 }
 
 }  // namespace
@@ -52,7 +54,7 @@ TEST_CASE("a writer whose create reply was lost finds its own node and holds, le
   const auto [got, token] = attempt.get();
   CHECK(got);
   CHECK(token > 0);
-  CHECK(nodes_in(observer, "/locks" + name + "/writers") == 0);
+  CHECK(nodes_in(observer, name, false, "writers") == 0);
   auto other = observer.lock(name);
   CHECK(other.try_lock_for(scaled(3s)));
   other.unlock();
@@ -77,7 +79,7 @@ TEST_CASE("a reader whose create reply was lost leaves no phantom that blocks wr
   std::this_thread::sleep_for(1s);
   proxy.set(avout::testing::TcpRelay::Mode::pass);
   CHECK(attempt.get());
-  CHECK(nodes_in(observer, "/rwlocks" + name + "/readers") == 0);
+  CHECK(nodes_in(observer, name, true, "readers") == 0);
   auto writer = observer.read_write_lock(name);
   CHECK(writer.try_lock_for(scaled(3s)));  // no reader node of a live session is left inside
   writer.unlock();

@@ -85,12 +85,12 @@ TEST_CASE("a ref created with a lost reply keeps its value when another process 
   (void)avout::testing::shared_zookeeper();
   (void)avout::testing::shared_redis();
   const std::string name = avout::testing::unique_name("/ref-creation", "lost-reply");
-  const std::string head = "/avout/stm/refs" + name;
   // The other process commits as soon as the head exists: before the creator, whose reads
   // all fail meanwhile, can look at the marker.
   avout::testing::ChildProcess other(0, [&](int) {
     avout::Client client(options());
     avout::redis::Store redis(avout::testing::shared_redis().url());
+    const std::string head = avout::inspect::ref_head_path(client, name);
     const auto deadline = std::chrono::steady_clock::now() + scaled(20s);
     for (;;) {
       const auto stat = client.session().exists(head);
@@ -131,12 +131,13 @@ TEST_CASE("a ref created with a lost reply keeps its value when another process 
   CHECK(created->deref() == 8);
 
   // Exactly the two values, the created one and the other process's, and both still stored.
-  const auto record = avout::detail::decode_head(client.session().get(head).data, head);
-  REQUIRE(record.history.size() == 1);
+  const auto record = avout::inspect::ref_head(client, name);
+  REQUIRE(record.has_value());
+  REQUIRE(record->history.size() == 1);
   auto data = redis.reference_data(client.ref_value_key(name));
-  CHECK(avout::decode<long>(data->get(record.history.front().point)) == 7);
-  CHECK(avout::decode<long>(data->get(record.newest)) == 8);
+  CHECK(avout::decode<long>(data->get(record->history.front().point)) == 7);
+  CHECK(avout::decode<long>(data->get(record->newest)) == 8);
   std::set<std::string> stored;
   for (const auto& point : data->points()) stored.insert(point.id);
-  CHECK(stored == std::set<std::string>{record.history.front().point.id, record.newest.id});
+  CHECK(stored == std::set<std::string>{record->history.front().point.id, record->newest.id});
 }

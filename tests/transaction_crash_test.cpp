@@ -1,7 +1,6 @@
 // Transactions and crashes: clients killed with SIGKILL in the middle of commits leave no
 // partial transaction visible, and Client::gc sweeps the values they left behind.
 #include <avout/avout.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
@@ -35,8 +34,7 @@ struct Stores : avout::testing::ThreeStores {
 
   // Stored points of `name` that its head does not reference.
   std::size_t unreferenced_points(const std::string& name, avout::Store& in) {
-    const std::string head_path = client.options().root + "/stm/refs" + name;
-    auto head = avout::detail::decode_head(client.session().get(head_path).data, head_path);
+    const auto head = avout::inspect::ref_head(client, name).value();
     std::set<std::string> referenced{head.newest.id};
     for (const auto& older : head.history) referenced.insert(older.point.id);
     std::size_t count = 0;

@@ -36,7 +36,7 @@ std::string ref_name(const std::string& prefix, int index) {
 }
 
 std::string tag_path(avout::Client& client, const std::string& name) {
-  return client.options().root + "/stm/tags" + name;
+  return avout::inspect::tag_path(client, name);
 }
 
 }  // namespace

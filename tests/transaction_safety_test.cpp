@@ -4,6 +4,7 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
+#include "stm.hpp"  // white-box: adds to a commit as agents and locks do
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
@@ -135,8 +136,8 @@ TEST_CASE("gc keeps a commit marker its owner may still be resolving, whatever g
   start_servers();
   avout::Client client(options());
   // A marker as a commit whose reply was lost leaves it (owner session id, then a unique id).
-  const std::string marker = client.options().root + "/stm/markers/" +
-                             unique_name("0000000000000001-marker").substr(std::string("/stm-safety/").size());
+  const std::string marker = avout::inspect::marker_path(
+      client, unique_name("0000000000000001-marker").substr(std::string("/stm-safety/").size()));
   client.session().create(marker, {}, avout::CreateMode::persistent);
   std::this_thread::sleep_for(50ms);
   (void)client.gc({}, 1ms);

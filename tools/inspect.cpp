@@ -1,28 +1,15 @@
 #include "inspect.hpp"
 
-#include <avout/detail/agent_core.hpp>
-#include <avout/detail/atom_core.hpp>
-#include <avout/detail/stm.hpp>
-#include <avout/zookeeper_tree.hpp>
+#include <avout/inspect.hpp>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
+#include <map>
 #include <ostream>
 
 namespace avout::tool {
 
 namespace {
-
-// Object names below `folder`: nodes with data (`with_data`) or leaves otherwise.
-void walk(ZooKeeperSession& session, const std::string& folder, bool with_data,
-          std::vector<std::string>& names) {
-  walk_tree(session, folder, [&](const TreeNode& node) {
-    if (with_data ? node.stat.data_length > 0 : node.stat.num_children == 0) {
-      names.push_back(node.name);
-    }
-  });
-}
 
 // A stored point's value for a report: {"value": described, "type": its kind}.
 Report describe_point(ReferenceData& data, const Point& point) {
@@ -43,51 +30,19 @@ std::string cell(const Report& value) {
   return value.dump();
 }
 
-NodeData read_or_not_found(ZooKeeperSession& session, const std::string& path,
-                           const std::string& what) {
-  try {
-    return session.get(path);
-  } catch (const NoNode&) {
-    throw NotFound(what + " does not exist");
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> list(Client& client, const std::string& kind) {
-  auto& session = client.session();
-  const std::string root = client.options().root;
-  std::vector<std::string> names;
-  if (kind == "atoms") {
-    walk(session, root + "/atoms", true, names);          // values in ZooKeeper
-    walk(session, root + "/atom-notices", false, names);  // values in other stores
-  } else if (kind == "refs") {
-    walk(session, root + "/stm/refs", true, names);
-  } else if (kind == "agents") {
-    walk(session, root + "/agents/heads", true, names);
-  } else if (kind == "leases") {
-    walk(session, root + "/leases", true, names);
-  } else if (kind == "locks") {
-    // A lock's folder holds "writers" (and, for read-write locks, "readers" and "gates").
-    for (const char* folder : {"/locks", "/rwlocks"}) {
-      std::vector<std::string> leaves;
-      walk(session, root + folder, false, leaves);  // empty queues and waiting nodes
-      for (const auto& leaf : leaves) {
-        for (const char* queue : {"/writers", "/readers"}) {
-          const auto at = leaf.rfind(queue);
-          if (at != std::string::npos && at > 0 &&
-              (at + std::strlen(queue) == leaf.size() || leaf[at + std::strlen(queue)] == '/')) {
-            names.push_back(leaf.substr(0, at));
-          }
-        }
-      }
-    }
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-  } else {
+  static const std::map<std::string, inspect::Kind> kinds{{"atoms", inspect::Kind::atoms},
+                                                          {"refs", inspect::Kind::refs},
+                                                          {"agents", inspect::Kind::agents},
+                                                          {"leases", inspect::Kind::leases},
+                                                          {"locks", inspect::Kind::locks}};
+  const auto found = kinds.find(kind);
+  if (found == kinds.end()) {
     throw InvalidName("unknown kind '" + kind + "' (atoms, refs, agents, leases, locks)");
   }
-  return names;
+  return inspect::names(client, found->second);
 }
 
 // An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
@@ -97,70 +52,76 @@ static std::unique_ptr<AtomState> atom_cell(Client& client, Store& store, const 
   return state;
 }
 
+namespace {
+
+inspect::AtomValue atom_or_not_found(Client& client, Store& store, const std::string& name) {
+  auto atom = inspect::atom(client, store, name);
+  if (!atom) throw NotFound("atom " + name + " does not exist in " + store.description());
+  return std::move(*atom);
+}
+
+inspect::RefHead ref_or_not_found(Client& client, const std::string& name) {
+  auto head = inspect::ref_head(client, name);
+  if (!head) throw NotFound("ref " + name + " does not exist");
+  return std::move(*head);
+}
+
+}  // namespace
+
 Bytes atom_value(Client& client, Store& store, const std::string& name) {
-  auto stored = atom_cell(client, store, name)->get();
-  if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
-  return detail::decode_envelope(stored.value, name).payload;
+  return atom_or_not_found(client, store, name).payload;
 }
 
 Report show_atom(Client& client, Store& store, const std::string& name) {
-  auto stored = atom_cell(client, store, name)->get();
-  if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
-  auto envelope = detail::decode_envelope(stored.value, name);
+  const auto atom = atom_or_not_found(client, store, name);
   return Report{{"kind", "atom"},
                 {"name", name},
                 {"store", store.description()},
-                {"type", codec::kind_of(envelope.payload)},
-                {"value", codec::describe(envelope.payload)},
-                {"writes", envelope.sequence}};
+                {"type", codec::kind_of(atom.payload)},
+                {"value", codec::describe(atom.payload)},
+                {"writes", atom.writes}};
 }
 
 Bytes ref_value(Client& client, Store& store, const std::string& name) {
-  const std::string head_path = client.options().root + "/stm/refs" + name;
-  auto node = read_or_not_found(client.session(), head_path, "ref " + name);
-  auto head = detail::decode_head(node.data, head_path);
+  const auto head = ref_or_not_found(client, name);
   return store.reference_data(client.ref_value_key(name))->get(head.newest);
 }
 
 Report show_ref(Client& client, Store& store, const std::string& name) {
-  const std::string head_path = client.options().root + "/stm/refs" + name;
-  auto node = read_or_not_found(client.session(), head_path, "ref " + name);
-  auto head = detail::decode_head(node.data, head_path);
+  const auto head = ref_or_not_found(client, name);
   auto data = store.reference_data(client.ref_value_key(name));
   const Report newest = describe_point(*data, head.newest);
   Report history = Report::array();
   for (const auto& older : head.history) {
-    history.push_back(Report{{"zxid", older.zxid}, {"value", describe_point(*data, older.point)["value"]}});
+    history.push_back(Report{{"zxid", older.commit_zxid}, {"value", describe_point(*data, older.point)["value"]}});
   }
   return Report{{"kind", "ref"},
                 {"name", name},
                 {"store", store.description()},
                 {"type", newest["type"]},
                 {"value", newest["value"]},
-                {"commit_zxid", node.stat.mzxid},
+                {"commit_zxid", head.commit_zxid},
                 {"point", head.newest.id},
                 {"kept", head.keep},
                 {"history", history}};
 }
 
 Report show_agent(Client& client, Store& store, const std::string& name) {
-  const std::string root = client.options().root;
-  const std::string head_path = root + "/agents/heads" + name;
-  auto node = read_or_not_found(client.session(), head_path, "agent " + name);
-  auto head = detail::decode_agent_head(node.data, head_path);
+  const auto head = inspect::agent_head(client, name);
+  if (!head) throw NotFound("agent " + name + " does not exist");
   auto data = store.reference_data(client.agent_value_key(name));
   std::size_t queued = 0;
   try {
-    queued = client.session().children(root + "/agents/queues" + name).size();
+    queued = client.session().children(inspect::agent_queue_path(client, name)).size();
   } catch (const NoNode&) {
   }
-  const Report value = describe_point(*data, head.point);
+  const Report value = describe_point(*data, head->point);
   return Report{{"kind", "agent"},
                 {"name", name},
                 {"store", store.description()},
                 {"type", value["type"]},
                 {"value", value["value"]},
-                {"error", head.error ? Report(*head.error) : Report(nullptr)},
+                {"error", head->error ? Report(*head->error) : Report(nullptr)},
                 {"queued", queued}};
 }
 
@@ -182,9 +143,9 @@ std::vector<std::string> queue(ZooKeeperSession& session, const std::string& fol
 // Where a lock's nodes are, and whether it is a read-write lock; NotFound when neither exists.
 std::pair<std::string, bool> lock_base(Client& client, const std::string& name) {
   auto& session = client.session();
-  const std::string root = client.options().root;
-  const bool read_write = session.exists(root + "/rwlocks" + name + "/writers").has_value();
-  const std::string base = root + (read_write ? "/rwlocks" : "/locks") + name;
+  const bool read_write =
+      session.exists(inspect::lock_path(client, name, true) + "/writers").has_value();
+  const std::string base = inspect::lock_path(client, name, read_write);
   if (!session.exists(base + "/writers")) throw NotFound("lock " + name + " does not exist");
   return {base, read_write};
 }

@@ -1,10 +1,11 @@
+#include "agent_core.hpp"
 #include "agent_workers.hpp"
 #include "log.hpp"
 #include "node_cache.hpp"
+#include "runtime.hpp"
+#include "stm.hpp"
 #include "wire.hpp"
 
-#include <avout/detail/agent_core.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -54,16 +55,16 @@ AgentHead decode_agent_head(const Bytes& bytes, const std::string& path) {
 }
 
 AgentCore::AgentCore(std::string name, std::shared_ptr<ReferenceData> data,
-                     std::size_t max_value_size, StmContext& stm,
+                     std::size_t max_value_size, Runtime& runtime,
                      std::shared_ptr<AgentWorkers> workers)
     : name_(std::move(name)),
       data_(std::move(data)),
       max_value_size_(max_value_size),
-      stm_(stm),
-      session_(stm.session()),
+      runtime_(runtime),
+      session_(runtime.session()),
       workers_(std::move(workers)),
-      head_path_(stm.agent_path("heads", name_)),
-      queue_path_(stm.agent_path("queues", name_)) {}
+      head_path_(runtime.layout().agent_head(name_)),
+      queue_path_(runtime.layout().agent_queue(name_)) {}
 
 AgentCore::~AgentCore() = default;
 
@@ -77,8 +78,8 @@ void AgentCore::create_if_absent(const Bytes& initial) {
   require_fits(initial.size(), max_value_size_, "agent " + name_);
   session_.create_recursive(head_path_.substr(0, head_path_.rfind('/')));
   session_.create_recursive(queue_path_);
-  stm_.announce_session();
-  const Point point = stm_.new_point();
+  runtime_.announce_session();
+  const Point point = runtime_.new_point();
   data_->set(initial, point);
   const Bytes head = encode_agent_head(AgentHead{point, std::nullopt});
   try {
@@ -121,7 +122,7 @@ bool AgentCore::head_exists_after_outage() {
 
 Bytes AgentCore::read_latest() {
   auto head = decode_agent_head(session_.get(head_path_).data, head_path_);
-  auto value = stm_.fetch_value(*data_, head.point);
+  auto value = runtime_.fetch_value(*data_, head.point);
   if (!value) {
     throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
                        ") is missing from its store");
@@ -177,12 +178,12 @@ std::string AgentCore::create_send(const std::string& tag) {
 
 void AgentCore::send(AgentAction action, bool blocking) {
   // A failed agent refuses sends until restart (its head is usually cached: no round trip).
-  auto lookup = stm_.nodes().begin(head_path_);
-  auto head = decode_agent_head(stm_.nodes().finish(lookup).data, head_path_);
+  auto lookup = runtime_.nodes().begin(head_path_);
+  auto head = decode_agent_head(runtime_.nodes().finish(lookup).data, head_path_);
   if (head.error) {
     throw AgentFailed("agent " + name_ + " failed (" + *head.error + "); restart it first");
   }
-  const std::string tag = stm_.new_point().id;
+  const std::string tag = runtime_.new_point().id;
   auto self = shared_from_this();
   if (auto* transaction = Transaction::current()) {
     // Sent only if, and once, the transaction commits: a create inside its commit multi.
@@ -403,7 +404,7 @@ void AgentCore::complete(const std::string& node, InDoubt& landed) {
   }
   (void)session_.remove_async(landed.marker, 0);
   if (landed.written) erase_quietly(landed.previous);
-  stm_.nodes().refresh(head_path_);
+  runtime_.nodes().refresh(head_path_);
   for (auto& go : landed.later_sends) {
     try {
       go();
@@ -415,18 +416,18 @@ void AgentCore::complete(const std::string& node, InDoubt& landed) {
 }
 
 void AgentCore::apply(Pending& pending) {
-  for (std::size_t attempt = 0; attempt < stm_.options().retry_limit; ++attempt) {
-    auto lookup = stm_.nodes().begin(head_path_);  // read ahead after our last action
-    auto head_node = stm_.nodes().finish(lookup);
+  for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
+    auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last action
+    auto head_node = runtime_.nodes().finish(lookup);
     auto head = decode_agent_head(head_node.data, head_path_);
-    InDoubt commit{stm_.marker_path(stm_.new_point().id), head.point, std::nullopt, {}};
+    InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, {}};
     std::vector<Operation> operations;
     operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
     if (head.error) {
       // A failed agent drops the actions still queued; only restart brings it back.
       operations.push_back(op::Check{head_path_, head_node.stat.version});
     } else {
-      auto current = stm_.fetch_value(*data_, head.point);
+      auto current = runtime_.fetch_value(*data_, head.point);
       if (!current) {
         throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
                            ") is missing from its store");
@@ -447,10 +448,10 @@ void AgentCore::apply(Pending& pending) {
       if (next_head.error) {
         commit.later_sends.clear();  // a failed action's sends never go out (as in Clojure)
       } else {
-        stm_.announce_session();
-        commit.written = stm_.new_point();
+        runtime_.announce_session();
+        commit.written = runtime_.new_point();
         data_->set(next, *commit.written);
-        stm_.remember(*commit.written, next);
+        runtime_.remember(*commit.written, next);
         next_head.point = *commit.written;
       }
       operations.push_back(
@@ -492,14 +493,14 @@ std::optional<std::string> AgentCore::error() {
 void AgentCore::restart(const Bytes& value) {
   require_fits(value.size(), max_value_size_, "agent " + name_);
   if (!accepts(value)) throw ValidationError("agent " + name_ + ": the validator rejected the value");
-  for (std::size_t attempt = 0; attempt < stm_.options().retry_limit; ++attempt) {
+  for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
     auto head_node = session_.get(head_path_);
     auto head = decode_agent_head(head_node.data, head_path_);
     if (!head.error) throw Error("agent " + name_ + " has not failed: nothing to restart");
-    stm_.announce_session();
-    const Point point = stm_.new_point();
+    runtime_.announce_session();
+    const Point point = runtime_.new_point();
     data_->set(value, point);
-    const std::string marker = stm_.marker_path(stm_.new_point().id);
+    const std::string marker = runtime_.layout().marker(runtime_.new_point().id);
     const std::vector<Operation> operations{
         op::Create{marker, {}, CreateMode::persistent},
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),

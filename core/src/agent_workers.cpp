@@ -1,6 +1,6 @@
 #include "agent_workers.hpp"
 
-#include <avout/detail/agent_core.hpp>
+#include "agent_core.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

@@ -1,4 +1,7 @@
-#include <avout/detail/atom_core.hpp>
+#include "atom_core.hpp"
+#include "callback_executor.hpp"
+#include "unique_ids.hpp"
+
 #include <avout/errors.hpp>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
+#include "atom_core.hpp"
 #include "wire.hpp"
 
-#include <avout/detail/atom_core.hpp>
 #include <avout/errors.hpp>
 
 namespace avout::detail {

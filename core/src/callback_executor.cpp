@@ -1,4 +1,4 @@
-#include <avout/detail/atom_core.hpp>
+#include "callback_executor.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

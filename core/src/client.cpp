@@ -1,5 +1,10 @@
+#include "agent_core.hpp"
 #include "agent_workers.hpp"
+#include "atom_core.hpp"
+#include "callback_executor.hpp"
 #include "lock_core.hpp"
+#include "runtime.hpp"
+#include "stm.hpp"
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
@@ -10,14 +15,14 @@
 
 namespace avout {
 
-namespace {
-
 SessionOptions session_options(const ClientOptions& options) {
-  return SessionOptions{options.hosts, options.chroot, options.session_timeout,
-                        options.connect_timeout, options.digest, options.logger};
+  return SessionOptions{.hosts = options.hosts,
+                        .chroot = options.chroot,
+                        .session_timeout = options.session_timeout,
+                        .connect_timeout = options.connect_timeout,
+                        .digest = options.digest,
+                        .logger = options.logger};
 }
-
-}  // namespace
 
 Client::Client(const std::string& hosts) : Client(ClientOptions{.hosts = hosts}) {}
 
@@ -31,11 +36,8 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   session_ = std::make_unique<ZooKeeperSession>(session_options(options_));
   callbacks_ = std::make_shared<detail::CallbackExecutor>(options_.logger);
   zookeeper_store_ = detail::make_zookeeper_store(*session_, options_.root);
-  stm_ = std::make_unique<detail::StmContext>(
-      *session_, options_.root, callbacks_,
-      detail::StmOptions{.retry_limit = options_.retry_limit,
-                         .max_history = options_.max_history,
-                         .min_history = options_.min_history});
+  runtime_ = std::make_unique<detail::Runtime>(*session_, options_, callbacks_);
+  stm_ = std::make_unique<detail::StmContext>(*runtime_);
   agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
 }
 
@@ -45,6 +47,7 @@ Client::~Client() {
   agent_workers_->stop();  // actions in flight finish; their agents are let go
   callbacks_->stop();
   stm_.reset();
+  runtime_.reset();
   zookeeper_store_.reset();
   session_.reset();
 }
@@ -62,7 +65,28 @@ Store& Client::default_store() { return *zookeeper_store_; }
 
 const ClientOptions& Client::options() const { return options_; }
 
-std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, Store& store) {
+std::pair<std::uint64_t, std::uint64_t> Client::transaction_counts() const {
+  return {stm_->commits(), stm_->retries()};
+}
+
+std::string Client::ref_value_key(const std::string& name) const {
+  return runtime_->layout().value_key("ref", name);
+}
+
+std::string Client::agent_value_key(const std::string& name) const {
+  return runtime_->layout().value_key("agent", name);
+}
+
+std::string Client::atom_value_key(const std::string& name) const {
+  return runtime_->layout().value_key("atom", name);
+}
+
+std::shared_ptr<detail::RefHandle> Client::attach_ref(const std::string& name, Store& store,
+                                                      const Bytes& initial) {
+  return stm_->attach(name, store, initial);
+}
+
+std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name, Store& store) {
   validate_path(name);
   auto state = store.atom_state(name);
   std::string watch_path = state->zookeeper_path();
@@ -72,7 +96,7 @@ std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, S
     // refs' and agents' do (a ZooKeeper-held atom already lives under our root).
     state = store.atom_state(atom_value_key(name));
     // Values outside ZooKeeper announce their changes through a node of their own.
-    watch_path = options_.root + "/atom-notices" + name;
+    watch_path = runtime_->layout().atom_notice(name);
     session_->create_recursive(watch_path);
   }
   return std::make_shared<detail::AtomCore>(name, std::move(state), store.max_value_size(),
@@ -80,16 +104,16 @@ std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, S
                                             options_.retry_limit);
 }
 
-std::shared_ptr<detail::AgentCore> Client::attach_agent(const std::string& name, Store& store) {
+std::shared_ptr<detail::AgentHandle> Client::attach_agent(const std::string& name, Store& store) {
   validate_path(name);
   return std::make_shared<detail::AgentCore>(
-      name, std::shared_ptr<ReferenceData>(store.reference_data(stm_->value_key("agent", name))),
-      store.max_value_size(), *stm_, agent_workers_);
+      name, std::shared_ptr<ReferenceData>(store.reference_data(runtime_->layout().value_key("agent", name))),
+      store.max_value_size(), *runtime_, agent_workers_);
 }
 
 Lock Client::lock(const std::string& name) {
   validate_path(name);
-  auto core = std::make_shared<detail::LockCore>(*session_, name, options_.root + "/locks" + name,
+  auto core = std::make_shared<detail::LockCore>(*session_, name, runtime_->layout().lock(name, false),
                                                  std::nullopt, std::chrono::milliseconds(0),
                                                  callbacks_);
   core->start();
@@ -101,7 +125,7 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
   validate_path(name);
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
   auto core = std::make_shared<detail::LockCore>(*session_, name,
-                                                 options_.root + "/rwlocks" + name, policy,
+                                                 runtime_->layout().lock(name, true), policy,
                                                  quiet_period, callbacks_);
   core->start();
   return ReadWriteLock(std::move(core));

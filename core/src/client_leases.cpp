@@ -1,4 +1,5 @@
 // Client::lease_lock: lease locks kept in ZooKeeper, under the client's root.
+#include "runtime.hpp"
 #include "zookeeper_lease.hpp"
 
 #include <avout/client.hpp>
@@ -8,7 +9,7 @@ namespace avout {
 LeaseLock Client::lease_lock(const std::string& name) {
   validate_path(name);
   return LeaseLock(
-      detail::make_zookeeper_lease_strategy(*session_, options_.root + "/leases" + name));
+      detail::make_zookeeper_lease_strategy(*session_, runtime_->layout().lease(name)));
 }
 
 }  // namespace avout

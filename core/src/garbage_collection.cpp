@@ -1,7 +1,8 @@
 // Client::gc (rule 9): erases ref values that no head references and whose writer's session
 // is dead, and commit markers past their grace period.
+#include "stm.hpp"
+
 #include <avout/client.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 #include <avout/zookeeper_tree.hpp>
 
@@ -41,22 +42,22 @@ std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session) 
 GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
                                           std::chrono::milliseconds marker_grace) {
   GarbageReport report;
-  announce_session();
-  const std::vector<std::string> names = find_heads(session_, heads_root_);
+  runtime_.announce_session();
+  const std::vector<std::string> names = find_heads(runtime_.session(), runtime_.layout().ref_heads());
   for (const auto& name : names) {
     ++report.refs_scanned;
     for (Store* store : stores) {
-      auto data = store->reference_data(value_key("ref", name));
+      auto data = store->reference_data(runtime_.layout().value_key("ref", name));
       // Order matters (rule 9): list the points, then learn after a sync which writers are
       // dead, then read the head. A dead session can never make its points referenced later.
       std::vector<Point> points = data->points();
       if (points.empty()) continue;
-      session_.sync(sessions_root_);
-      const auto live = live_sessions(session_, sessions_root_);
-      const std::string head_path = heads_root_ + name;
+      runtime_.session().sync(runtime_.layout().sessions());
+      const auto live = live_sessions(runtime_.session(), runtime_.layout().sessions());
+      const std::string head_path = runtime_.layout().ref_head(name);
       HeadRecord head;
       try {
-        head = decode_head(session_.get(head_path).data, head_path);
+        head = decode_head(runtime_.session().get(head_path).data, head_path);
       } catch (const NoNode&) {
         continue;
       }
@@ -73,15 +74,15 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
   // Markers only matter while their owner may still resolve a lost commit reply (rule 6):
   // never sooner than that window, and judged on one clock, ZooKeeper's own: the mtime of a
   // write made now against the markers' ctimes.
-  const auto grace = std::max(marker_grace, minimum_marker_grace(session_));
-  const std::int64_t now = session_.set(session_node(session_.session_id()), {}).mtime;
-  for (const auto& child : session_.children(markers_root_)) {
-    const std::string path = markers_root_ + "/" + child;
-    auto stat = session_.exists(path);
+  const auto grace = std::max(marker_grace, minimum_marker_grace(runtime_.session()));
+  const std::int64_t now = runtime_.session().set(runtime_.layout().session(runtime_.session().session_id()), {}).mtime;
+  for (const auto& child : runtime_.session().children(runtime_.layout().markers())) {
+    const std::string path = runtime_.layout().marker(child);
+    auto stat = runtime_.session().exists(path);
     if (!stat) continue;
     if (std::chrono::milliseconds(now - stat->ctime) < grace) continue;
     try {
-      session_.remove(path, stat->version);
+      runtime_.session().remove(path, stat->version);
       ++report.markers_removed;
     } catch (const NoNode&) {
     }

@@ -22,4 +22,8 @@ std::string hex(std::span<const std::uint8_t> bytes) {
   return text;
 }
 
+std::string session_hex(std::int64_t session) {
+  return hex(static_cast<std::uint64_t>(session), session_hex_digits);
+}
+
 }  // namespace avout::detail

@@ -1,8 +1,9 @@
 #include "lock_core.hpp"
+#include "callback_executor.hpp"
 #include "hex.hpp"
+#include "stm.hpp"
+#include "unique_ids.hpp"
 
-#include <avout/detail/atom_core.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>

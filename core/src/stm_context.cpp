@@ -1,21 +1,15 @@
 #include "hex.hpp"
-#include "node_cache.hpp"
-#include "unique_ids.hpp"
+#include "stm.hpp"
 #include "wire.hpp"
 
 #include <avout/codec.hpp>
-#include <avout/detail/atom_core.hpp>
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
-
 
 namespace avout::detail {
 
 namespace {
 constexpr std::uint8_t head_format = 2;
 constexpr std::uint8_t tag_format = 1;
-constexpr std::size_t session_hex_digits = 16;
-constexpr std::size_t cached_values = 4096;
 }  // namespace
 
 Bytes encode_head(const HeadRecord& record) {
@@ -72,12 +66,6 @@ std::optional<TransactionAge> decode_tag(const Bytes& bytes, const std::string& 
   return age;
 }
 
-namespace {
-std::string session_hex(std::int64_t session) {
-  return hex(static_cast<std::uint64_t>(session), session_hex_digits);
-}
-}  // namespace
-
 std::optional<std::int64_t> writer_of(const std::string& id) {
   if (id.size() <= session_hex_digits || id[session_hex_digits] != '-') return std::nullopt;
   std::uint64_t session = 0;
@@ -92,32 +80,8 @@ std::optional<std::int64_t> writer_of(const std::string& id) {
   return static_cast<std::int64_t>(session);
 }
 
-Point StmContext::new_point() {
-  return Point{session_hex(session_.session_id()) + "-" + unique_uuid()};
-}
-
-std::string StmContext::session_node(std::int64_t session) const {
-  return sessions_root_ + "/" + session_hex(session);
-}
-
-void StmContext::announce_session() {
-  const std::uint64_t generation = session_.generation();
-  std::lock_guard lock(announce_mutex_);
-  if (announced_generation_ == generation) return;
-  try {
-    session_.create(session_node(session_.session_id()), {}, CreateMode::ephemeral);
-  } catch (const NodeExists&) {
-  }
-  announced_generation_ = generation;
-}
-
 TransactionAge StmContext::new_age(std::int64_t read_point) {
-  return TransactionAge{read_point, session_.session_id(), ++ages_};
-}
-
-bool StmContext::alive(const TransactionAge& age) {
-  if (age.session == session_.session_id()) return true;
-  return session_.exists(session_node(age.session)).has_value();
+  return TransactionAge{read_point, runtime_.session().session_id(), ++ages_};
 }
 
 namespace {
@@ -145,14 +109,14 @@ Bytes newest_value(ZooKeeperSession& session, const std::string& head, const std
 RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
                  std::size_t max_value_size, StmContext& stm)
     : name_(std::move(name)),
-      head_path_(stm.head_path(name_)),
+      head_path_(stm.runtime().layout().ref_head(name_)),
       data_(std::move(data)),
       max_value_size_(max_value_size),
       stm_(stm) {
   // The watcher's reads must not reach back into this object (it may die first).
   watcher_ = std::make_shared<ValueWatcher>(
-      stm.session(), head_path_, "ref " + name_,
-      [data = data_, head = head_path_, name = name_, &session = stm.session()] {
+      stm.runtime().session(), head_path_, "ref " + name_,
+      [data = data_, head = head_path_, name = name_, &session = stm.runtime().session()] {
         return newest_value(session, head, name, [&](const Point& point) -> std::optional<Bytes> {
           try {
             return data->get(point);
@@ -161,12 +125,13 @@ RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
           }
         });
       },
-      stm.callbacks());
+      stm.runtime().callbacks());
 }
 
 Bytes RefCore::read_latest() {
-  return newest_value(stm_.session(), head_path_, name_,
-                      [&](const Point& point) { return stm_.fetch(*this, point); });
+  return newest_value(stm_.runtime().session(), head_path_, name_, [&](const Point& point) {
+    return stm_.runtime().fetch_value(*data_, point);
+  });
 }
 
 namespace {
@@ -215,62 +180,9 @@ void RefCore::validate(const Bytes& value) {
   }
 }
 
-StmContext::StmContext(ZooKeeperSession& session, const std::string& root,
-                       std::shared_ptr<CallbackExecutor> callbacks, StmOptions options)
-    : session_(session),
-      root_(root),
-      clock_path_(root + "/stm/clock"),
-      heads_root_(root + "/stm/refs"),
-      markers_root_(root + "/stm/markers"),
-      tags_root_(root + "/stm/tags"),
-      sessions_root_(root + "/stm/sessions"),
-      callbacks_(std::move(callbacks)),
-      options_(options),
-      nodes_(std::make_unique<NodeCache>(session)) {
-  session_.create_recursive(clock_path_);
-  session_.create_recursive(markers_root_);
-  session_.create_recursive(sessions_root_);
-  announce_session();
-}
+StmContext::StmContext(Runtime& runtime) : runtime_(runtime) {}
 
 StmContext::~StmContext() = default;
-
-std::string StmContext::marker_path(const std::string& attempt) const {
-  return markers_root_ + "/" + attempt;
-}
-
-std::optional<Bytes> StmContext::fetch_value(ReferenceData& data, const Point& point) {
-  {
-    std::lock_guard lock(cache_mutex_);
-    if (auto found = cache_.find(point.id); found != cache_.end()) return found->second;
-  }
-  Bytes value;
-  try {
-    value = data.get(point);
-  } catch (const MissingPoint&) {
-    return std::nullopt;
-  }
-  remember(point, value);
-  return value;
-}
-
-void StmContext::remember(const Point& point, const Bytes& value) {
-  std::lock_guard lock(cache_mutex_);
-  if (cache_.size() >= cached_values) cache_.clear();  // values are immutable: any subset is valid
-  cache_.emplace(point.id, value);
-}
-
-std::string StmContext::value_key(const std::string& kind, const std::string& name) const {
-  // The deployment is one escaped segment: roots may nest, so root "/r" with ref "/ref/x/y"
-  // and root "/r/ref/x" with ref "/y" must not compose to the same key.
-  std::string deployment;
-  for (const char c : session_.options().chroot + root_) {
-    if (c == '%') deployment += "%25";
-    else if (c == '/') deployment += "%2F";
-    else deployment += c;
-  }
-  return "/" + deployment + "/" + kind + name;
-}
 
 std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& store,
                                             const Bytes& initial) {
@@ -286,7 +198,7 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
     }
     if (!ref) {
       ref = std::make_shared<RefCore>(
-          name, std::shared_ptr<ReferenceData>(store.reference_data(value_key("ref", name))),
+          name, std::shared_ptr<ReferenceData>(store.reference_data(runtime_.layout().value_key("ref", name))),
           store.max_value_size(), *this);
       known = KnownRef{ref, store.description()};
     }
@@ -297,26 +209,26 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
 
 void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
   const std::string& head = ref.head_path();
-  for (std::size_t attempt = 0; attempt < options_.retry_limit; ++attempt) {
+  for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
     // A head always has data; an empty node is only the parent of deeper names (rule 14).
-    const auto stat = session_.exists(head);
+    const auto stat = runtime_.session().exists(head);
     if (stat && stat->data_length > 0) return;
     require_fits(initial.size(), store.max_value_size(), "ref " + ref.name());
-    session_.create_recursive(head.substr(0, head.rfind('/')));
-    session_.create_recursive(tag_path(ref.name()));  // tags change only by setData (rule 10)
-    announce_session();
-    const Point point = new_point();
+    runtime_.session().create_recursive(head.substr(0, head.rfind('/')));
+    runtime_.session().create_recursive(runtime_.layout().tag(ref.name()));  // tags change only by setData (rule 10)
+    runtime_.announce_session();
+    const Point point = runtime_.new_point();
     ref.data().set(initial, point);
     // Creating a ref is a commit (rule 1) with a marker, so a lost reply is resolved exactly
     // (rule 6) even when other commits have moved the head on since.
-    const Bytes record =
-        encode_head(HeadRecord{point, {}, static_cast<std::uint32_t>(options_.min_history)});
-    const std::string marker = marker_path(new_point().id);
+    const auto keep = static_cast<std::uint32_t>(runtime_.options().min_history);
+    const Bytes record = encode_head(HeadRecord{point, {}, keep});
+    const std::string marker = runtime_.layout().marker(runtime_.new_point().id);
     Operation write_head = op::Create{head, record, CreateMode::persistent};
     if (stat) write_head = op::SetData{head, record, stat->version};
     const std::optional<bool> landed = commit_with_marker(
-        session_, {op::Create{marker, {}, CreateMode::persistent}, write_head,
-                   op::SetData{clock_path_, {}, -1}},
+        runtime_.session(), {op::Create{marker, {}, CreateMode::persistent}, write_head,
+                   op::SetData{runtime_.layout().stm_clock(), {}, -1}},
         marker);
     if (!landed) {
       // The point may be referenced: it stays for gc to judge.
@@ -324,8 +236,8 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
                            ": outcome unknown (ZooKeeper unreachable); marker " + marker);
     }
     if (*landed) {
-      remember(point, initial);
-      (void)session_.remove_async(marker, 0);
+      runtime_.remember(point, initial);
+      (void)runtime_.session().remove_async(marker, 0);
       return;
     }
     ref.data().erase(point);  // another process wrote the head first: look again

@@ -1,6 +1,6 @@
 #include "node_cache.hpp"
+#include "stm.hpp"
 
-#include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -82,24 +82,28 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
 
 Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
                          BargeState& barge)
-    : stm_(stm), barge_(barge), outer_(running), generation_(stm.session().generation()) {
+    : stm_(stm),
+      runtime_(stm.runtime()),
+      barge_(barge),
+      outer_(running),
+      generation_(runtime_.session().generation()) {
   // Rule 2: sync, then the read point, then the heads, pipelined on one session.
   // Heads come from the node cache (rule 12): known ones cost nothing, the others are read
   // in the same pipeline; either way they are judged only once the read point is known.
-  auto& session = stm_.session();
+  auto& session = runtime_.session();
   std::vector<NodeCache::Lookup> heads;
   heads.reserve(prefetch.size());
-  for (const auto& ref : prefetch) heads.push_back(stm_.nodes().begin(ref->head_path()));
-  auto synced = session.sync_async(stm_.clock_path());
-  auto clock = session.exists_async(stm_.clock_path());
+  for (const auto& ref : prefetch) heads.push_back(runtime_.nodes().begin(ref->head_path()));
+  auto synced = session.sync_async(runtime_.layout().stm_clock());
+  auto clock = session.exists_async(runtime_.layout().stm_clock());
   auto clock_stat = session.wait(clock);  // replies come in order: the sync's is in too
   session.wait(synced);
-  if (!clock_stat) throw BackendError("stm clock " + stm_.clock_path() + " is missing");
+  if (!clock_stat) throw BackendError("stm clock " + runtime_.layout().stm_clock() + " is missing");
   read_point_ = clock_stat->mzxid;
   for (std::size_t i = 0; i < prefetch.size(); ++i) {
     Entry& fresh = entries_[prefetch[i].get()];
     fresh.ref = prefetch[i];
-    load_head(fresh, stm_.nodes().finish(heads[i]));
+    load_head(fresh, runtime_.nodes().finish(heads[i]));
   }
   check_session();
   if (!barge_.age) barge_.age = stm_.new_age(read_point_);
@@ -109,7 +113,7 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
 Transaction::~Transaction() { running = outer_; }
 
 void Transaction::check_session() const {
-  if (stm_.session().generation() != generation_) {
+  if (runtime_.session().generation() != generation_) {
     throw RetryAttempt{"the ZooKeeper session was renewed during the attempt"};
   }
 }
@@ -124,8 +128,8 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
   if (found != entries_.end()) return found->second;
   Entry& fresh = entries_[&ref];
   fresh.ref = ref.shared_from_this();
-  auto lookup = stm_.nodes().begin(ref.head_path());
-  load_head(fresh, stm_.nodes().finish(lookup));
+  auto lookup = runtime_.nodes().begin(ref.head_path());
+  load_head(fresh, runtime_.nodes().finish(lookup));
   check_session();
   return fresh;
 }
@@ -149,11 +153,11 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     }
     point = &target.head.newest;
   }
-  if (auto value = stm_.fetch(*target.ref, *point)) return std::move(*value);
+  if (auto value = runtime_.fetch_value(target.ref->data(), *point)) return std::move(*value);
   // Rule 8: a missing value is a history miss only when the head moved past it.
   // Synced: a follower's stale head could still name a value the leader's head has dropped.
-  stm_.session().sync(target.ref->head_path());
-  auto node = stm_.session().get(target.ref->head_path());
+  runtime_.session().sync(target.ref->head_path());
+  auto node = runtime_.session().get(target.ref->head_path());
   auto now = decode_head(node.data, target.ref->head_path());
   bool referenced = now.newest == *point;
   for (const auto& older : now.history) referenced = referenced || older.point == *point;
@@ -165,8 +169,8 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     // A commute only needs some recent value now (commit recomputes from the newest), so a
     // trimmed one is replaced by the newest instead of costing a retry of the whole body.
     for (int reread = 0; reread < 100; ++reread) {
-      if (auto value = stm_.fetch(*target.ref, now.newest)) return std::move(*value);
-      now = decode_head(stm_.session().get(target.ref->head_path()).data, target.ref->head_path());
+      if (auto value = runtime_.fetch_value(target.ref->data(), now.newest)) return std::move(*value);
+      now = decode_head(runtime_.session().get(target.ref->head_path()).data, target.ref->head_path());
     }
   }
   report_history_miss(*target.ref);
@@ -179,9 +183,9 @@ void Transaction::report_history_miss(RefCore& ref) {
   // read with the head anyway: a child created and removed in one multi adds 2 to it and
   // leaves nothing behind. Not awaited: the attempt retries either way, and a lost report
   // only makes the history grow later.
-  const std::string probe = ref.head_path() + "/history-miss-" + stm_.new_point().id;
+  const std::string probe = ref.head_path() + "/history-miss-" + runtime_.new_point().id;
   try {
-    (void)stm_.session().multi_async({op::Create{probe, {}, CreateMode::persistent},
+    (void)runtime_.session().multi_async({op::Create{probe, {}, CreateMode::persistent},
                                       op::Remove{probe, 0}});
   } catch (const Error&) {
   }
@@ -237,19 +241,19 @@ std::vector<std::shared_ptr<RefCore>> Transaction::touched() const {
 
 std::vector<Transaction::Tag> Transaction::read_tags(const std::vector<Entry*>& targets,
                                                     const std::function<void()>& meanwhile) {
-  auto& session = stm_.session();
+  auto& session = runtime_.session();
   std::vector<NodeCache::Lookup> replies;
   replies.reserve(targets.size());
   for (Entry* target : targets) {
-    replies.push_back(stm_.nodes().begin(stm_.tag_path(target->ref->name())));
+    replies.push_back(runtime_.nodes().begin(runtime_.layout().tag(target->ref->name())));
   }
   if (meanwhile) meanwhile();
   std::vector<Tag> tags;
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    const std::string path = stm_.tag_path(targets[i]->ref->name());
+    const std::string path = runtime_.layout().tag(targets[i]->ref->name());
     NodeData node;
     try {
-      node = stm_.nodes().finish(replies[i]);
+      node = runtime_.nodes().finish(replies[i]);
     } catch (const NoNode&) {
       session.create_recursive(path);  // a ref made before tags existed
       node = session.get(path);
@@ -268,19 +272,19 @@ void Transaction::claim_refs() {
     }
   }
   if (targets.empty()) return;
-  auto& session = stm_.session();
+  auto& session = runtime_.session();
   std::vector<Tag> tags = read_tags(targets);
   std::vector<std::size_t> taken;  // decided before any claim goes out, so none is left unawaited
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const auto& owner = tags[i].owner;
     // An older live transaction keeps its claim; anything else gives way to ours.
-    if (!(owner && *owner < *barge_.age && stm_.alive(*owner))) taken.push_back(i);
+    if (!(owner && *owner < *barge_.age && runtime_.alive(owner->session))) taken.push_back(i);
   }
   std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
   for (std::size_t i : taken) {
     try {
       claims.emplace_back(targets[i]->ref,
-                          session.set_async(stm_.tag_path(targets[i]->ref->name()),
+                          session.set_async(runtime_.layout().tag(targets[i]->ref->name()),
                                             encode_tag(*barge_.age), tags[i].version));
     } catch (const Error&) {
       barge_.unsure.insert(targets[i]->ref);  // may have gone out: settled from the tag later
@@ -315,9 +319,9 @@ void Transaction::commit() {
   }
   // Read-only: the snapshot was consistent and nothing needs to be written.
   if (fixed.empty() && commuted.empty() && additions_.empty()) return;
-  auto& session = stm_.session();
+  auto& session = runtime_.session();
   check_session();
-  stm_.announce_session();  // gc must see our session alive while our points are pending
+  runtime_.announce_session();  // gc must see our session alive while our points are pending
 
   std::vector<Tag> tags;
 
@@ -325,17 +329,17 @@ void Transaction::commit() {
   // Rule 11: everything but the values ZooKeeper would hold must fit, before anything is
   // written; those values then ride in the multi only while it still fits.
   const std::size_t chroot = session.options().chroot.size();
-  std::size_t multi_bytes = 2 * (op_overhead + chroot) + stm_.clock_path().size() +
-                            stm_.markers_root().size() + 1 + point_size;
+  std::size_t multi_bytes = 2 * (op_overhead + chroot) + runtime_.layout().stm_clock().size() +
+                            runtime_.layout().markers().size() + 1 + point_size;
   for (Entry* target : fixed) {
     multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
-                   stm_.tag_path(target->ref->name()).size();
+                   runtime_.layout().tag(target->ref->name()).size();
     if (target->written) multi_bytes += encode_head(target->head).size() + head_entry_size;
   }
   for (Entry* target : commuted) {  // re-read at commit: its head may have grown to the most
     multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
-                   stm_.tag_path(target->ref->name()).size() +
-                   (stm_.options().max_history + 1) * head_entry_size + 32;
+                   runtime_.layout().tag(target->ref->name()).size() +
+                   (runtime_.options().max_history + 1) * head_entry_size + 32;
   }
   for (const auto& addition : additions_) {
     for (const auto& operation : addition.operations) multi_bytes += serialized_size(operation, chroot);
@@ -350,10 +354,10 @@ void Transaction::commit() {
                    const Bytes& value) {
     RefCore& ref = *target->ref;
     ref.validate(value);
-    Staged staged{target, stm_.new_point(), HeadRecord{}, {}, std::nullopt};
+    Staged staged{target, runtime_.new_point(), HeadRecord{}, {}, std::nullopt};
     // Adaptive history (Clojure's min/max history): misses grow what is kept, those of
     // every process (reported in the head's child version) and this process's own.
-    const auto& options = stm_.options();
+    const auto& options = runtime_.options();
     const std::size_t misses = std::max<std::size_t>(
         ref.history_misses(), static_cast<std::size_t>(std::max(head_stat.cversion, 0)) / 2);
     staged.next.keep = static_cast<std::uint32_t>(std::min<std::size_t>(
@@ -374,7 +378,7 @@ void Transaction::commit() {
       }
     }
     if (!staged.in_multi) ref.data().set(value, staged.point);
-    stm_.remember(staged.point, value);
+    runtime_.remember(staged.point, value);
     return staged;
   };
   std::vector<Staged> written;
@@ -399,7 +403,7 @@ void Transaction::commit() {
     });
     for (std::size_t i = 0; i < claimable.size(); ++i) {
       const auto& owner = tags[i].owner;
-      if (owner && *owner < *barge_.age && barge_.yields < yield_limit && stm_.alive(*owner)) {
+      if (owner && *owner < *barge_.age && barge_.yields < yield_limit && runtime_.alive(owner->session)) {
         ++barge_.yields;
         throw RetryAttempt{"ref " + claimable[i]->ref->name() + " is claimed by an older transaction"};
       }
@@ -409,9 +413,9 @@ void Transaction::commit() {
     throw;
   }
 
-  marker_path_ = stm_.marker_path(stm_.new_point().id);
+  marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
   const std::string& marker = marker_path_;
-  for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
+  for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
     // Rule 4: commuted refs start again from their newest value, under fresh points.
     std::vector<Staged> recomputed;
     std::vector<NodeStat> commuted_stats;
@@ -423,7 +427,7 @@ void Transaction::commit() {
         Entry* target = commuted[i];
         NodeData node = session.wait(heads[i]);
         HeadRecord head = decode_head(node.data, target->ref->head_path());
-        auto base = stm_.fetch(*target->ref, head.newest);
+        auto base = runtime_.fetch_value(target->ref->data(), head.newest);
         if (!base) {
           trimmed_meanwhile = true;
           break;
@@ -465,7 +469,7 @@ void Transaction::commit() {
     }
     std::vector<std::shared_ptr<RefCore>> released;
     for (std::size_t i = 0; i < claimable.size(); ++i) {
-      const std::string path = stm_.tag_path(claimable[i]->ref->name());
+      const std::string path = runtime_.layout().tag(claimable[i]->ref->name());
       if (tags[i].owner && *tags[i].owner == *barge_.age) {
         operations.push_back(op::SetData{path, {}, tags[i].version});  // our claim ends here
         released.push_back(claimable[i]->ref);
@@ -483,7 +487,7 @@ void Transaction::commit() {
         if (s.in_multi) operations.push_back(*s.in_multi);
       }
     }
-    operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
+    operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
 
     // Rule 2: values were stored under this session's points; if it was renewed meanwhile,
     // gc may already see their writer dead and erase them, so the attempt starts again.
@@ -549,7 +553,7 @@ void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged
       if (failure.empty()) failure = std::string(what) + " failed";
     }
   };
-  auto& session = stm_.session();
+  auto& session = runtime_.session();
   const std::string marker = marker_path_;
   step("cleaning up after the commit", [&] {
     // Rule 9: trimmed values go only now that the commit is known to have landed.
@@ -565,9 +569,9 @@ void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged
     (void)session.remove_async(marker, 0);
     // The heads (and released tags) just changed: read them ahead for the next transaction.
     for (auto* staged : {&written, &recomputed}) {
-      for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());
+      for (auto& s : *staged) runtime_.nodes().refresh(s.target->ref->head_path());
     }
-    for (const auto& ref : released) stm_.nodes().refresh(stm_.tag_path(ref->name()));
+    for (const auto& ref : released) runtime_.nodes().refresh(runtime_.layout().tag(ref->name()));
   });
   std::size_t at = first_addition;
   for (const auto& addition : additions_) {

@@ -1,5 +1,6 @@
 // The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
-#include <avout/detail/stm.hpp>
+#include "stm.hpp"
+
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -50,15 +51,15 @@ class ClaimRelease {
 
   // Reads the tags of claims with an unknown outcome: ours stay with their version.
   void resolve(Pending& pending) {
-    auto& session = stm_.session();
+    auto& session = stm_.runtime().session();
     std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeData>>> reads;
     for (const auto& [ref, version] : pending) {
-      if (!version) reads.emplace_back(ref, session.get_async(stm_.tag_path(ref->name())));
+      if (!version) reads.emplace_back(ref, session.get_async(stm_.runtime().layout().tag(ref->name())));
     }
     for (auto& [ref, reply] : reads) {
       try {
         const NodeData node = session.wait(reply);
-        if (decode_tag(node.data, stm_.tag_path(ref->name())) == barge_.age) {
+        if (decode_tag(node.data, stm_.runtime().layout().tag(ref->name())) == barge_.age) {
           pending[ref] = node.stat.version;
         } else {
           pending.erase(ref);  // the claim never landed, or has ended since
@@ -75,10 +76,10 @@ class ClaimRelease {
 
   // Empties the tags known to carry our age.
   void release(Pending& pending) {
-    auto& session = stm_.session();
+    auto& session = stm_.runtime().session();
     std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> replies;
     for (const auto& [ref, version] : pending) {
-      if (version) replies.emplace_back(ref, session.set_async(stm_.tag_path(ref->name()), {}, *version));
+      if (version) replies.emplace_back(ref, session.set_async(stm_.runtime().layout().tag(ref->name()), {}, *version));
     }
     for (auto& [ref, reply] : replies) {
       try {
@@ -109,7 +110,7 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
   BargeState barge;
   ClaimRelease release(stm, barge);
   std::vector<std::shared_ptr<RefCore>> prefetch;
-  for (std::size_t attempt = 0; attempt < stm.options().retry_limit; ++attempt) {
+  for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit; ++attempt) {
     try {
       Transaction transaction(stm, prefetch, barge);
       try {
@@ -118,7 +119,7 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
         return;
       } catch (const RetryAttempt&) {
         prefetch = transaction.touched();
-        if (++barge.failed_attempts >= stm.options().barge_after) {
+        if (++barge.failed_attempts >= stm.runtime().options().barge_after) {
           try {
             transaction.claim_refs();
           } catch (const Error&) {
@@ -135,7 +136,7 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
       back_off(attempt);  // the client is opening a new session: try on that one
     }
   }
-  throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.options().retry_limit) +
+  throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.runtime().options().retry_limit) +
                            " attempts");
 }
 

@@ -1,7 +1,5 @@
 #include "unique_ids.hpp"
 
-#include <avout/detail/atom_core.hpp>
-
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 

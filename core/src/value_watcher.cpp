@@ -1,5 +1,5 @@
-#include <avout/detail/atom_core.hpp>
-#include <avout/detail/value_watcher.hpp>
+#include "value_watcher.hpp"
+#include "callback_executor.hpp"
 
 #include "log.hpp"
 

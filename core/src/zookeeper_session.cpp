@@ -111,7 +111,7 @@ struct PersistentSubscription {
 
 }  // namespace
 
-struct ZooKeeperSession::Impl {
+struct detail::SessionCore {
   SessionOptions options;
 
   mutable std::mutex mutex;  // guards everything below up to `listeners`
@@ -275,7 +275,7 @@ struct ZooKeeperSession::Impl {
   }
 };
 
-ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<Impl>()) {
+ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<detail::SessionCore>()) {
   if (!options.chroot.empty()) validate_path(options.chroot);
   impl_->options = std::move(options);
   impl_->handle = impl_->open(0);
@@ -316,7 +316,7 @@ std::chrono::milliseconds ZooKeeperSession::negotiated_timeout() const {
 std::uint64_t ZooKeeperSession::add_listener(std::function<void(SessionState)> listener) {
   std::lock_guard lock(impl_->dispatching);
   const std::uint64_t id = impl_->next_listener++;
-  impl_->listeners.emplace(id, std::make_shared<Impl::Listener>(Impl::Listener{std::move(listener)}));
+  impl_->listeners.emplace(id, std::make_shared<detail::SessionCore::Listener>(detail::SessionCore::Listener{std::move(listener)}));
   return id;
 }
 
@@ -332,7 +332,7 @@ namespace {
 
 // Issues one async call on the current handle; a refused call completes at once.
 template <typename T, typename Call, typename Completion>
-std::future<T> issue(ZooKeeperSession::Impl& impl, const char* operation, const std::string& path,
+std::future<T> issue(detail::SessionCore& impl, const char* operation, const std::string& path,
                      WatchCallback watch, Completion completion, Call call) {
   auto handle = impl.current();
   auto* reply = new Reply<T>{{}, operation, path, nullptr, nullptr, handle.get()};

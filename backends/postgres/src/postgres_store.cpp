@@ -40,13 +40,13 @@ void create_tables(pqxx::connection& connection, const std::string& prefix) {
 
 }  // namespace
 
-struct Store::Impl {
+struct detail::StoreState {
   StoreOptions options;
   std::string atoms;
   std::string ref_values;
   detail::Pool pool;
 
-  explicit Impl(StoreOptions given)
+  explicit StoreState(StoreOptions given)
       : options(std::move(given)),
         atoms(options.table_prefix + "atoms"),
         ref_values(options.table_prefix + "ref_values"),
@@ -68,7 +68,7 @@ namespace {
 
 class PostgresAtomState final : public AtomState {
  public:
-  PostgresAtomState(std::shared_ptr<Store::Impl> impl, std::string name)
+  PostgresAtomState(std::shared_ptr<detail::StoreState> impl, std::string name)
       : impl_(std::move(impl)), name_(std::move(name)) {}
 
   Versioned get() override {
@@ -108,13 +108,13 @@ class PostgresAtomState final : public AtomState {
   }
 
  private:
-  std::shared_ptr<Store::Impl> impl_;
+  std::shared_ptr<detail::StoreState> impl_;
   std::string name_;
 };
 
 class PostgresReferenceData final : public ReferenceData {
  public:
-  PostgresReferenceData(std::shared_ptr<Store::Impl> impl, std::string name)
+  PostgresReferenceData(std::shared_ptr<detail::StoreState> impl, std::string name)
       : impl_(std::move(impl)), name_(std::move(name)) {}
 
   std::string name() const override { return name_; }
@@ -172,7 +172,7 @@ class PostgresReferenceData final : public ReferenceData {
   }
 
  private:
-  std::shared_ptr<Store::Impl> impl_;
+  std::shared_ptr<detail::StoreState> impl_;
   std::string name_;
 };
 
@@ -180,7 +180,7 @@ class PostgresReferenceData final : public ReferenceData {
 
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 
-Store::Store(StoreOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+Store::Store(StoreOptions options) : impl_(std::make_shared<detail::StoreState>(std::move(options))) {}
 
 Store::~Store() = default;
 

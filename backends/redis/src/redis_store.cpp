@@ -40,10 +40,10 @@ std::string_view text_of(const redisReply* reply) { return {reply->str, reply->l
 
 }  // namespace
 
-struct Store::Impl {
+struct detail::StoreState {
   StoreOptions options;
   detail::Pool pool;
-  Impl(StoreOptions given, detail::Endpoint endpoint)
+  StoreState(StoreOptions given, detail::Endpoint endpoint)
       : options(std::move(given)), pool(std::move(endpoint), options.pool_size) {}
 
   void check_size(const Bytes& value, const std::string& key) const {
@@ -55,7 +55,7 @@ namespace {
 
 class RedisAtomState final : public AtomState {
  public:
-  RedisAtomState(std::shared_ptr<Store::Impl> impl, std::string key)
+  RedisAtomState(std::shared_ptr<detail::StoreState> impl, std::string key)
       : impl_(std::move(impl)), key_(std::move(key)) {}
 
   Versioned get() override {
@@ -76,13 +76,13 @@ class RedisAtomState final : public AtomState {
   }
 
  private:
-  std::shared_ptr<Store::Impl> impl_;
+  std::shared_ptr<detail::StoreState> impl_;
   std::string key_;
 };
 
 class RedisReferenceData final : public ReferenceData {
  public:
-  RedisReferenceData(std::shared_ptr<Store::Impl> impl, std::string name)
+  RedisReferenceData(std::shared_ptr<detail::StoreState> impl, std::string name)
       : impl_(std::move(impl)),
         name_(std::move(name)),
         points_key_(impl_->options.key_prefix + "ref-points:" + name_) {}
@@ -128,7 +128,7 @@ class RedisReferenceData final : public ReferenceData {
   std::string point_key(const Point& point) const {
     return impl_->options.key_prefix + "ref:" + name_ + ":" + point.id;
   }
-  std::shared_ptr<Store::Impl> impl_;
+  std::shared_ptr<detail::StoreState> impl_;
   std::string name_;
   std::string points_key_;
 };
@@ -141,7 +141,7 @@ Store::Store(StoreOptions options) {
   auto endpoint = detail::parse_url(options.url);
   endpoint.connect_timeout = options.connect_timeout;
   endpoint.command_timeout = options.command_timeout;
-  impl_ = std::make_shared<Impl>(std::move(options), std::move(endpoint));
+  impl_ = std::make_shared<detail::StoreState>(std::move(options), std::move(endpoint));
 }
 
 Store::~Store() = default;

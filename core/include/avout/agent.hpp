@@ -12,7 +12,7 @@
 // CodecError when the stored bytes are not a T. Each call below names the others.
 
 #include <avout/codec.hpp>
-#include <avout/detail/agent_core.hpp>
+#include <avout/detail/agent_handle.hpp>
 #include <avout/errors.hpp>
 
 #include <chrono>
@@ -87,7 +87,7 @@ class Agent {
 
  private:
   friend class Client;
-  explicit Agent(std::shared_ptr<detail::AgentCore> core) : core_(std::move(core)) {}
+  explicit Agent(std::shared_ptr<detail::AgentHandle> core) : core_(std::move(core)) {}
 
   template <typename F, typename... Args>
   static detail::AgentAction bind(F&& f, Args&&... args) {
@@ -99,7 +99,7 @@ class Agent {
     };
   }
 
-  std::shared_ptr<detail::AgentCore> core_;
+  std::shared_ptr<detail::AgentHandle> core_;
 };
 
 }  // namespace avout

@@ -3,7 +3,7 @@
 // changed by compare-and-set. Copies of an Atom share one identity, validator and watches.
 
 #include <avout/codec.hpp>
-#include <avout/detail/atom_core.hpp>
+#include <avout/detail/atom_handle.hpp>
 #include <avout/detail/typed_watch.hpp>
 #include <avout/errors.hpp>
 
@@ -82,7 +82,7 @@ class DistributedAtom {
 
  private:
   friend class Client;
-  explicit DistributedAtom(std::shared_ptr<detail::AtomCore> core)
+  explicit DistributedAtom(std::shared_ptr<detail::AtomHandle> core)
       : core_(std::move(core)), shared_(std::make_shared<Shared>()) {}
 
   struct Shared {
@@ -128,7 +128,7 @@ class DistributedAtom {
     }
   }
 
-  std::shared_ptr<detail::AtomCore> core_;
+  std::shared_ptr<detail::AtomHandle> core_;
   std::shared_ptr<Shared> shared_;
 };
 

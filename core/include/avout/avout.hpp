@@ -9,6 +9,7 @@
 #include <avout/codec.hpp>
 #include <avout/distributed_lock.hpp>
 #include <avout/errors.hpp>
+#include <avout/inspect.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/store_registry.hpp>

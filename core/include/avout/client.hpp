@@ -5,7 +5,9 @@
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
+#include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
+#include <avout/garbage_report.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -21,26 +23,10 @@
 
 namespace avout {
 
-/// Settings of a Client. Durations: 0 is never a valid value.
-struct ClientOptions {
-  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"
-  std::string chroot{};                              ///< all paths below this node; must exist
-  std::chrono::milliseconds session_timeout{10000};  ///< ZooKeeper session timeout
-  std::chrono::milliseconds connect_timeout{10000};  ///< wait for the first session
-  std::optional<std::string> digest{};               ///< "user:password": created nodes get a
-                                                     ///< creator-only ACL
-  std::string root = "/avout";                       ///< where avout keeps coordination nodes
-  std::size_t retry_limit = 10000;                   ///< swaps/transactions give up after this
-  std::size_t max_history = 10;                      ///< most older versions a ref keeps
-  std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
-                                                     ///< history misses grow it to max_history
-  Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
-                    ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
-};
-
 namespace detail {
 class AgentWorkers;
 class CallbackExecutor;
+class Runtime;
 /// Makes the ZooKeeper value store of a client (defined by the avout::zookeeper library).
 std::unique_ptr<Store> make_zookeeper_store(ZooKeeperSession& session, const std::string& root);
 }  // namespace detail
@@ -82,7 +68,7 @@ class Client {
   template <Encodable T>
   Ref<T> ref(const std::string& name, const T& initial, Store& store) {
     const Bytes encoded = encode(initial);
-    auto core = stm_->attach(name, store, encoded);
+    auto core = attach_ref(name, store, encoded);
     core->require_kind(encoded);
     return Ref<T>(std::move(core));
   }
@@ -152,22 +138,16 @@ class Client {
                    std::chrono::milliseconds marker_grace = std::chrono::minutes(10));
 
   /// Transactions this client committed and attempts it retried.
-  std::pair<std::uint64_t, std::uint64_t> transaction_counts() const {
-    return {stm_->commits(), stm_->retries()};
-  }
+  std::pair<std::uint64_t, std::uint64_t> transaction_counts() const;
 
   /// The name stores keep the values of the ref `name` under: namespaced by this client's
   /// deployment (chroot and root) and by kind, for tools that look into a store.
-  std::string ref_value_key(const std::string& name) const { return stm_->value_key("ref", name); }
+  std::string ref_value_key(const std::string& name) const;
   /// The same for the agent `name`.
-  std::string agent_value_key(const std::string& name) const {
-    return stm_->value_key("agent", name);
-  }
+  std::string agent_value_key(const std::string& name) const;
   /// The same for the atom `name` held outside ZooKeeper (a ZooKeeper-held atom is the node
   /// options().root + "/atoms" + name).
-  std::string atom_value_key(const std::string& name) const {
-    return stm_->value_key("atom", name);
-  }
+  std::string atom_value_key(const std::string& name) const;
 
   /// The ZooKeeper session all coordination runs through.
   ZooKeeperSession& session();
@@ -177,13 +157,16 @@ class Client {
   const ClientOptions& options() const;
 
  private:
-  std::shared_ptr<detail::AtomCore> attach_atom(const std::string& name, Store& store);
-  std::shared_ptr<detail::AgentCore> attach_agent(const std::string& name, Store& store);
+  std::shared_ptr<detail::AtomHandle> attach_atom(const std::string& name, Store& store);
+  std::shared_ptr<detail::AgentHandle> attach_agent(const std::string& name, Store& store);
+  std::shared_ptr<detail::RefHandle> attach_ref(const std::string& name, Store& store,
+                                                const Bytes& initial);
 
   ClientOptions options_;
   std::unique_ptr<ZooKeeperSession> session_;
   std::unique_ptr<Store> zookeeper_store_;
   std::shared_ptr<detail::CallbackExecutor> callbacks_;
+  std::unique_ptr<detail::Runtime> runtime_;
   std::unique_ptr<detail::StmContext> stm_;
   std::shared_ptr<detail::AgentWorkers> agent_workers_;
 };

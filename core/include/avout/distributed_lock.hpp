@@ -41,6 +41,7 @@ namespace detail {
 class LockCore;
 }
 struct GuardedBy;
+class ReadWriteLock;
 namespace detail {
 /// Adds the check of `guard`'s hold to the running transaction's commit (LockLost if it
 /// is not held now, or not any more at commit).
@@ -99,14 +100,15 @@ class Lock {
   /// The lock's name.
   const std::string& name() const;
 
-  /// The lock object (for guarded_by); not part of the stable API.
-  const std::shared_ptr<detail::LockCore>& core() const { return core_; }
   /// True for the read side of a ReadWriteLock.
   bool read_side() const { return shared_; }
 
  private:
   friend class Client;
   friend class ReadWriteLock;
+  friend GuardedBy guarded_by(const Lock& lock);
+  friend GuardedBy guarded_by(ReadWriteLock& lock);
+  const std::shared_ptr<detail::LockCore>& core() const { return core_; }
   explicit Lock(std::shared_ptr<detail::LockCore> core, bool shared = false)
       : core_(std::move(core)), shared_(shared) {}
   bool acquire_until(std::chrono::steady_clock::time_point deadline);

@@ -3,8 +3,7 @@
 // Client::dosync, together with other refs, whatever stores they live in.
 
 #include <avout/codec.hpp>
-#include <avout/detail/stm.hpp>
-#include <avout/detail/typed_watch.hpp>
+#include <avout/detail/ref_handle.hpp>
 #include <avout/errors.hpp>
 
 #include <functional>
@@ -24,10 +23,7 @@ class TransactionReference {
   /// Inside dosync: the value as of the transaction's snapshot (or its own write).
   /// Outside: the newest committed value.
   T deref() const {
-    if (auto* transaction = detail::Transaction::current()) {
-      return codec::decode_named<T>(same_client(transaction)->read(*core_), "ref", core_->name());
-    }
-    return codec::decode_named<T>(core_->read_latest(), "ref", core_->name());
+    return codec::decode_named<T>(core_->deref(), "ref", core_->name());
   }
   /// Same as deref().
   T operator*() const { return deref(); }
@@ -35,29 +31,27 @@ class TransactionReference {
   /// Sets the value to f(value, args...) in the running transaction; returns it.
   template <typename F, typename... Args>
   T alter(F&& f, Args&&... args) {
-    auto* transaction = require_transaction();
-    T next = static_cast<T>(f(decode<T>(transaction->read(*core_)), args...));
-    transaction->write(*core_, encode(next));
+    T next = static_cast<T>(f(decode<T>(core_->read_in_transaction()), args...));
+    core_->write(encode(next));
     return next;
   }
   /// Applies f(value, args...) now and again at commit to the newest value, so concurrent
   /// commutes never make the transaction retry; returns the value as of now.
   template <typename F, typename... Args>
   T commute(F&& f, Args&&... args) {
-    auto* transaction = require_transaction();
     auto apply = [f = std::decay_t<F>(std::forward<F>(f)),
                   bound = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)](
                      const Bytes& current) {
       return encode(static_cast<T>(std::apply(
           [&](const auto&... arguments) { return f(decode<T>(current), arguments...); }, bound)));
     };
-    return decode<T>(transaction->commute(*core_, std::move(apply)));
+    return decode<T>(core_->commute(std::move(apply)));
   }
   /// Keeps other transactions from changing this ref until the running one commits.
-  T ensure() { return decode<T>(require_transaction()->ensure(*core_)); }
+  T ensure() { return decode<T>(core_->ensure()); }
   /// Sets the value in the running transaction; returns it.
   T ref_set(const T& value) {
-    require_transaction()->write(*core_, encode(value));
+    core_->write(encode(value));
     return value;
   }
 
@@ -82,24 +76,9 @@ class TransactionReference {
 
  private:
   friend class Client;
-  explicit TransactionReference(std::shared_ptr<detail::RefCore> core) : core_(std::move(core)) {}
+  explicit TransactionReference(std::shared_ptr<detail::RefHandle> core) : core_(std::move(core)) {}
 
-  detail::Transaction* same_client(detail::Transaction* transaction) const {
-    if (&transaction->stm() != &core_->stm()) {
-      throw Error("ref " + core_->name() + " belongs to another client than the running dosync");
-    }
-    return transaction;
-  }
-  detail::Transaction* require_transaction() const {
-    auto* transaction = detail::Transaction::current();
-    if (transaction == nullptr) {
-      throw NoTransaction("ref " + core_->name() + ": alter, commute, ensure and ref_set need "
-                          "a running dosync on this thread");
-    }
-    return same_client(transaction);
-  }
-
-  std::shared_ptr<detail::RefCore> core_;
+  std::shared_ptr<detail::RefHandle> core_;
 };
 
 /// Short name of TransactionReference.

@@ -132,6 +132,10 @@ struct SessionStatistics {
                                      ///< replies already in count nothing)
 };
 
+namespace detail {
+struct SessionCore;  // the session's state (zookeeper_session.cpp)
+}  // namespace detail
+
 /// A ZooKeeper session that renews itself: after an expiry it opens a new session and tells
 /// its listeners. Calls made while no session is up fail with ConnectionLoss or SessionExpired.
 class ZooKeeperSession {
@@ -239,15 +243,12 @@ class ZooKeeperSession {
   /// was seen (the renewal may still be under way); throws Timeout when it could not be done.
   void expire_for_testing();
 
-  /// Opaque implementation (public only so the private source files can name it).
-  struct Impl;
-
  private:
   void expire_once();
   std::chrono::milliseconds reply_timeout() const;
   [[noreturn]] void throw_no_reply() const;
   void note_round_trip() const;
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::SessionCore> impl_;
 };
 
 /// Joins a parent path and a child name ("/a" + "b" = "/a/b", "/" + "b" = "/b").

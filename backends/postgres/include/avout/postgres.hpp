@@ -13,6 +13,7 @@ namespace avout::postgres {
 
 namespace detail {
 class Pool;
+struct StoreState;
 }  // namespace detail
 
 /// Settings of a PostgreSQL store.
@@ -44,9 +45,6 @@ class Store final : public avout::Store {
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
 
-  /// Implementation (public only so the private sources can name it).
-  struct Impl;
-
  private:
   // Lease locks share this store's connections and table prefix (postgres_lease.cpp).
   friend LeaseLock lease_lock(Store& store, const std::string& name);
@@ -57,7 +55,7 @@ void register_store_schemes();
   std::shared_ptr<detail::Pool> shared_pool() const;
   const StoreOptions& options() const;
 
-  std::shared_ptr<Impl> impl_;
+  std::shared_ptr<detail::StoreState> impl_;
 };
 
 /// The lease lock `name` (1 to 1024 characters, no control characters; else InvalidName)

@@ -2,11 +2,13 @@
 // Turns a watch on values of T into the bytes watch the core keeps.
 
 #include <avout/codec.hpp>
-#include <avout/detail/value_watcher.hpp>
 
 #include <functional>
 
 namespace avout::detail {
+
+/// Receives (old payload, new payload) when a watched value changes.
+using BytesWatch = std::function<void(const Bytes&, const Bytes&)>;
 
 /// Decodes (old, new) bytes and calls `watch` with the values.
 template <Encodable T>

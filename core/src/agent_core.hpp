@@ -12,6 +12,7 @@
 // the store or ZooKeeper failed, only when its node vanished with an expired session.
 
 #include <avout/backend.hpp>
+#include <avout/detail/agent_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <chrono>
@@ -29,11 +30,8 @@
 namespace avout::detail {
 
 class CallbackExecutor;
-class StmContext;
+class Runtime;
 class AgentWorkers;
-
-/// An action on encoded values: takes the current value, gives the next.
-using AgentAction = std::function<Bytes(const Bytes&)>;
 
 /// The data of an agent's head node.
 struct AgentHead {
@@ -46,35 +44,36 @@ Bytes encode_agent_head(const AgentHead& head);
 /// Decodes an agent head; CodecError naming `path` when malformed.
 AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
 
-class AgentCore : public std::enable_shared_from_this<AgentCore> {
+/// The library side of an agent (AgentHandle).
+class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentCore> {
  public:
   AgentCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
-            StmContext& stm, std::shared_ptr<AgentWorkers> workers);
-  ~AgentCore();
+            Runtime& runtime, std::shared_ptr<AgentWorkers> workers);
+  ~AgentCore() override;
   AgentCore(const AgentCore&) = delete;
   AgentCore& operator=(const AgentCore&) = delete;
 
   /// Creates the head with `initial` unless the agent exists already; OutcomeUnknown when
   /// the create may have landed and ZooKeeper stayed unreachable.
-  void create_if_absent(const Bytes& initial);
-  const std::string& name() const { return name_; }
+  void create_if_absent(const Bytes& initial) override;
+  const std::string& name() const override { return name_; }
 
   /// The newest stored value.
-  Bytes read_latest();
+  Bytes read_latest() override;
   /// Queues `action`: inside dosync it goes out with the commit, inside an action after that
   /// action's value is stored, else at once. `blocking` picks the send_off workers.
-  void send(AgentAction action, bool blocking);
+  void send(AgentAction action, bool blocking) override;
   /// Waits until every action this process sent so far has run; false on timeout. Throws
   /// SessionExpired when some of them were dropped because their send vanished with an
   /// expired session (reported once).
-  bool await_for(std::chrono::milliseconds timeout);
+  bool await_for(std::chrono::milliseconds timeout) override;
   /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
-  std::optional<std::string> error();
+  std::optional<std::string> error() override;
   /// Clears a failed agent's error and sets its value; throws Error when it is not failed,
   /// OutcomeUnknown when the restart may have landed and ZooKeeper stayed unreachable.
-  void restart(const Bytes& value);
+  void restart(const Bytes& value) override;
   /// Installs a validator (empty: none); an action whose result fails it fails the agent.
-  void set_validator(std::function<bool(const Bytes&)> validator);
+  void set_validator(std::function<bool(const Bytes&)> validator) override;
   /// Checks a value against the validator; false when rejected.
   bool accepts(const Bytes& value);
 
@@ -118,7 +117,7 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   std::string name_;
   std::shared_ptr<ReferenceData> data_;
   std::size_t max_value_size_;
-  StmContext& stm_;
+  Runtime& runtime_;
   ZooKeeperSession& session_;
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;

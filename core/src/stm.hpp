@@ -2,8 +2,12 @@
 // The type-independent machinery of refs and transactions (docs/transactions.md): ref heads in
 // ZooKeeper, values at unique points in stores, one commit multi per transaction.
 
+#include "runtime.hpp"
+#include "value_watcher.hpp"
+
 #include <avout/backend.hpp>
-#include <avout/detail/value_watcher.hpp>
+#include <avout/detail/ref_handle.hpp>
+#include <avout/garbage_report.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <atomic>
@@ -18,17 +22,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-namespace avout {
-
-/// What Client::gc removed.
-struct GarbageReport {
-  std::size_t refs_scanned = 0;     ///< ref heads looked at
-  std::size_t points_erased = 0;    ///< unreferenced values of dead writers erased
-  std::size_t markers_removed = 0;  ///< commit markers past their grace period removed
-};
-
-}  // namespace avout
 
 namespace avout::detail {
 
@@ -53,14 +46,6 @@ Bytes encode_head(const HeadRecord& record);
 /// Decodes a head record; CodecError naming `path` when malformed.
 HeadRecord decode_head(const Bytes& bytes, const std::string& path);
 
-/// Settings of the transaction engine.
-struct StmOptions {
-  std::size_t retry_limit = 10000;  ///< attempts before RetryLimitExceeded
-  std::size_t max_history = 10;     ///< older versions each head keeps for snapshot reads
-  std::size_t min_history = 0;      ///< versions each head keeps before any history miss
-  std::size_t barge_after = 3;      ///< failed attempts after which a transaction tags its refs
-};
-
 /// The age of one dosync across its attempts (transactions.md rule 10): the older transaction wins.
 struct TransactionAge {
   std::int64_t first_read_point = 0;  ///< read point of its first attempt
@@ -78,11 +63,11 @@ std::optional<TransactionAge> decode_tag(const Bytes& bytes, const std::string& 
 class StmContext;
 
 /// One ref: its head node, its value store, its validator and watches.
-class RefCore : public std::enable_shared_from_this<RefCore> {
+class RefCore : public RefHandle, public std::enable_shared_from_this<RefCore> {
  public:
   RefCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
           StmContext& stm);
-  const std::string& name() const { return name_; }
+  const std::string& name() const override { return name_; }
   const std::string& head_path() const { return head_path_; }
   ReferenceData& data() { return *data_; }
   std::size_t max_value_size() const { return max_value_size_; }
@@ -90,10 +75,14 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
 
   /// The newest committed value (outside transactions).
   Bytes read_latest();
-  /// CodecError naming both kinds when the stored value is another kind than `sample`.
-  void require_kind(const Bytes& sample);
-  /// Installs a validator for this ref in this client (empty: none).
-  void set_validator(std::function<bool(const Bytes&)> validator);
+  // RefHandle, the calls of Ref<T> (ref_handle.cpp).
+  Bytes deref() override;
+  Bytes read_in_transaction() override;
+  void write(Bytes value) override;
+  Bytes ensure() override;
+  Bytes commute(std::function<Bytes(const Bytes&)> function) override;
+  void require_kind(const Bytes& sample) override;
+  void set_validator(std::function<bool(const Bytes&)> validator) override;
   /// Throws ValidationError when the validator rejects `value`.
   void validate(const Bytes& value);
   /// Notes a history miss in this process (Transaction also reports it to other processes).
@@ -102,9 +91,11 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   /// other processes' misses arrive through the head's child version).
   std::uint32_t history_misses() const { return history_misses_; }
   /// See ValueWatcher.
-  void add_watch(const std::string& key, BytesWatch watch) { watcher_->add(key, std::move(watch)); }
+  void add_watch(const std::string& key, BytesWatch watch) override {
+    watcher_->add(key, std::move(watch));
+  }
   /// See ValueWatcher.
-  void remove_watch(const std::string& key) { watcher_->remove(key); }
+  void remove_watch(const std::string& key) override { watcher_->remove(key); }
 
  private:
   std::string name_;
@@ -118,57 +109,23 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   std::atomic<std::uint32_t> history_misses_{0};
 };
 
-/// Per-client state of the transaction engine: paths, the session, a cache of immutable
-/// values by point, and statistics.
+/// The transaction engine of one client: its refs and transaction counters, on the
+/// client's Runtime (session, paths, ids, value cache).
 class StmContext {
  public:
-  StmContext(ZooKeeperSession& session, const std::string& root,
-             std::shared_ptr<CallbackExecutor> callbacks, StmOptions options);
+  explicit StmContext(Runtime& runtime);
   ~StmContext();
   StmContext(const StmContext&) = delete;
   StmContext& operator=(const StmContext&) = delete;
-  /// Heads and tags this client has read, kept valid by watches (docs/transactions.md rule 12).
-  NodeCache& nodes() { return *nodes_; }
-  ZooKeeperSession& session() { return session_; }
-  const StmOptions& options() const { return options_; }
-  const std::string& clock_path() const { return clock_path_; }
-  std::string head_path(const std::string& name) const { return heads_root_ + name; }
-  std::string marker_path(const std::string& attempt) const;
-  std::string tag_path(const std::string& name) const { return tags_root_ + name; }
-  std::string session_node(std::int64_t session) const;
-  const std::string& heads_root() const { return heads_root_; }
-  const std::string& markers_root() const { return markers_root_; }
-  const std::string& sessions_root() const { return sessions_root_; }
-  std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
+  /// What the client's engines share.
+  Runtime& runtime() { return runtime_; }
 
-  /// A fresh unique point (or attempt id) that names the current session as its writer,
-  /// so gc can tell whether the writer may still commit it (docs/transactions.md rule 9).
-  Point new_point();
-  /// Makes sure this session's liveness node exists (once per session).
-  void announce_session();
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
-  /// True when the session that owns `age` is still alive (its liveness node exists).
-  bool alive(const TransactionAge& age);
 
   /// Attaches to the ref `name` in `store`, creating it with `initial` when it is new. All
   /// handles of one name share one RefCore per client (rule 14).
   std::shared_ptr<RefCore> attach(const std::string& name, Store& store, const Bytes& initial);
-  /// The name stores keep the values of the `kind` ("ref", "agent") `name` under: unique per
-  /// deployment (chroot and root) and per kind, so nothing else ever shares its keys (rule 13).
-  std::string value_key(const std::string& kind, const std::string& name) const;
-
-  /// The value at `point` of `ref`, from the cache or the store (values never change).
-  /// nullopt when the store has no value there.
-  std::optional<Bytes> fetch(RefCore& ref, const Point& point) { return fetch_value(ref.data(), point); }
-  /// The same for any version set (refs, agents).
-  std::optional<Bytes> fetch_value(ReferenceData& data, const Point& point);
-  /// Where agents keep their `kind` ("heads", "queues") nodes for the agent `name`.
-  std::string agent_path(const std::string& kind, const std::string& name) const {
-    return root_ + "/agents/" + kind + name;
-  }
-  /// Remembers a value just written at `point`.
-  void remember(const Point& point, const Bytes& value);
 
   /// See Client::gc.
   GarbageReport collect_garbage(const std::vector<Store*>& stores,
@@ -181,18 +138,7 @@ class StmContext {
   void count_retry() { ++retries_; }
 
  private:
-  ZooKeeperSession& session_;
-  std::string root_;
-  std::string clock_path_;
-  std::string heads_root_;
-  std::string markers_root_;
-  std::string tags_root_;
-  std::string sessions_root_;
-  std::shared_ptr<CallbackExecutor> callbacks_;
-  StmOptions options_;
-  std::unique_ptr<NodeCache> nodes_;
-  std::mutex announce_mutex_;
-  std::uint64_t announced_generation_ = ~std::uint64_t{0};
+  Runtime& runtime_;
   std::atomic<std::uint64_t> ages_{0};
 
   void create_head(RefCore& ref, Store& store, const Bytes& initial);
@@ -204,8 +150,6 @@ class StmContext {
   std::mutex refs_mutex_;
   std::unordered_map<std::string, KnownRef> refs_;  // name -> its one identity in this client
 
-  std::mutex cache_mutex_;
-  std::unordered_map<std::string, Bytes> cache_;  // point id -> value
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
 };
@@ -247,9 +191,6 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
 /// The least age of a commit marker gc removes: the longest time an owner may still be
 /// resolving it (rule 6), whatever grace a caller asks for.
 std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session);
-
-/// Runs `body` as a transaction with retries (Client::dosync without the result type).
-void run_transaction(StmContext& stm, const std::function<void()>& body);
 
 /// One attempt of a transaction: its read point, the refs it read, wrote, ensured and
 /// commuted, and the commit.
@@ -332,6 +273,7 @@ class Transaction {
   };
 
   StmContext& stm_;
+  Runtime& runtime_;  // stm_'s
   BargeState& barge_;
   std::vector<CommitAddition> additions_;
   std::vector<std::shared_ptr<RefCore>> claims_;  // refs written or ensured, even if it failed

@@ -4,6 +4,7 @@
 // called with (old bytes, new bytes). Changes in quick succession may coalesce.
 
 #include <avout/bytes.hpp>
+#include <avout/detail/typed_watch.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <functional>
@@ -15,9 +16,6 @@
 namespace avout::detail {
 
 class CallbackExecutor;
-
-/// Receives (old payload, new payload) when a watched value changes.
-using BytesWatch = std::function<void(const Bytes&, const Bytes&)>;
 
 class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
  public:

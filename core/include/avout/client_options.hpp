@@ -1,0 +1,38 @@
+#pragma once
+// avout::ClientOptions: the one settings struct of a Client, flat so that designated
+// initializers name every field (ClientOptions{.hosts = h, .session_timeout = 4000ms}).
+
+#include <avout/logger.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace avout {
+
+/// Settings of a Client. Durations: 0 is never a valid value.
+struct ClientOptions {
+  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"
+  std::string chroot{};                              ///< all paths below this node; must exist
+  std::chrono::milliseconds session_timeout{10000};  ///< ZooKeeper session timeout
+  std::chrono::milliseconds connect_timeout{10000};  ///< wait for the first session
+  std::optional<std::string> digest{};               ///< "user:password": created nodes get a
+                                                     ///< creator-only ACL
+  std::string root = "/avout";                       ///< where avout keeps coordination nodes
+  std::size_t retry_limit = 10000;                   ///< swaps/transactions give up after this
+  std::size_t max_history = 10;                      ///< most older versions a ref keeps
+  std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
+                                                     ///< history misses grow it to max_history
+  std::size_t barge_after = 3;  ///< failed attempts after which a dosync claims the refs it
+                                ///< writes, so younger transactions yield (transactions.md rule 10)
+  Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
+                    ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
+};
+
+/// The session settings a client with `options` runs on (its ZooKeeper fields): the one
+/// place they are taken over.
+SessionOptions session_options(const ClientOptions& options);
+
+}  // namespace avout

@@ -1,0 +1,39 @@
+#pragma once
+// What Agent<T> needs of an agent: byte-level calls on an opaque core (its queue recipe,
+// records and workers live in the library's sources).
+
+#include <avout/bytes.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace avout::detail {
+
+/// An action on encoded values: takes the current value, gives the next.
+using AgentAction = std::function<Bytes(const Bytes&)>;
+
+/// One agent of one client, as its typed handles see it. Implemented by the library.
+class AgentHandle {
+ public:
+  virtual ~AgentHandle() = default;
+  /// The agent's name.
+  virtual const std::string& name() const = 0;
+  /// Creates the agent with `initial` unless it exists already.
+  virtual void create_if_absent(const Bytes& initial) = 0;
+  /// The newest stored value.
+  virtual Bytes read_latest() = 0;
+  /// Queues `action`; `blocking` picks the send_off workers.
+  virtual void send(AgentAction action, bool blocking) = 0;
+  /// Waits until every action this process sent so far has run; false on timeout.
+  virtual bool await_for(std::chrono::milliseconds timeout) = 0;
+  /// The error of the failed action that stopped the agent, if any.
+  virtual std::optional<std::string> error() = 0;
+  /// Clears a failed agent's error and sets its value.
+  virtual void restart(const Bytes& value) = 0;
+  /// Installs a validator (empty: none).
+  virtual void set_validator(std::function<bool(const Bytes&)> validator) = 0;
+};
+
+}  // namespace avout::detail

@@ -1,0 +1,47 @@
+#pragma once
+// What Atom<T> needs of an atom: reads and compare-and-sets of its bytes on an opaque core
+// (its stored format, lost-reply resolution and watches live in the library's sources).
+
+#include <avout/backend.hpp>
+#include <avout/detail/typed_watch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace avout::detail {
+
+/// What an atom keeps in its store: the value's bytes and the ids of its latest writers,
+/// so a writer whose reply was lost can tell whether its write landed.
+struct AtomEnvelope {
+  std::uint64_t sequence = 0;                 ///< number of writes so far (0: never written)
+  std::vector<std::uint64_t> recent_writers;  ///< ids of the last writes, oldest first
+  Bytes payload;                              ///< the encoded value
+};
+
+/// A stored value as read: the store's version and the decoded envelope.
+struct AtomSnapshot {
+  Versioned stored;       ///< bytes and store version
+  AtomEnvelope envelope;  ///< decoded from stored.value (empty when absent)
+};
+
+/// One atom of one client, as its typed handles see it. Implemented by the library.
+class AtomHandle {
+ public:
+  virtual ~AtomHandle() = default;
+  /// The atom's name.
+  virtual const std::string& name() const = 0;
+  /// Compare-and-set attempts before RetryLimitExceeded.
+  virtual std::size_t retry_limit() const = 0;
+  /// The stored value now.
+  virtual AtomSnapshot read() = 0;
+  /// Stores `payload` if the cell still holds `expected`; false when another write came
+  /// first. The write lands at most once, even when its reply was lost.
+  virtual bool write(const AtomSnapshot& expected, Bytes payload) = 0;
+  /// Adds or replaces the watch `key`.
+  virtual void add_watch(const std::string& key, BytesWatch watch) = 0;
+  /// Removes the watch `key` (no error when absent).
+  virtual void remove_watch(const std::string& key) = 0;
+};
+
+}  // namespace avout::detail

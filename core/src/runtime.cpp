@@ -1,0 +1,72 @@
+#include "runtime.hpp"
+
+#include "callback_executor.hpp"
+#include "hex.hpp"
+#include "node_cache.hpp"
+#include "unique_ids.hpp"
+
+#include <avout/errors.hpp>
+
+namespace avout::detail {
+
+namespace {
+constexpr std::size_t cached_values = 4096;
+}  // namespace
+
+Runtime::Runtime(ZooKeeperSession& session, const ClientOptions& options,
+                 std::shared_ptr<CallbackExecutor> callbacks)
+    : session_(session),
+      options_(options),
+      layout_(options.chroot, options.root),
+      callbacks_(std::move(callbacks)),
+      nodes_(std::make_unique<NodeCache>(session)) {
+  session_.create_recursive(layout_.stm_clock());
+  session_.create_recursive(layout_.markers());
+  session_.create_recursive(layout_.sessions());
+  announce_session();
+}
+
+Runtime::~Runtime() = default;
+
+Point Runtime::new_point() {
+  return Point{session_hex(session_.session_id()) + "-" + unique_uuid()};
+}
+
+void Runtime::announce_session() {
+  const std::uint64_t generation = session_.generation();
+  std::lock_guard lock(announce_mutex_);
+  if (announced_generation_ == generation) return;
+  try {
+    session_.create(layout_.session(session_.session_id()), {}, CreateMode::ephemeral);
+  } catch (const NodeExists&) {
+  }
+  announced_generation_ = generation;
+}
+
+bool Runtime::alive(std::int64_t session) {
+  if (session == session_.session_id()) return true;
+  return session_.exists(layout_.session(session)).has_value();
+}
+
+std::optional<Bytes> Runtime::fetch_value(ReferenceData& data, const Point& point) {
+  {
+    std::lock_guard lock(cache_mutex_);
+    if (auto found = cache_.find(point.id); found != cache_.end()) return found->second;
+  }
+  Bytes value;
+  try {
+    value = data.get(point);
+  } catch (const MissingPoint&) {
+    return std::nullopt;
+  }
+  remember(point, value);
+  return value;
+}
+
+void Runtime::remember(const Point& point, const Bytes& value) {
+  std::lock_guard lock(cache_mutex_);
+  if (cache_.size() >= cached_values) cache_.clear();  // values are immutable: any subset is valid
+  cache_.emplace(point.id, value);
+}
+
+}  // namespace avout::detail
