@@ -24,6 +24,10 @@ Client::Client(const std::string& hosts) : Client(ClientOptions{.hosts = hosts})
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   validate_path(options_.root);
   if (options_.retry_limit == 0) throw Error("ClientOptions::retry_limit must be at least 1");
+  if (options_.operation_timeout && options_.operation_timeout->count() <= 0) {
+    throw InvalidDuration("ClientOptions::operation_timeout must be positive, got " +
+                          std::to_string(options_.operation_timeout->count()) + " ms");
+  }
   if (options_.min_history > options_.max_history) {
     throw Error("ClientOptions::min_history (" + std::to_string(options_.min_history) +
                 ") exceeds max_history (" + std::to_string(options_.max_history) + ")");
@@ -35,7 +39,8 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
       *session_, options_.root, callbacks_,
       detail::StmOptions{.retry_limit = options_.retry_limit,
                          .max_history = options_.max_history,
-                         .min_history = options_.min_history});
+                         .min_history = options_.min_history,
+                         .operation_timeout = options_.operation_timeout});
   agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
 }
 
@@ -77,7 +82,7 @@ std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, S
   }
   return std::make_shared<detail::AtomCore>(name, std::move(state), store.max_value_size(),
                                             *session_, std::move(watch_path), notify, callbacks_,
-                                            options_.retry_limit);
+                                            options_.retry_limit, options_.operation_timeout);
 }
 
 std::shared_ptr<detail::AgentCore> Client::attach_agent(const std::string& name, Store& store) {

@@ -1,23 +1,17 @@
 // The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
+#include "back_off.hpp"
+
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <random>
 #include <thread>
 
 namespace avout::detail {
 
 namespace {
-
-void back_off(std::size_t attempt) {
-  // Random, growing pauses spread contending retries apart (capped at about 50 ms).
-  thread_local std::minstd_rand random{std::random_device{}()};
-  const auto cap = std::min<std::size_t>(50, 1 + attempt * 2);
-  std::this_thread::sleep_for(std::chrono::microseconds(random() % (cap * 1000)));
-}
 
 // Ends every claim a dosync still holds when it returns or throws, so younger transactions
 // stop yielding at once (a claim left by a dead session is ignored by everyone anyway). A
@@ -101,6 +95,11 @@ class ClaimRelease {
 }  // namespace
 
 void run_transaction(StmContext& stm, const std::function<void()>& body) {
+  const auto& timeout = stm.options().operation_timeout;
+  run_transaction(stm, timeout ? Deadline::after(*timeout) : Deadline{}, body);
+}
+
+void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body) {
   if (auto* outer = Transaction::current()) {
     if (&outer->stm() != &stm) throw Error("dosync: another client's transaction runs on this thread");
     body();
@@ -109,7 +108,15 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
   BargeState barge;
   ClaimRelease release(stm, barge);
   std::vector<std::shared_ptr<RefCore>> prefetch;
+  // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
+  const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
   for (std::size_t attempt = 0; attempt < stm.options().retry_limit; ++attempt) {
+    // Checked between attempts only: a running body and a commit in flight are not cut,
+    // and the claims and points of an ended attempt are released by then.
+    if (attempt > 0 && deadline.expired()) {
+      throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt) +
+                    " attempts");
+    }
     try {
       Transaction transaction(stm, prefetch, barge);
       try {
@@ -130,9 +137,10 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
     } catch (const RetryAttempt&) {
       stm.count_retry();
       // A claimant (or a dosync that may be one) comes back at once.
-      back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0);
+      (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
     } catch (const SessionExpired&) {
-      back_off(attempt);  // the client is opening a new session: try on that one
+      // The client is opening a new session: try on that one.
+      (void)back_off(attempt, deadline, pauses);
     }
   }
   throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.options().retry_limit) +

@@ -3,14 +3,17 @@
 // resolution of a compare-and-set whose reply was lost, and cross-process watches.
 
 #include <avout/backend.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/value_watcher.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,17 +48,24 @@ class AtomCore : public std::enable_shared_from_this<AtomCore> {
   /// that node).
   AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size_t max_value_size,
            ZooKeeperSession& session, std::string watch_path, bool notify,
-           std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit);
+           std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit,
+           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
   ~AtomCore();
 
   const std::string& name() const { return name_; }
   std::size_t retry_limit() const { return retry_limit_; }
+  /// The deadline of a call given none: the client's operation_timeout from now, or none.
+  Deadline default_deadline() const;
+  /// Before retry `attempt` (1-based) of `call`: a jittered, growing pause, bounded by
+  /// `deadline`; Timeout naming the atom and `call` once it expired.
+  void pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline);
   /// The stored value now.
   AtomSnapshot read();
   /// Stores `payload` if the cell still holds `expected`; false when another write came
   /// first. A lost reply is resolved by reading back (and, while the cell is unchanged,
-  /// sending the same conditional write again), so the write lands at most once. For a
-  /// value held outside ZooKeeper the change notice is sent before returning.
+  /// sending the same conditional write again), so the write lands at most once; when that
+  /// cannot be found out, OutcomeUnknown. For a value held outside ZooKeeper the change
+  /// notice is sent before returning; CommittedWithError when it could not be (stored).
   bool write(const AtomSnapshot& expected, Bytes payload);
 
   /// Adds or replaces the watch `key`.
@@ -64,7 +74,9 @@ class AtomCore : public std::enable_shared_from_this<AtomCore> {
   void remove_watch(const std::string& key);
 
  private:
-  bool resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent, std::uint64_t writer);
+  // `failure`: what the write threw (quoted if the outcome stays unknown).
+  bool resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent, std::uint64_t writer,
+                          std::string failure);
   AtomSnapshot read_after_sync();
   void announce();
 
@@ -75,6 +87,7 @@ class AtomCore : public std::enable_shared_from_this<AtomCore> {
   std::string watch_path_;
   bool notify_;
   std::size_t retry_limit_;
+  std::optional<std::chrono::milliseconds> operation_timeout_;
   std::shared_ptr<ValueWatcher> watcher_;
 };
 

@@ -3,6 +3,7 @@
 // ZooKeeper, values at unique points in stores, one commit multi per transaction.
 
 #include <avout/backend.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/value_watcher.hpp>
 #include <avout/zookeeper_session.hpp>
 
@@ -59,6 +60,8 @@ struct StmOptions {
   std::size_t max_history = 10;     ///< older versions each head keeps for snapshot reads
   std::size_t min_history = 0;      ///< versions each head keeps before any history miss
   std::size_t barge_after = 3;      ///< failed attempts after which a transaction tags its refs
+  /// The deadline of a dosync given none (ClientOptions::operation_timeout).
+  std::optional<std::chrono::milliseconds> operation_timeout{};
 };
 
 /// The age of one dosync across its attempts (transactions.md rule 10): the older transaction wins.
@@ -250,6 +253,9 @@ std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session);
 
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
 void run_transaction(StmContext& stm, const std::function<void()>& body);
+/// Like run_transaction, giving up with Timeout once `deadline` expires (checked between
+/// attempts and bounding back-off pauses; a commit in flight is awaited).
+void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body);
 
 /// One attempt of a transaction: its read point, the refs it read, wrote, ensured and
 /// commuted, and the commit.
