@@ -96,7 +96,7 @@ Lock Client::lock(const std::string& name) {
   validate_path(name);
   auto core = std::make_shared<detail::LockCore>(*session_, name, options_.root + "/locks" + name,
                                                  std::nullopt, std::chrono::milliseconds(0),
-                                                 callbacks_);
+                                                 callbacks_, options_.operation_timeout);
   core->start();
   return Lock(std::move(core));
 }
@@ -107,7 +107,8 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
   auto core = std::make_shared<detail::LockCore>(*session_, name,
                                                  options_.root + "/rwlocks" + name, policy,
-                                                 quiet_period, callbacks_);
+                                                 quiet_period, callbacks_,
+                                                 options_.operation_timeout);
   core->start();
   return ReadWriteLock(std::move(core));
 }
