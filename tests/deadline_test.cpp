@@ -1,6 +1,7 @@
 // Deadlines and cancellation (avout::Deadline): dosync, atom swaps and locks give up with
 // Timeout in time, name what gave up, and leave nothing behind (no claim, no request node).
 #include <avout/avout.hpp>
+#include <avout/postgres.hpp>
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <stop_token>
 #include <string>
@@ -186,4 +188,36 @@ TEST_CASE("an atom swap under endless contention ends with Timeout at its deadli
   CHECK(message.find("atom " + name + ": swap: deadline passed after") != std::string::npos);
   CHECK(calls > 1);
   CHECK(atom.deref() == calls);  // the rival's writes only
+}
+
+TEST_CASE("a PostgreSQL statement running past the URL's statement_timeout is Timeout") {
+  const std::string url = avout::testing::shared_postgres().url();
+  const std::string limited = url + (url.find('?') == std::string::npos ? "?" : "&") +
+                              "statement_timeout=300";
+  CHECK_THROWS_AS(avout::postgres::Store(url + (url.find('?') == std::string::npos ? "?" : "&") +
+                                         "statement_timeout=soon"),
+                  avout::InvalidName);
+  avout::postgres::Store store(avout::postgres::StoreOptions{.url = limited,
+                                                             .table_prefix = "deadline_"});
+  auto cell = store.atom_state("/deadline-test/statement");
+  (void)cell->get();  // connected, tables created
+  // Another session locks the table for three seconds: reads wait behind it.
+  std::thread locker([&] {
+    const std::string command = "psql '" + url + "' -q -c \"BEGIN; LOCK TABLE deadline_atoms IN "
+                                "ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;\" >/dev/null";
+    CHECK(std::system(command.c_str()) == 0);
+  });
+  std::string message;
+  const auto until = Clock::now() + scaled(3s);
+  while (message.empty() && Clock::now() < until) {
+    try {
+      (void)cell->get();  // the lock is not taken yet
+      std::this_thread::sleep_for(20ms);
+    } catch (const avout::Timeout& error) {
+      message = error.what();
+    }
+  }
+  locker.join();
+  CHECK(message.find("statement timeout (300 ms) passed") != std::string::npos);
+  CHECK(message.find("postgres ") == 0);
 }

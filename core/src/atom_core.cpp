@@ -74,6 +74,8 @@ bool AtomCore::write(const AtomSnapshot& expected, Bytes payload) {
     written = resolve_lost_reply(expected, bytes, writer, error.what());
   } catch (const BackendError& error) {
     written = resolve_lost_reply(expected, bytes, writer, error.what());
+  } catch (const Timeout& error) {  // a store's statement timeout: the write may have run
+    written = resolve_lost_reply(expected, bytes, writer, error.what());
   }
   if (written && notify_) announce();
   return written;
@@ -146,6 +148,8 @@ bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sen
     } catch (const ConnectionLoss& error) {
       failure = error.what();
     } catch (const BackendError& error) {
+      failure = error.what();
+    } catch (const Timeout& error) {
       failure = error.what();
     }
     (void)back_off(attempt, Deadline{}, outage_pauses);
