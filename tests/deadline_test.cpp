@@ -221,3 +221,25 @@ TEST_CASE("a PostgreSQL statement running past the URL's statement_timeout is Ti
   CHECK(message.find("statement timeout (300 ms) passed") != std::string::npos);
   CHECK(message.find("postgres ") == 0);
 }
+
+TEST_CASE("Agent::await gives up at its deadline or on a stop request while an action runs") {
+  avout::Client client(options());
+  auto agent = client.agent<long>("/deadline-test/agent", 0);
+  agent.send_off([](long value) {
+    std::this_thread::sleep_for(1500ms);
+    return value + 1;
+  });
+  const auto message = expect_timeout(200ms, [&] { agent.await(avout::Deadline::after(200ms)); });
+  CHECK(message == "agent /deadline-test/agent: await: deadline passed");
+
+  std::stop_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);
+    stop.request_stop();
+  });
+  CHECK_THROWS_WITH_AS(agent.await(stop.get_token()), "agent /deadline-test/agent: await: cancelled",
+                       avout::Timeout);
+  canceller.join();
+  agent.await(avout::Deadline::after(scaled(20s)));
+  CHECK(agent.deref() == 1);
+}
