@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <thread>
 
 namespace avout::detail {
 
@@ -27,7 +26,7 @@ class ClaimRelease {
     for (const auto& [ref, version] : barge_.held) pending.emplace(ref, version);
     for (const auto& ref : barge_.unsure) pending.emplace(ref, std::nullopt);
     for (int round = 0; round < release_rounds && !pending.empty(); ++round) {
-      if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50 * round));
+      if (round > 0) (void)back_off(round - 1, Deadline{}, release_pauses);
       try {
         resolve(pending);
         release(pending);
@@ -39,6 +38,8 @@ class ClaimRelease {
 
  private:
   static constexpr int release_rounds = 3;
+  // ZooKeeper may be briefly away: 50 ms, then about 100 ms, before the last round.
+  static constexpr BackOff release_pauses{std::chrono::milliseconds(50), std::chrono::milliseconds(100)};
   // ref -> the tag version that carries our age; nullopt: not known yet, read the tag.
   using Pending = std::map<std::shared_ptr<RefCore>, std::optional<std::int32_t>>;
 
