@@ -1,4 +1,5 @@
 #include "atom_core.hpp"
+#include "back_off.hpp"
 #include "callback_executor.hpp"
 #include "unique_ids.hpp"
 
@@ -6,13 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 namespace avout::detail {
 
 AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size_t max_value_size,
                    ZooKeeperSession& session, std::string watch_path, bool notify,
-                   std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit)
+                   std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit,
+                   std::optional<std::chrono::milliseconds> operation_timeout)
     : name_(std::move(name)),
       state_(std::move(state)),
       max_value_size_(max_value_size),
@@ -20,6 +21,7 @@ AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size
       watch_path_(std::move(watch_path)),
       notify_(notify),
       retry_limit_(retry_limit),
+      operation_timeout_(operation_timeout),
       watcher_(std::make_shared<ValueWatcher>(
           session, watch_path_, "atom " + name_,
           [state = state_, name = name_] {
@@ -29,6 +31,26 @@ AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size
           std::move(callbacks))) {}
 
 AtomCore::~AtomCore() = default;
+
+namespace {
+// A lost compare-and-set is retried by another writer's success; pauses from 1 ms to 50 ms
+// let the winner's neighbours drift apart instead of colliding on the next version too.
+constexpr BackOff contention_pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
+// Waits for ZooKeeper or a store to answer again: 25 ms growing to half a second, about
+// six seconds over the 20 tries of a resolution.
+constexpr BackOff outage_pauses{std::chrono::milliseconds(25), std::chrono::milliseconds(500)};
+constexpr std::size_t outage_tries = 20;
+}  // namespace
+
+Deadline AtomCore::default_deadline() const {
+  return operation_timeout_ ? Deadline::after(*operation_timeout_) : Deadline{};
+}
+
+void AtomCore::pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline) {
+  if (!deadline.expired() && back_off(attempt - 1, deadline, contention_pauses)) return;
+  throw Timeout("atom " + name_ + ": " + call + ": " + deadline.reason() + " after " +
+                std::to_string(attempt) + " attempts");
+}
 
 AtomSnapshot AtomCore::read() {
   AtomSnapshot snapshot;
@@ -50,10 +72,12 @@ bool AtomCore::write(const AtomSnapshot& expected, Bytes payload) {
   bool written = false;
   try {
     written = state_->compare_and_set(expected.stored, bytes);
-  } catch (const ConnectionLoss&) {
-    written = resolve_lost_reply(expected, bytes, writer);
-  } catch (const BackendError&) {
-    written = resolve_lost_reply(expected, bytes, writer);
+  } catch (const ConnectionLoss& error) {
+    written = resolve_lost_reply(expected, bytes, writer, error.what());
+  } catch (const BackendError& error) {
+    written = resolve_lost_reply(expected, bytes, writer, error.what());
+  } catch (const Timeout& error) {  // a store's statement timeout: the write may have run
+    written = resolve_lost_reply(expected, bytes, writer, error.what());
   }
   if (written && notify_) announce();
   return written;
@@ -61,26 +85,27 @@ bool AtomCore::write(const AtomSnapshot& expected, Bytes payload) {
 
 // Watchers in other processes learn of a value held outside ZooKeeper only through this
 // touch: it is awaited and repeated until it lands (a lost one would leave them on an old
-// value), also across a reconnect or a renewed session.
+// value), also across a reconnect or a renewed session. The value is stored already, so a
+// notice that cannot be sent is CommittedWithError: the caller must not write it again.
 void AtomCore::announce() {
-  std::exception_ptr last_error;
-  for (int attempt = 0; attempt < 40; ++attempt) {
+  std::string failure;
+  for (std::size_t attempt = 0; attempt < 2 * outage_tries; ++attempt) {
     try {
       session_.set(watch_path_, {}, -1);
       return;
-    } catch (const ConnectionLoss&) {
-      last_error = std::current_exception();
-    } catch (const SessionExpired&) {
-      last_error = std::current_exception();
+    } catch (const ConnectionLoss& error) {
+      failure = error.what();
+    } catch (const SessionExpired& error) {
+      failure = error.what();
+    } catch (const Error& error) {
+      failure = error.what();  // the notice node is gone or refused: retrying will not help
+      break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 * std::min(attempt + 1, 10)));
+    (void)back_off(attempt, Deadline{}, outage_pauses);
   }
-  try {
-    std::rethrow_exception(last_error);
-  } catch (const Error& error) {
-    throw ConnectionLoss("atom " + name_ + ": the new value is stored, but its change notice on " +
-                         watch_path_ + " could not be sent: " + error.what());
-  }
+  throw CommittedWithError("atom " + name_ + ": the new value is stored (the swap happened), "
+                           "but its change notice on " + watch_path_ + " could not be sent: " +
+                           failure);
 }
 
 // A read whose view is at least as new as any write this process sent before it: for a
@@ -101,10 +126,8 @@ AtomSnapshot AtomCore::read_after_sync() {
 // the version unchanged means it has not landed yet, and the same write is sent again. Both
 // copies expect that one version, so at most one lands, and the loop reads which did.
 bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent,
-                                  std::uint64_t writer) {
-  std::exception_ptr last_error = std::current_exception();
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    bool undecidable = false;
+                                  std::uint64_t writer, std::string failure) {
+  for (std::size_t attempt = 0; attempt < outage_tries; ++attempt) {
     try {
       const AtomSnapshot now = read_after_sync();
       const auto& writers = now.envelope.recent_writers;
@@ -120,19 +143,21 @@ bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sen
           now.envelope.sequence - expected.envelope.sequence <= writers.size()) {
         return false;
       }
-      undecidable = true;
-    } catch (const ConnectionLoss&) {
-      last_error = std::current_exception();
-    } catch (const BackendError&) {
-      last_error = std::current_exception();
+      throw OutcomeUnknown("atom " + name_ + ": a write's reply was lost and too many writes "
+                           "followed it (or the value was deleted) to tell whether it landed");
+    } catch (const OutcomeUnknown&) {
+      throw;
+    } catch (const ConnectionLoss& error) {
+      failure = error.what();
+    } catch (const BackendError& error) {
+      failure = error.what();
+    } catch (const Timeout& error) {
+      failure = error.what();
     }
-    if (undecidable) {
-      throw BackendError("atom " + name_ + ": a write's reply was lost and too many writes "
-                         "followed it (or the value was deleted) to tell whether it landed");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 * (attempt + 1)));
+    (void)back_off(attempt, Deadline{}, outage_pauses);
   }
-  std::rethrow_exception(last_error);
+  throw OutcomeUnknown("atom " + name_ + ": a write's reply was lost and whether it landed "
+                       "could not be found out (it may have): " + failure);
 }
 
 void AtomCore::add_watch(const std::string& key, BytesWatch watch) {

@@ -5,14 +5,17 @@
 #include "value_watcher.hpp"
 
 #include <avout/backend.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/atom_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,17 +39,21 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
   /// that node).
   AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size_t max_value_size,
            ZooKeeperSession& session, std::string watch_path, bool notify,
-           std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit);
+           std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit,
+           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
   ~AtomCore() override;
 
   const std::string& name() const override { return name_; }
   std::size_t retry_limit() const override { return retry_limit_; }
+  Deadline default_deadline() const override;
+  void pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline) override;
   /// The stored value now.
   AtomSnapshot read() override;
   /// Stores `payload` if the cell still holds `expected`; false when another write came
   /// first. A lost reply is resolved by reading back (and, while the cell is unchanged,
-  /// sending the same conditional write again), so the write lands at most once. For a
-  /// value held outside ZooKeeper the change notice is sent before returning.
+  /// sending the same conditional write again), so the write lands at most once; when that
+  /// cannot be found out, OutcomeUnknown. For a value held outside ZooKeeper the change
+  /// notice is sent before returning; CommittedWithError when it could not be (stored).
   bool write(const AtomSnapshot& expected, Bytes payload) override;
 
   /// Adds or replaces the watch `key`.
@@ -55,7 +62,9 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
   void remove_watch(const std::string& key) override;
 
  private:
-  bool resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent, std::uint64_t writer);
+  // `failure`: what the write threw (quoted if the outcome stays unknown).
+  bool resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent, std::uint64_t writer,
+                          std::string failure);
   AtomSnapshot read_after_sync();
   void announce();
 
@@ -66,6 +75,7 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
   std::string watch_path_;
   bool notify_;
   std::size_t retry_limit_;
+  std::optional<std::chrono::milliseconds> operation_timeout_;
   std::shared_ptr<ValueWatcher> watcher_;
 };
 

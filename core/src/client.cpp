@@ -29,6 +29,10 @@ Client::Client(const std::string& hosts) : Client(ClientOptions{.hosts = hosts})
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   validate_path(options_.root);
   if (options_.retry_limit == 0) throw Error("ClientOptions::retry_limit must be at least 1");
+  if (options_.operation_timeout && options_.operation_timeout->count() <= 0) {
+    throw InvalidDuration("ClientOptions::operation_timeout must be positive, got " +
+                          std::to_string(options_.operation_timeout->count()) + " ms");
+  }
   if (options_.min_history > options_.max_history) {
     throw Error("ClientOptions::min_history (" + std::to_string(options_.min_history) +
                 ") exceeds max_history (" + std::to_string(options_.max_history) + ")");
@@ -101,7 +105,7 @@ std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name,
   }
   return std::make_shared<detail::AtomCore>(name, std::move(state), store.max_value_size(),
                                             *session_, std::move(watch_path), notify, callbacks_,
-                                            options_.retry_limit);
+                                            options_.retry_limit, options_.operation_timeout);
 }
 
 std::shared_ptr<detail::AgentHandle> Client::attach_agent(const std::string& name, Store& store) {
@@ -115,7 +119,7 @@ Lock Client::lock(const std::string& name) {
   validate_path(name);
   auto core = std::make_shared<detail::LockCore>(*session_, name, runtime_->layout().lock(name, false),
                                                  std::nullopt, std::chrono::milliseconds(0),
-                                                 callbacks_);
+                                                 callbacks_, options_.operation_timeout);
   core->start();
   return Lock(std::move(core));
 }
@@ -126,7 +130,8 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
   auto core = std::make_shared<detail::LockCore>(*session_, name,
                                                  runtime_->layout().lock(name, true), policy,
-                                                 quiet_period, callbacks_);
+                                                 quiet_period, callbacks_,
+                                                 options_.operation_timeout);
   core->start();
   return ReadWriteLock(std::move(core));
 }

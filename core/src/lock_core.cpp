@@ -1,4 +1,5 @@
 #include "lock_core.hpp"
+#include "back_off.hpp"
 #include "callback_executor.hpp"
 #include "hex.hpp"
 #include "stm.hpp"
@@ -52,14 +53,16 @@ std::string own_prefix(char kind) {
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 // A connection loss without a session event (a reply that timed out or was lost while the
-// connection stayed up) wakes nobody: waits that ride out connection loss retry after this.
-constexpr std::chrono::milliseconds retry_pause{200};
+// connection stayed up) wakes nobody: waits that ride out connection loss retry after a
+// pause growing from 50 ms to a second.
+constexpr BackOff retry_pauses{std::chrono::milliseconds(50), std::chrono::seconds(1)};
 
 }  // namespace
 
 LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path,
                    std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
-                   std::shared_ptr<CallbackExecutor> callbacks)
+                   std::shared_ptr<CallbackExecutor> callbacks,
+                   std::optional<std::chrono::milliseconds> operation_timeout)
     : session_(session),
       name_(std::move(name)),
       writers_(path + "/writers"),
@@ -67,7 +70,12 @@ LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path
       gates_(path + "/gates"),
       policy_(policy),
       quiet_period_(quiet_period),
-      callbacks_(std::move(callbacks)) {}
+      callbacks_(std::move(callbacks)),
+      operation_timeout_(operation_timeout) {}
+
+Deadline LockCore::default_deadline() const {
+  return operation_timeout_ ? Deadline::after(*operation_timeout_) : Deadline{};
+}
 
 LockCore::~LockCore() {
   // After remove_listener returns the listener never runs again, so it may use `this`.
@@ -212,13 +220,13 @@ WatchCallback LockCore::wake(std::shared_ptr<bool> fired) const {
 }
 
 bool LockCore::wait_fired(const std::shared_ptr<bool>& fired, std::uint64_t session_seen,
-                          std::chrono::steady_clock::time_point deadline) {
+                          const Deadline& deadline) {
   // Only our own watch (or a session change) wakes us: other waiters' churn does not.
   std::unique_lock lock(mutex_);
-  changed_.wait_until(lock, deadline, [&] {
-    return *fired || session_events_ != session_seen || stopping_;
+  changed_.wait_until(lock, deadline.time_or_far(), [&] {
+    return *fired || session_events_ != session_seen || stopping_ || deadline.stop_requested();
   });
-  return std::chrono::steady_clock::now() < deadline;
+  return !deadline.expired();
 }
 
 std::uint64_t LockCore::session_events() const {
@@ -239,7 +247,7 @@ std::string LockCore::create_own(const std::string& folder, const std::string& o
   // creating again look for the unique id in the name. Until the connection is back (or
   // the session ended, taking the node along) the outcome is unknown: wait for that.
   std::uint64_t sent_in = session_.generation();
-  while (true) {
+  for (std::size_t attempt = 0;; ++attempt) {
     const auto seen = session_events();
     try {
       if (sent && session_.generation() == sent_in) {
@@ -251,7 +259,7 @@ std::string LockCore::create_own(const std::string& folder, const std::string& o
     } catch (const ConnectionLoss&) {
     }
     (void)wait_fired(std::make_shared<bool>(false), seen,
-                     std::chrono::steady_clock::now() + retry_pause);
+                     Deadline::after(back_off_pause(attempt, retry_pauses)));
     std::lock_guard lock(mutex_);
     if (stopping_) throw ConnectionLoss("lock " + name_ + ": closed while creating its node");
   }
@@ -261,7 +269,7 @@ void LockCore::remove_own(const std::string& node) {
   // Done once deleted or known gone with the session. While disconnected, wait for the
   // session to come back; once the server may have ended it, the reconnect deletes it.
   const auto generation = session_.generation();
-  while (true) {
+  for (std::size_t attempt = 0;; ++attempt) {
     const auto seen = session_events();
     try {
       if (session_.generation() != generation) return;  // the node went with its session
@@ -274,7 +282,7 @@ void LockCore::remove_own(const std::string& node) {
     } catch (const ConnectionLoss&) {
     }
     std::unique_lock lock(mutex_);
-    const bool woken = changed_.wait_for(lock, retry_pause, [&] {
+    const bool woken = changed_.wait_for(lock, back_off_pause(attempt, retry_pauses), [&] {
       return session_events_ != seen || stopping_ ||
              (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_);
     });
@@ -295,7 +303,7 @@ const LockCore::Hold* LockCore::hold_of_this_thread() const {
   return found == holds_.end() ? nullptr : &found->second;
 }
 
-bool LockCore::acquire(bool shared, std::chrono::steady_clock::time_point deadline) {
+bool LockCore::acquire(bool shared, const Deadline& deadline) {
   std::uint64_t generation = 0;
   {
     std::lock_guard lock(mutex_);
@@ -311,6 +319,11 @@ bool LockCore::acquire(bool shared, std::chrono::steady_clock::time_point deadli
     }
     generation = lost_generation_;
   }
+  // A stop request wakes this thread's waits (their predicates look at the token).
+  std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
+    std::lock_guard lock(mutex_);
+    changed_.notify_all();
+  });
   Hold hold;
   hold.shared = shared;
   const bool acquired = shared ? acquire_shared(deadline, hold) : acquire_exclusive(deadline, hold);
@@ -328,7 +341,7 @@ bool LockCore::acquire(bool shared, std::chrono::steady_clock::time_point deadli
   throw LockLost("lock " + name_ + ": the ZooKeeper session expired while acquiring");
 }
 
-bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold) {
+bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
   // The create and the first listing travel together: the listing, later on the same
   // session, already holds our node, so an uncontended lock costs one round trip.
   const std::string own_writer = own_prefix('w');
@@ -360,7 +373,7 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
         }
         continue;
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
+      if (deadline.expired()) {
         give_up();
         return false;
       }
@@ -396,7 +409,7 @@ bool LockCore::acquire_exclusive(std::chrono::steady_clock::time_point deadline,
 }
 
 bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
-                             std::uint64_t seen, std::chrono::steady_clock::time_point deadline) {
+                             std::uint64_t seen, const Deadline& deadline) {
   const auto children = queue_of(listed ? std::move(*listed) : session_.children(writers_), 'w');
   listed.reset();
   auto mine = std::find(children.begin(), children.end(), own);
@@ -409,7 +422,7 @@ bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<s
   return false;
 }
 
-bool LockCore::wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline,
+bool LockCore::wait_for_readers_to_leave(const Deadline& deadline,
                                          bool quiet) {
   while (true) {
     const auto seen = session_events();
@@ -428,13 +441,14 @@ bool LockCore::wait_for_readers_to_leave(std::chrono::steady_clock::time_point d
     }
     if (!quiet) return true;
     // timed_soft: take the lock only after a quiet period in which no reader came or went.
-    const auto quiet_end = std::min(deadline, std::chrono::steady_clock::now() + quiet_period_);
-    if (!wait_fired(fired, seen, quiet_end)) return quiet_end < deadline;  // quiet, or out of time
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const Deadline quiet_end =
+        deadline.no_later_than(std::chrono::steady_clock::now() + quiet_period_);
+    if (!wait_fired(fired, seen, quiet_end)) return !deadline.expired();  // quiet, or out of time
+    if (deadline.expired()) return false;
   }
 }
 
-bool LockCore::acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold) {
+bool LockCore::acquire_shared(const Deadline& deadline, Hold& hold) {
   const bool hard = *policy_ == WriterPolicy::hard;
   // What bars readers: any queued writer (hard) or a closed gate (soft).
   const std::string& barriers = hard ? writers_ : gates_;
@@ -546,16 +560,16 @@ void guard_transaction(const GuardedBy& guard) {
 
 namespace avout {
 
-void Lock::lock() {
-  // No deadline in practice (a far one keeps condition-variable arithmetic finite); a lost
-  // session ends the wait with LockLost.
-  (void)acquire_until(std::chrono::steady_clock::now() + std::chrono::hours(24 * 365 * 10));
+void Lock::lock() { lock(core_->default_deadline()); }
+
+void Lock::lock(const Deadline& deadline) {
+  if (!core_->acquire(shared_, deadline)) deadline.expire("lock " + core_->name());
 }
 
 bool Lock::try_lock() { return acquire_until(std::chrono::steady_clock::now()); }
 
 bool Lock::acquire_until(std::chrono::steady_clock::time_point deadline) {
-  return core_->acquire(shared_, deadline);
+  return core_->acquire(shared_, Deadline::at(deadline));
 }
 
 void Lock::unlock() { core_->release(shared_); }

@@ -2,6 +2,7 @@
 // The ZooKeeper recipe behind Lock and ReadWriteLock (see distributed_lock.hpp for the
 // protocol). One LockCore per lock handle family; holds are per thread.
 
+#include <avout/deadline.hpp>
 #include <avout/distributed_lock.hpp>
 #include <avout/zookeeper_session.hpp>
 
@@ -24,7 +25,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   /// `policy` empty: a plain mutex (writers only).
   LockCore(ZooKeeperSession& session, std::string name, std::string path,
            std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
-           std::shared_ptr<CallbackExecutor> callbacks);
+           std::shared_ptr<CallbackExecutor> callbacks,
+           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
   ~LockCore();
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
@@ -32,8 +34,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   /// Makes the lock's folders exist and starts listening to the session.
   void start();
   /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind).
-  /// A create whose reply was lost is resolved first, which may outlast the deadline.
-  bool acquire(bool shared, std::chrono::steady_clock::time_point deadline);
+  /// A create whose reply was lost is resolved first, which may outlast the deadline. A
+  /// stop request on the deadline's token wakes the waits at once.
+  bool acquire(bool shared, const Deadline& deadline);
   /// Ends one hold of this thread; a lost hold is dropped quietly. LockLost when this thread
   /// holds nothing. Local state goes only once the nodes are deleted or known gone.
   void release(bool shared);
@@ -49,6 +52,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   const std::string& name() const { return name_; }
   std::optional<WriterPolicy> policy() const { return policy_; }
+  /// The deadline of a lock() given none: the client's operation_timeout from now, or none.
+  Deadline default_deadline() const;
 
  private:
   struct Hold {
@@ -65,13 +70,13 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     std::uint64_t generation;  // the session it lives in; another session's is gone already
   };
 
-  bool acquire_exclusive(std::chrono::steady_clock::time_point deadline, Hold& hold);
-  bool acquire_shared(std::chrono::steady_clock::time_point deadline, Hold& hold);
+  bool acquire_exclusive(const Deadline& deadline, Hold& hold);
+  bool acquire_shared(const Deadline& deadline, Hold& hold);
   // Lists the writers (or uses `listed`); true when `own` is first, else waits for the
   // predecessor to go (or the deadline) and returns false.
   bool first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
-                     std::uint64_t seen, std::chrono::steady_clock::time_point deadline);
-  bool wait_for_readers_to_leave(std::chrono::steady_clock::time_point deadline, bool quiet);
+                     std::uint64_t seen, const Deadline& deadline);
+  bool wait_for_readers_to_leave(const Deadline& deadline, bool quiet);
   // Creates an ephemeral sequential node <folder>/<kind>-<unique id>-; `sent` says a first
   // create of that name already went out with no answer.
   std::string create_own(const std::string& folder, const std::string& own, bool sent = false);
@@ -85,7 +90,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // Waits until `fired`, a session change after `session_seen`, or the deadline; false
   // when the deadline passed.
   bool wait_fired(const std::shared_ptr<bool>& fired, std::uint64_t session_seen,
-                  std::chrono::steady_clock::time_point deadline);
+                  const Deadline& deadline);
   void on_session(SessionState state);
   // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
   // `keep`: the session may live on, so its nodes are deleted once it is back.
@@ -105,6 +110,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::optional<WriterPolicy> policy_;
   std::chrono::milliseconds quiet_period_;
   std::shared_ptr<CallbackExecutor> callbacks_;
+  std::optional<std::chrono::milliseconds> operation_timeout_;
   std::uint64_t listener_ = 0;
 
   mutable std::mutex mutex_;  // guards everything below; watch callbacks take it briefly

@@ -6,6 +6,7 @@
 #include "value_watcher.hpp"
 
 #include <avout/backend.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/ref_handle.hpp>
 #include <avout/garbage_report.hpp>
 #include <avout/zookeeper_session.hpp>

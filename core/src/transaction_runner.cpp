@@ -1,4 +1,5 @@
 // The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
+#include "back_off.hpp"
 #include "stm.hpp"
 
 #include <avout/errors.hpp>
@@ -6,19 +7,10 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <random>
-#include <thread>
 
 namespace avout::detail {
 
 namespace {
-
-void back_off(std::size_t attempt) {
-  // Random, growing pauses spread contending retries apart (capped at about 50 ms).
-  thread_local std::minstd_rand random{std::random_device{}()};
-  const auto cap = std::min<std::size_t>(50, 1 + attempt * 2);
-  std::this_thread::sleep_for(std::chrono::microseconds(random() % (cap * 1000)));
-}
 
 // Ends every claim a dosync still holds when it returns or throws, so younger transactions
 // stop yielding at once (a claim left by a dead session is ignored by everyone anyway). A
@@ -34,7 +26,7 @@ class ClaimRelease {
     for (const auto& [ref, version] : barge_.held) pending.emplace(ref, version);
     for (const auto& ref : barge_.unsure) pending.emplace(ref, std::nullopt);
     for (int round = 0; round < release_rounds && !pending.empty(); ++round) {
-      if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50 * round));
+      if (round > 0) (void)back_off(round - 1, Deadline{}, release_pauses);
       try {
         resolve(pending);
         release(pending);
@@ -46,6 +38,8 @@ class ClaimRelease {
 
  private:
   static constexpr int release_rounds = 3;
+  // ZooKeeper may be briefly away: 50 ms, then about 100 ms, before the last round.
+  static constexpr BackOff release_pauses{std::chrono::milliseconds(50), std::chrono::milliseconds(100)};
   // ref -> the tag version that carries our age; nullopt: not known yet, read the tag.
   using Pending = std::map<std::shared_ptr<RefCore>, std::optional<std::int32_t>>;
 
@@ -102,6 +96,11 @@ class ClaimRelease {
 }  // namespace
 
 void run_transaction(StmContext& stm, const std::function<void()>& body) {
+  const auto& timeout = stm.runtime().options().operation_timeout;
+  run_transaction(stm, timeout ? Deadline::after(*timeout) : Deadline{}, body);
+}
+
+void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body) {
   if (auto* outer = Transaction::current()) {
     if (&outer->stm() != &stm) throw Error("dosync: another client's transaction runs on this thread");
     body();
@@ -110,7 +109,15 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
   BargeState barge;
   ClaimRelease release(stm, barge);
   std::vector<std::shared_ptr<RefCore>> prefetch;
+  // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
+  const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
   for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit; ++attempt) {
+    // Checked between attempts only: a running body and a commit in flight are not cut,
+    // and the claims and points of an ended attempt are released by then.
+    if (attempt > 0 && deadline.expired()) {
+      throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt) +
+                    " attempts");
+    }
     try {
       Transaction transaction(stm, prefetch, barge);
       try {
@@ -131,9 +138,10 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
     } catch (const RetryAttempt&) {
       stm.count_retry();
       // A claimant (or a dosync that may be one) comes back at once.
-      back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0);
+      (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
     } catch (const SessionExpired&) {
-      back_off(attempt);  // the client is opening a new session: try on that one
+      // The client is opening a new session: try on that one.
+      (void)back_off(attempt, deadline, pauses);
     }
   }
   throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.runtime().options().retry_limit) +

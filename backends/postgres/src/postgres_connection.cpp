@@ -4,6 +4,11 @@
 
 namespace avout::postgres::detail {
 
+namespace {
+// SQLSTATE of a statement cancelled by statement_timeout (or a cancel request).
+constexpr const char* query_canceled = "57014";
+}  // namespace
+
 Pool::Pool(ConnectionString target, std::size_t keep, std::function<void(pqxx::connection&)> prepare)
     : target_(std::move(target)), keep_(keep), prepare_(std::move(prepare)) {}
 
@@ -13,6 +18,8 @@ void Pool::fail(const std::string& what, const std::string& problem) const {
 
 std::unique_ptr<pqxx::connection> Pool::open() {
   auto connection = std::make_unique<pqxx::connection>(target_.conninfo);
+  // A statement stuck behind a lock or a slow disk must not hold its caller forever.
+  connection->set_variable("statement_timeout", std::to_string(target_.statement_timeout.count()));
   prepare_(*connection);
   return connection;
 }
@@ -35,8 +42,16 @@ void Pool::run(const std::string& what, const std::function<void(pqxx::connectio
   } catch (const pqxx::in_doubt_error& error) {
     fail(what, std::string("outcome unknown: ") + error.what());
   } catch (const pqxx::sql_error& error) {
-    std::lock_guard lock(mutex_);
-    if (idle_.size() < keep_ && connection && connection->is_open()) idle_.push_back(std::move(connection));
+    {
+      std::lock_guard lock(mutex_);
+      if (idle_.size() < keep_ && connection && connection->is_open()) idle_.push_back(std::move(connection));
+    }
+    if (error.sqlstate() == query_canceled) {
+      // The server cancelled the statement (and rolled it back): it ran past statement_timeout.
+      throw Timeout(target_.description + ": " + what + ": statement timeout (" +
+                    std::to_string(target_.statement_timeout.count()) + " ms) passed: " +
+                    redacted(error.what(), target_.secrets));
+    }
     fail(what, error.what());
   } catch (const pqxx::failure& error) {
     fail(what, error.what());

@@ -19,7 +19,8 @@ class Pool {
  public:
   /// `prepare` runs once on each new connection (table creation).
   Pool(ConnectionString target, std::size_t keep, std::function<void(pqxx::connection&)> prepare);
-  /// Runs `work` on a pooled connection; pqxx errors become BackendError naming `what`.
+  /// Runs `work` on a pooled connection; pqxx errors become BackendError naming `what`, a
+  /// statement cancelled by the connection string's statement_timeout Timeout.
   void run(const std::string& what, const std::function<void(pqxx::connection&)>& work);
   const std::string& description() const { return target_.description; }
 

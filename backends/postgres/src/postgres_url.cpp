@@ -4,7 +4,10 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <sstream>
 #include <memory>
 
 namespace avout::postgres::detail {
@@ -40,9 +43,48 @@ std::string without_quoted_parts(const std::string& message) {
   return text;
 }
 
+// Removes `key`=<value> from a URI's query or from key=value pairs and returns the value
+// (unquoted values only), or "" when absent.
+std::string take_parameter(std::string& text, const std::string& key) {
+  const std::string prefix = key + "=";
+  std::string value;
+  const bool uri = text.find("://") != std::string::npos;
+  const auto query_at = text.find('?');
+  if (uri && query_at == std::string::npos) return value;
+  std::vector<std::string> kept;
+  std::string rest = uri ? text.substr(query_at + 1) : text;
+  std::string piece;
+  const char separator = uri ? '&' : ' ';
+  std::istringstream pieces(rest);
+  while (std::getline(pieces, piece, separator)) {
+    if (piece.rfind(prefix, 0) == 0) {
+      value = piece.substr(prefix.size());
+    } else if (!piece.empty()) {
+      kept.push_back(piece);
+    }
+  }
+  std::string joined;
+  for (const auto& part : kept) joined += (joined.empty() ? "" : std::string(1, separator)) + part;
+  text = uri ? text.substr(0, query_at) + (joined.empty() ? "" : "?" + joined) : joined;
+  return value;
+}
+
+std::chrono::milliseconds statement_timeout_of(const std::string& value) {
+  if (value.empty()) return ConnectionString::default_statement_timeout;
+  if (value.size() > 9 || !std::all_of(value.begin(), value.end(), [](unsigned char c) {
+        return std::isdigit(c) != 0;
+      })) {
+    throw InvalidName("postgres connection string: statement_timeout must be a number of "
+                      "milliseconds (0: none), got \"" + value + "\"");
+  }
+  return std::chrono::milliseconds(std::stol(value));
+}
+
 }  // namespace
 
-ConnectionString parse_connection_string(const std::string& text, std::chrono::seconds connect_timeout) {
+ConnectionString parse_connection_string(const std::string& given_text, std::chrono::seconds connect_timeout) {
+  std::string text = given_text;
+  const auto statement_timeout = statement_timeout_of(take_parameter(text, "statement_timeout"));
   char* error = nullptr;
   std::unique_ptr<PQconninfoOption, OptionsDeleter> options(PQconninfoParse(text.c_str(), &error));
   if (!options) {
@@ -51,6 +93,7 @@ ConnectionString parse_connection_string(const std::string& text, std::chrono::s
     throw InvalidName("postgres connection string not understood: " + reason);
   }
   ConnectionString result;
+  result.statement_timeout = statement_timeout;
   std::map<std::string, std::string> given;
   for (const PQconninfoOption* option = options.get(); option->keyword; ++option) {
     if (!option->val || !*option->val) continue;

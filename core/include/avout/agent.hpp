@@ -12,9 +12,11 @@
 // CodecError when the stored bytes are not a T. Each call below names the others.
 
 #include <avout/codec.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/agent_handle.hpp>
 #include <avout/errors.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -58,6 +60,18 @@ class Agent {
   /// (once) when some of them were dropped because this process's session expired.
   void await(std::chrono::milliseconds limit = std::chrono::minutes(1)) {
     if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
+  }
+  /// Like await, bounded by `deadline` instead: Timeout ("agent NAME: await: deadline
+  /// passed", or "cancelled" once its stop token was stopped, noticed within 50 ms).
+  void await(const Deadline& deadline) {
+    while (true) {
+      // A stop token is looked at between slices of the wait; a time alone needs one wait.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline.time_or_far() - Deadline::Clock::now());
+      if (deadline.stop_token().stop_possible()) left = std::min(left, std::chrono::milliseconds(50));
+      if (core_->await_for(std::max(left, std::chrono::milliseconds(0)))) return;
+      if (deadline.expired()) deadline.expire("agent " + core_->name() + ": await");
+    }
   }
   /// Like await, but returns false instead of throwing Timeout when `timeout` passes (throws
   /// Error and SessionExpired as await does).

@@ -1,8 +1,22 @@
 #pragma once
 // avout::DistributedAtom<T> (alias avout::Atom<T>): one value shared by many processes,
 // changed by compare-and-set. Copies of an Atom share one identity, validator and watches.
+//
+// What the calls throw (all derive from avout::Error):
+//   ConnectionLoss / SessionExpired  ZooKeeper unreachable before anything was written
+//   BackendError       the value's store failed before anything was written
+//   OutcomeUnknown     a write's reply was lost and whether it landed could not be found
+//                      out (a ConnectionLoss; do not simply write again)
+//   CommittedWithError the value is stored, but its change notice could not be sent
+//   Timeout            the deadline (or ClientOptions::operation_timeout) expired between
+//                      attempts; nothing was written by the call
+//   RetryLimitExceeded other writers kept winning for ClientOptions::retry_limit attempts
+//   ValidationError    the validator rejected the new value; nothing was written
+//   ValueTooLarge      the encoded value exceeds the store's limit; nothing was written
+//   CodecError         the stored bytes are not a T (names the atom)
 
 #include <avout/codec.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/atom_handle.hpp>
 #include <avout/detail/typed_watch.hpp>
 #include <avout/errors.hpp>
@@ -10,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace avout {
@@ -32,27 +47,54 @@ class DistributedAtom {
 
   /// Replaces the value with f(value, args...), retrying while other writers get in first;
   /// returns the value it stored. `f` may run several times: keep it free of side effects.
+  /// Retries pause for a jittered, growing time; ClientOptions::operation_timeout (if set)
+  /// bounds them (Timeout).
   template <typename F, typename... Args>
+    requires(!std::is_convertible_v<F &&, Deadline>)
   T swap(F&& f, Args&&... args) {
-    return swap_vals(std::forward<F>(f), std::forward<Args>(args)...).second;
+    return swap_vals(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...)
+        .second;
+  }
+  /// Like swap, giving up with Timeout ("atom NAME: swap: deadline passed after N attempts")
+  /// once `deadline` expired. It is checked between attempts and bounds the pauses; a write
+  /// already sent is not cut short (its lost reply is resolved, or OutcomeUnknown).
+  template <typename F, typename... Args>
+  T swap(const Deadline& deadline, F&& f, Args&&... args) {
+    return swap_vals(deadline, std::forward<F>(f), std::forward<Args>(args)...).second;
   }
   /// Like swap, but returns {old value, new value}.
   template <typename F, typename... Args>
+    requires(!std::is_convertible_v<F &&, Deadline>)
   std::pair<T, T> swap_vals(F&& f, Args&&... args) {
-    return update([&](const T& old) { return static_cast<T>(f(old, args...)); });
+    return swap_vals(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...);
+  }
+  /// Like swap(deadline, f, args...), but returns {old value, new value}.
+  template <typename F, typename... Args>
+  std::pair<T, T> swap_vals(const Deadline& deadline, F&& f, Args&&... args) {
+    return update("swap", deadline, [&](const T& old) { return static_cast<T>(f(old, args...)); });
   }
   /// Sets the value unconditionally; returns it.
   T reset(const T& value) { return reset_vals(value).second; }
+  /// Sets the value unconditionally by `deadline`; returns it.
+  T reset(const Deadline& deadline, const T& value) { return reset_vals(deadline, value).second; }
   /// Sets the value unconditionally; returns {old value, new value}.
-  std::pair<T, T> reset_vals(const T& value) {
-    return update([&](const T&) { return value; });
+  std::pair<T, T> reset_vals(const T& value) { return reset_vals(core_->default_deadline(), value); }
+  /// Sets the value unconditionally by `deadline`; returns {old value, new value}.
+  std::pair<T, T> reset_vals(const Deadline& deadline, const T& value) {
+    return update("reset", deadline, [&](const T&) { return value; });
   }
   /// Sets `next` only if the current value equals `expected`; true when it did.
   bool compare_and_set(const T& expected, const T& next) {
+    return compare_and_set(core_->default_deadline(), expected, next);
+  }
+  /// Like compare_and_set, giving up with Timeout once `deadline` expired (it retries only
+  /// while other writers store the expected value again).
+  bool compare_and_set(const Deadline& deadline, const T& expected, const T& next) {
     const Bytes expected_bytes = encode(expected);
     check(next);
     Bytes next_bytes = encode(next);
     for (std::size_t attempt = 0; attempt < core_->retry_limit(); ++attempt) {
+      if (attempt > 0) core_->pause_before_retry("compare_and_set", attempt, deadline);
       auto snapshot = core_->read();
       if (snapshot.envelope.payload != expected_bytes) return false;
       if (core_->write(snapshot, next_bytes)) return true;
@@ -98,8 +140,9 @@ class DistributedAtom {
   }
 
   template <typename Next>
-  std::pair<T, T> update(Next next_value) {
+  std::pair<T, T> update(const char* call, const Deadline& deadline, Next next_value) {
     for (std::size_t attempt = 0; attempt < core_->retry_limit(); ++attempt) {
+      if (attempt > 0) core_->pause_before_retry(call, attempt, deadline);
       auto snapshot = core_->read();
       T old = decode_payload(snapshot);
       T next = next_value(old);

@@ -104,11 +104,40 @@ class Client {
     });
   }
 
+  /// Like dosync(body), giving up with Timeout ("dosync: deadline passed after N attempts",
+  /// or "cancelled" for a stop request) once `deadline` expires. It is checked between
+  /// attempts and bounds the back-off pauses; a running body and a commit already sent are
+  /// not cut short. A Timeout leaves nothing behind (claims released, the attempt's stored
+  /// values erased); a commit whose outcome is still unknown is OutcomeUnknown instead.
+  template <typename F>
+  std::invoke_result_t<F&> dosync(const Deadline& deadline, F&& body) {
+    using Result = std::invoke_result_t<F&>;
+    if constexpr (std::is_void_v<Result>) {
+      detail::run_transaction(*stm_, deadline, [&] { body(); });
+    } else {
+      std::optional<Result> result;
+      detail::run_transaction(*stm_, deadline, [&] { result.emplace(body()); });
+      return std::move(*result);
+    }
+  }
+  /// dosync(guard, body) with a deadline (see dosync(deadline, body)).
+  template <typename F>
+  std::invoke_result_t<F&> dosync(const Deadline& deadline, const GuardedBy& guard, F&& body) {
+    return dosync(deadline, [&]() -> std::invoke_result_t<F&> {
+      detail::guard_transaction(guard);
+      return body();
+    });
+  }
+
   /// Runs `body` as a transaction and returns what it returns. Every ref read inside sees
   /// one snapshot; all writes commit atomically across stores, or the body runs again
   /// (keep it free of side effects). A dosync inside a dosync joins the outer one. Throws
-  /// RetryLimitExceeded after options().retry_limit attempts; the body's own exceptions
-  /// abort the transaction and pass through unchanged.
+  /// RetryLimitExceeded after options().retry_limit attempts; Timeout once
+  /// options().operation_timeout (if set) passed; OutcomeUnknown when the commit's reply was
+  /// lost and could not be resolved (it may have landed: do not simply run it again);
+  /// CommittedWithError when it landed and a step after it failed; LockLost (guarded_by);
+  /// ValidationError, ValueTooLarge, BackendError, CodecError from the refs; the body's own
+  /// exceptions abort the transaction and pass through unchanged.
   template <typename F>
   std::invoke_result_t<F&> dosync(F&& body) {
     using Result = std::invoke_result_t<F&>;

@@ -26,7 +26,18 @@
 // turns false, the on_lost callbacks run (on the client's callback thread), and ensure_held()
 // and dosync(guarded_by(lock), ...) throw LockLost. Every wait is bounded by its deadline or
 // ends with LockLost / SessionExpired.
+//
+// What the calls throw (all derive from avout::Error):
+//   Timeout         lock(deadline), or lock() past ClientOptions::operation_timeout: the
+//                   deadline passed or its stop token was stopped ("lock NAME: deadline
+//                   passed" / "cancelled"); the request node is deleted, nothing is held
+//   LockLost        the session ended while waiting or holding; unlock() without a hold
+//   SessionExpired  the session expired during a call
+//   ConnectionLoss  ZooKeeper unreachable for a call that does not ride it out
+//                   (fencing_token's read)
+//   Error           a read-to-write upgrade (could deadlock two readers)
 
+#include <avout/deadline.hpp>
 #include <avout/errors.hpp>
 
 #include <chrono>
@@ -60,8 +71,13 @@ enum class WriterPolicy {
 class Lock {
  public:
   /// Blocks until this thread holds the lock (reentrant: counts nested holds). Throws
-  /// LockLost / SessionExpired when the session ends while waiting.
+  /// LockLost / SessionExpired when the session ends while waiting, Timeout once
+  /// ClientOptions::operation_timeout (if set) passed.
   void lock();
+  /// Like lock(), giving up with Timeout when `deadline` passes or its stop token is
+  /// stopped (waits wake at once); nothing is left behind. A create whose reply was lost
+  /// is resolved first: a round trip in flight is not cut short.
+  void lock(const Deadline& deadline);
   /// Takes the lock only if it is free now (one round of ZooKeeper calls).
   bool try_lock();
   /// Waits up to `timeout`; false (and no node left behind) when it passes.
@@ -124,6 +140,8 @@ class ReadWriteLock {
  public:
   /// Exclusive hold (see Lock::lock).
   void lock() { writer_.lock(); }
+  /// Exclusive hold by `deadline`, else Timeout (see Lock::lock(const Deadline&)).
+  void lock(const Deadline& deadline) { writer_.lock(deadline); }
   /// Exclusive hold if free now.
   bool try_lock() { return writer_.try_lock(); }
   /// Exclusive hold within `timeout`.
@@ -136,6 +154,8 @@ class ReadWriteLock {
   void unlock() { writer_.unlock(); }
   /// Shared hold.
   void lock_shared() { reader_.lock(); }
+  /// Shared hold by `deadline`, else Timeout (see Lock::lock(const Deadline&)).
+  void lock_shared(const Deadline& deadline) { reader_.lock(deadline); }
   /// Shared hold if no writer holds or (hard policy) waits.
   bool try_lock_shared() { return reader_.try_lock(); }
   /// Shared hold within `timeout`.

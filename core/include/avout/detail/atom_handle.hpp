@@ -3,6 +3,7 @@
 // (its stored format, lost-reply resolution and watches live in the library's sources).
 
 #include <avout/backend.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/typed_watch.hpp>
 
 #include <cstdint>
@@ -33,10 +34,16 @@ class AtomHandle {
   virtual const std::string& name() const = 0;
   /// Compare-and-set attempts before RetryLimitExceeded.
   virtual std::size_t retry_limit() const = 0;
+  /// The deadline of a call given none: the client's operation_timeout from now, or none.
+  virtual Deadline default_deadline() const = 0;
+  /// Before retry `attempt` (1-based) of `call`: a jittered, growing pause, bounded by
+  /// `deadline`; Timeout naming the atom and `call` once it expired.
+  virtual void pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline) = 0;
   /// The stored value now.
   virtual AtomSnapshot read() = 0;
   /// Stores `payload` if the cell still holds `expected`; false when another write came
-  /// first. The write lands at most once, even when its reply was lost.
+  /// first. The write lands at most once, even when its reply was lost; OutcomeUnknown when
+  /// that cannot be found out, CommittedWithError when stored but its change notice not sent.
   virtual bool write(const AtomSnapshot& expected, Bytes payload) = 0;
   /// Adds or replaces the watch `key`.
   virtual void add_watch(const std::string& key, BytesWatch watch) = 0;

@@ -3,6 +3,7 @@
 // opaque ref (the engine, its records and ZooKeeper layout live in the library's sources).
 
 #include <avout/bytes.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/typed_watch.hpp>
 
 #include <functional>
@@ -40,5 +41,8 @@ class RefHandle {
 
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
 void run_transaction(StmContext& stm, const std::function<void()>& body);
+/// Like run_transaction, giving up with Timeout once `deadline` expires (checked between
+/// attempts and bounding back-off pauses; a commit in flight is awaited).
+void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body);
 
 }  // namespace avout::detail

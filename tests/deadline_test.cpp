@@ -1,0 +1,245 @@
+// Deadlines and cancellation (avout::Deadline): dosync, atom swaps and locks give up with
+// Timeout in time, name what gave up, and leave nothing behind (no claim, no request node).
+#include <avout/avout.hpp>
+#include <avout/postgres.hpp>
+
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+avout::testing::ZooKeeperServer& zookeeper() {
+  static avout::testing::ZooKeeperServer server;
+  return server;
+}
+
+avout::ClientOptions options() {
+  return avout::ClientOptions{.hosts = zookeeper().connect_string(), .session_timeout = 4000ms};
+}
+
+// Runs `call`, which must throw Timeout; returns its message and checks that it came after
+// `limit` and not much later.
+template <typename Call>
+std::string expect_timeout(std::chrono::milliseconds limit, Call call) {
+  const auto started = Clock::now();
+  std::string message;
+  try {
+    call();
+    FAIL("no Timeout");
+  } catch (const avout::Timeout& error) {
+    message = error.what();
+  }
+  const auto took = Clock::now() - started;
+  CHECK(took >= limit);
+  CHECK(took < limit + scaled(2s));
+  return message;
+}
+
+// The lock folder's request nodes (writers of a plain Lock).
+std::size_t lock_nodes(avout::Client& client, const std::string& name) {
+  return client.session().children(client.options().root + "/locks" + name + "/writers").size();
+}
+
+}  // namespace
+
+TEST_CASE("a dosync behind an older transaction's claim ends with Timeout in time and leaves no claim") {
+  avout::Client older(options());
+  avout::Client younger(options());
+  avout::Client other(options());
+  const std::string name = "/deadline-test/claimed";
+  auto old_ref = older.ref<long>(name, 0);
+  auto other_ref = other.ref<long>(name, 0);
+  auto young_ref = younger.ref<long>(name, 0);
+
+  // The older transaction loses three commits to `other`, so it claims the ref, and then
+  // runs long while holding the claim: younger writers yield to it.
+  std::promise<void> claimed;
+  std::atomic<bool> finish{false};
+  std::thread long_writer([&] {
+    int attempt = 0;
+    older.dosync([&] {
+      old_ref.alter([](long value) { return value + 1; });
+      if (++attempt <= 3) {
+        std::thread([&] { other.dosync([&] { other_ref.alter([](long v) { return v + 10; }); }); })
+            .join();
+        return;
+      }
+      if (attempt == 4) claimed.set_value();
+      while (!finish) std::this_thread::sleep_for(10ms);
+    });
+  });
+  REQUIRE(claimed.get_future().wait_for(scaled(20s)) == std::future_status::ready);
+
+  const auto message = expect_timeout(500ms, [&] {
+    younger.dosync(avout::Deadline::after(500ms),
+                   [&] { young_ref.alter([](long value) { return value + 100; }); });
+  });
+  CHECK(message.find("dosync: deadline passed after") != std::string::npos);
+  finish = true;
+  long_writer.join();
+
+  CHECK(younger.dosync([&] { return young_ref.deref(); }) == 31);  // nothing of the younger
+  // Every claim has ended: the older one's by its commit, and the younger never left one.
+  CHECK(younger.session().get(younger.options().root + "/stm/tags" + name).data.empty());
+}
+
+TEST_CASE("Lock::lock with a deadline while another process holds the lock is Timeout and leaves no request node") {
+  const std::string name = "/deadline-test/held";
+  avout::testing::StartSignal done;
+  avout::testing::ChildProcess holder(0, [&](int) {
+    avout::Client client(options());
+    auto lock = client.lock(name);
+    lock.lock();
+    client.session().create(client.options().root + "/deadline-test-held", {});
+    done.wait();
+    lock.unlock();
+  });
+  avout::Client client(options());
+  const std::string flag = client.options().root + "/deadline-test-held";
+  const auto until = Clock::now() + scaled(20s);
+  while (!client.session().exists(flag) && Clock::now() < until) std::this_thread::sleep_for(20ms);
+  REQUIRE(client.session().exists(flag));
+
+  auto lock = client.lock(name);
+  const auto message = expect_timeout(300ms, [&] { lock.lock(avout::Deadline::after(300ms)); });
+  CHECK(message == "lock " + name + ": deadline passed");
+  CHECK_FALSE(lock.is_held());
+  CHECK(lock_nodes(client, name) == 1);  // the holder's only
+
+  done.release();
+  CHECK(holder.wait(scaled(20s)) == 0);
+  lock.lock(avout::Deadline::after(scaled(10s)));  // free again: taken at once
+  CHECK(lock.is_held());
+  lock.unlock();
+}
+
+TEST_CASE("a stop request from another thread cancels a waiting Lock::lock at once") {
+  avout::Client client(options());
+  const std::string name = "/deadline-test/cancelled";
+  auto lock = client.lock(name);
+  lock.lock();  // this thread holds it: another thread waits in line
+  std::stop_source stop;
+  std::promise<std::string> outcome;
+  std::thread waiter([&] {
+    try {
+      lock.lock(stop.get_token());
+      lock.unlock();
+      outcome.set_value("acquired");
+    } catch (const avout::Timeout& error) {
+      outcome.set_value(error.what());
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto asked = Clock::now();
+  stop.request_stop();
+  auto result = outcome.get_future();
+  REQUIRE(result.wait_for(scaled(5s)) == std::future_status::ready);
+  CHECK(Clock::now() - asked < scaled(2s));
+  CHECK(result.get() == "lock " + name + ": cancelled");
+  waiter.join();
+  CHECK(lock_nodes(client, name) == 1);  // ours only
+  lock.unlock();
+}
+
+TEST_CASE("ClientOptions::operation_timeout bounds calls given no deadline, and must be positive") {
+  CHECK_THROWS_AS(avout::Client(avout::ClientOptions{.hosts = zookeeper().connect_string(),
+                                                     .operation_timeout = 0ms}),
+                  avout::InvalidDuration);
+  auto bounded = options();
+  bounded.operation_timeout = 300ms;
+  avout::Client client(bounded);
+  const std::string name = "/deadline-test/default";
+  auto lock = client.lock(name);
+  lock.lock();
+  std::string message;
+  std::thread([&] { message = expect_timeout(300ms, [&] { lock.lock(); }); }).join();
+  CHECK(message == "lock " + name + ": deadline passed");
+  lock.unlock();
+}
+
+TEST_CASE("an atom swap under endless contention ends with Timeout at its deadline and writes nothing") {
+  avout::Client client(options());
+  avout::Client rival(options());
+  const std::string name = "/deadline-test/contended";
+  auto atom = client.atom<long>(name, 0);
+  auto rival_atom = rival.atom<long>(name, 0);
+  int calls = 0;
+  const auto message = expect_timeout(400ms, [&] {
+    atom.swap(avout::Deadline::after(400ms), [&](long value) {
+      ++calls;
+      rival_atom.swap([](long v) { return v + 1; });  // always gets in first
+      return value + 100;
+    });
+  });
+  CHECK(message.find("atom " + name + ": swap: deadline passed after") != std::string::npos);
+  CHECK(calls > 1);
+  CHECK(atom.deref() == calls);  // the rival's writes only
+}
+
+TEST_CASE("a PostgreSQL statement running past the URL's statement_timeout is Timeout") {
+  const std::string url = avout::testing::shared_postgres().url();
+  const std::string limited = url + (url.find('?') == std::string::npos ? "?" : "&") +
+                              "statement_timeout=300";
+  CHECK_THROWS_AS(avout::postgres::Store(url + (url.find('?') == std::string::npos ? "?" : "&") +
+                                         "statement_timeout=soon"),
+                  avout::InvalidName);
+  avout::postgres::Store store(avout::postgres::StoreOptions{.url = limited,
+                                                             .table_prefix = "deadline_"});
+  auto cell = store.atom_state("/deadline-test/statement");
+  (void)cell->get();  // connected, tables created
+  // Another session locks the table for three seconds: reads wait behind it.
+  std::thread locker([&] {
+    const std::string command = "psql '" + url + "' -q -c \"BEGIN; LOCK TABLE deadline_atoms IN "
+                                "ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;\" >/dev/null";
+    CHECK(std::system(command.c_str()) == 0);
+  });
+  std::string message;
+  const auto until = Clock::now() + scaled(3s);
+  while (message.empty() && Clock::now() < until) {
+    try {
+      (void)cell->get();  // the lock is not taken yet
+      std::this_thread::sleep_for(20ms);
+    } catch (const avout::Timeout& error) {
+      message = error.what();
+    }
+  }
+  locker.join();
+  CHECK(message.find("statement timeout (300 ms) passed") != std::string::npos);
+  CHECK(message.find("postgres ") == 0);
+}
+
+TEST_CASE("Agent::await gives up at its deadline or on a stop request while an action runs") {
+  avout::Client client(options());
+  auto agent = client.agent<long>("/deadline-test/agent", 0);
+  agent.send_off([](long value) {
+    std::this_thread::sleep_for(1500ms);
+    return value + 1;
+  });
+  const auto message = expect_timeout(200ms, [&] { agent.await(avout::Deadline::after(200ms)); });
+  CHECK(message == "agent /deadline-test/agent: await: deadline passed");
+
+  std::stop_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);
+    stop.request_stop();
+  });
+  CHECK_THROWS_WITH_AS(agent.await(stop.get_token()), "agent /deadline-test/agent: await: cancelled",
+                       avout::Timeout);
+  canceller.join();
+  agent.await(avout::Deadline::after(scaled(20s)));
+  CHECK(agent.deref() == 1);
+}
