@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -125,4 +126,32 @@ TEST_CASE("4 processes x 3 threads queued behind a slow action: each action runs
   MESSAGE("the head moved " << head->version << " times for " << actions << " actions");
   CHECK(head->version > 0);
   CHECK(static_cast<std::size_t>(head->version) < actions);
+}
+
+TEST_CASE("an action that throws inside a batch keeps the actions before it and drops those "
+          "after it") {
+  avout::Client client(options());
+  auto agent = client.agent<Log>(unique_name("failing"), {});
+  std::atomic<bool> release{false};
+  agent.send([&release](Log log) {
+    while (!release) std::this_thread::sleep_for(5ms);  // the sends below queue behind it
+    log.push_back(0);
+    return log;
+  });
+  agent.send(append, 1);
+  agent.send(append, 2);
+  agent.send([](Log) -> Log { throw std::runtime_error("action 3 fails"); });
+  agent.send(append, 4);
+  agent.send(append, 5);
+  release = true;
+  REQUIRE(agent.await_for(scaled(30s)));
+  REQUIRE(agent.error());
+  CHECK(agent.error()->find("action 3 fails") != std::string::npos);
+  CHECK(agent.deref() == Log{0, 1, 2});
+  // One at a time they would set the head four times (0, 1, 2, the failure). Batched: the
+  // slow action's commit (with whichever sends had queued when it began) and one for the rest.
+  const auto head = client.session().exists(client.options().root + "/agents/heads" +
+                                            agent.name());
+  REQUIRE(head);
+  CHECK(head->version <= 2);
 }
