@@ -164,6 +164,68 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
 }
 
 std::string AgentCore::create_send(const std::string& tag) {
+  // Threads that send at once share one multi of creates: their nodes come out next to one
+  // another in the queue, so their actions run in one batch. A send begun after another
+  // returned goes in a later multi, so it still comes later in the queue.
+  Creating mine{tag, {}, {}, false};
+  std::unique_lock lock(create_mutex_);
+  to_create_.push_back(&mine);
+  while (!mine.done) {
+    if (creating_) {
+      created_.wait(lock);
+      continue;
+    }
+    creating_ = true;
+    const std::vector<Creating*> group = std::exchange(to_create_, {});
+    lock.unlock();
+    create_together(group);
+    lock.lock();
+    for (Creating* one : group) one->done = true;  // its thread reads it under the lock
+    creating_ = false;
+    created_.notify_all();
+  }
+  if (mine.error) std::rethrow_exception(mine.error);
+  return mine.node;
+}
+
+void AgentCore::create_together(const std::vector<Creating*>& group) {
+  auto settle = [&](Creating& one, auto&& make) {
+    try {
+      one.node = make(one.tag);
+    } catch (...) {
+      one.error = std::current_exception();
+    }
+  };
+  auto alone = [this](const std::string& tag) { return create_one_send(tag); };
+  if (group.size() == 1) return settle(*group.front(), alone);
+  std::vector<Operation> operations;
+  for (const Creating* one : group) {
+    operations.push_back(op::Create{send_prefix(one->tag), {}, CreateMode::ephemeral_sequential});
+  }
+  try {
+    const auto reply = session_.multi(operations);
+    reply.throw_if_failed(operations);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      settle(*group[i], [&](const std::string&) { return reply.results[i].created_path; });
+    }
+  } catch (const ConnectionLoss&) {
+    // The multi may have landed, all of it or none: each send finds its node or makes it.
+    const auto deadline =
+        std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+    for (Creating* one : group) {
+      settle(*one, [&](const std::string& tag) {
+        if (auto found = locate_send(tag, deadline)) return *found;
+        return create_one_send(tag);
+      });
+    }
+  } catch (const SessionExpired&) {
+    for (Creating* one : group) settle(*one, alone);  // nothing of it is left
+  } catch (...) {
+    for (Creating* one : group) one->error = std::current_exception();
+  }
+}
+
+std::string AgentCore::create_one_send(const std::string& tag) {
   const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
   while (true) {
     try {

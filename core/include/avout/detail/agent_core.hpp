@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <functional>
 #include <future>
@@ -98,6 +99,13 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
     bool blocking = false;
     std::optional<InDoubt> in_doubt;
   };
+  // A send waiting for its node: the sends of several threads are created in one multi.
+  struct Creating {
+    std::string tag;
+    std::string node;
+    std::exception_ptr error;
+    bool done = false;
+  };
   // What one look at the oldest pending send came to.
   enum class Step { finished, dropped, waiting, retry_later };
 
@@ -116,6 +124,8 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
   std::string create_send(const std::string& tag);
+  std::string create_one_send(const std::string& tag);
+  void create_together(const std::vector<Creating*>& group);
   std::optional<std::string> locate_send(const std::string& tag,
                                          std::chrono::steady_clock::time_point deadline);
 
@@ -141,6 +151,11 @@ class AgentCore : public std::enable_shared_from_this<AgentCore> {
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
+
+  std::mutex create_mutex_;  // guards the members below
+  std::condition_variable created_;
+  std::vector<Creating*> to_create_;  // sends waiting for the multi in flight to return
+  bool creating_ = false;             // a thread is creating a group of sends
 };
 
 }  // namespace avout::detail
