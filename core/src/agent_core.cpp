@@ -176,7 +176,11 @@ std::string AgentCore::create_send(const std::string& tag) {
       continue;
     }
     creating_ = true;
-    const std::vector<Creating*> group = std::exchange(to_create_, {});
+    // Bounded like a batch, which keeps the multi far under rule 11's size.
+    const auto taken = to_create_.begin() +
+                       static_cast<std::ptrdiff_t>(std::min(to_create_.size(), max_batch));
+    const std::vector<Creating*> group(to_create_.begin(), taken);
+    to_create_.erase(to_create_.begin(), taken);
     lock.unlock();
     create_together(group);
     lock.lock();
