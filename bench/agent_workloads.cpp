@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 namespace avout::bench {
@@ -13,16 +14,18 @@ std::string unique(const std::string& stem) {
   return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
 }
 
-// Sends `count` increments to `name` from this process, then awaits them. Latency of each is
-// the time from send() until its action starts running (the action runs in this process).
-ProcessReport send_and_await(Stores& stores, const std::string& name, int kind, int count) {
+// Sends `count` increments to `name` from this process, spread over `threads` sending at
+// once, then awaits them. Latency of each is the time from send() until its action starts
+// running (the action runs in this process).
+ProcessReport send_and_await(Stores& stores, const std::string& name, int kind, int count,
+                             int threads = 1) {
   auto agent = stores.client.agent<long>(name, 0, stores.store(kind));
   std::mutex mutex;
   std::unordered_map<long, std::chrono::steady_clock::time_point> sent;
   std::vector<double> latencies;
   const auto before = stores.client.session().statistics();
   const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < count; ++i) {
+  auto send_one = [&](long i) {
     {
       std::lock_guard lock(mutex);
       sent[i] = std::chrono::steady_clock::now();
@@ -38,7 +41,14 @@ ProcessReport send_and_await(Stores& stores, const std::string& name, int kind, 
           return value + 1;
         },
         i);
+  };
+  std::vector<std::thread> senders;
+  for (int t = 0; t < threads; ++t) {
+    senders.emplace_back([&, t] {
+      for (long i = t; i < count; i += threads) send_one(i);
+    });
   }
+  for (auto& sender : senders) sender.join();
   agent.await(std::chrono::minutes(5));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -79,6 +89,14 @@ void run_agent_workloads(const Settings& settings, const Servers& servers, const
     shared.floor_ms = floors.zookeeper_multi;
     shared.floor_name = "zookeeper multi";
     rows.push_back(shared);
+    Result burst = run_processes(
+        std::string("send to run, 4 processes x 4 threads, ") + store_name(kind), 4, [&](int) {
+          Stores stores(servers);
+          return send_and_await(stores, name, kind, n / 4, 4);
+        });
+    burst.floor_ms = floors.zookeeper_multi;
+    burst.floor_name = "zookeeper multi";
+    rows.push_back(burst);
   }
   print_table("agent: send(+1), latency from send to run, throughput of sends run", rows);
 }

@@ -1,6 +1,7 @@
 #include "agent_core.hpp"
 #include "agent_workers.hpp"
 #include "log.hpp"
+#include "multi_size.hpp"
 #include "node_cache.hpp"
 #include "runtime.hpp"
 #include "stm.hpp"
@@ -17,6 +18,12 @@ namespace avout::detail {
 namespace {
 
 constexpr std::uint8_t agent_head_format = 1;
+
+// The most actions one commit applies: a batch holds the queue for its run, and one whose
+// outcome is in doubt runs again whole.
+constexpr std::size_t max_batch = 512;
+// A batch's multi: the marker, the head, then one delete per send node.
+constexpr std::size_t first_send_op = 2;
 
 // Sends made by the action running on this thread: they go out once its value is stored.
 thread_local std::vector<std::function<void()>>* sends_of_running_action = nullptr;
@@ -158,6 +165,72 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
 }
 
 std::string AgentCore::create_send(const std::string& tag) {
+  // Threads that send at once share one multi of creates: their nodes come out next to one
+  // another in the queue, so their actions run in one batch. A send begun after another
+  // returned goes in a later multi, so it still comes later in the queue.
+  Creating mine{tag, {}, {}, false};
+  std::unique_lock lock(create_mutex_);
+  to_create_.push_back(&mine);
+  while (!mine.done) {
+    if (creating_) {
+      created_.wait(lock);
+      continue;
+    }
+    creating_ = true;
+    // Bounded like a batch, which keeps the multi far under rule 11's size.
+    const auto taken = to_create_.begin() +
+                       static_cast<std::ptrdiff_t>(std::min(to_create_.size(), max_batch));
+    const std::vector<Creating*> group(to_create_.begin(), taken);
+    to_create_.erase(to_create_.begin(), taken);
+    lock.unlock();
+    create_together(group);
+    lock.lock();
+    for (Creating* one : group) one->done = true;  // its thread reads it under the lock
+    creating_ = false;
+    created_.notify_all();
+  }
+  if (mine.error) std::rethrow_exception(mine.error);
+  return mine.node;
+}
+
+void AgentCore::create_together(const std::vector<Creating*>& group) {
+  auto settle = [&](Creating& one, auto&& make) {
+    try {
+      one.node = make(one.tag);
+    } catch (...) {
+      one.error = std::current_exception();
+    }
+  };
+  auto alone = [this](const std::string& tag) { return create_one_send(tag); };
+  if (group.size() == 1) return settle(*group.front(), alone);
+  std::vector<Operation> operations;
+  for (const Creating* one : group) {
+    operations.push_back(op::Create{send_prefix(one->tag), {}, CreateMode::ephemeral_sequential});
+  }
+  try {
+    const auto reply = session_.multi(operations);
+    reply.throw_if_failed(operations);
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      settle(*group[i], [&](const std::string&) { return reply.results[i].created_path; });
+    }
+  } catch (const ConnectionLoss&) {
+    // The multi may have landed, all of it or none: each send finds its node or makes it.
+    const auto deadline =
+        std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+    for (Creating* one : group) {
+      settle(*one, [&](const std::string& tag) {
+        if (auto found = locate_send(tag, deadline)) return *found;
+        return create_one_send(tag);
+      });
+    }
+  } catch (const SessionExpired&) {
+    for (Creating* one : group) settle(*one, alone);  // nothing of it is left
+  } catch (...) {
+    for (Creating* one : group) one->error = std::current_exception();
+  }
+}
+
+std::string AgentCore::create_one_send(const std::string& tag) {
   const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
   while (true) {
     try {
@@ -252,13 +325,13 @@ void AgentCore::kick() {
   workers_->post(blocking, [self = shared_from_this(), blocking] { self->drive(blocking); });
 }
 
-void AgentCore::finish_front(const std::string& sequence, bool dropped) {
+void AgentCore::finish(const std::vector<std::string>& nodes, bool dropped) {
   bool idle = false;
   {
     std::lock_guard lock(mutex_);
-    pending_.erase(sequence);
-    ++finished_;
-    if (dropped) ++dropped_;
+    for (const auto& node : nodes) pending_.erase(std::string(sequence_of(node)));
+    finished_ += nodes.size();
+    if (dropped) dropped_ += nodes.size();
     retry_delay_ = std::chrono::milliseconds(0);
     idle = pending_.empty();
     idle_.notify_all();
@@ -277,16 +350,7 @@ bool AgentCore::first_in_queue(const std::string& node) {
     if (mine == known_queue_.begin() && mine != known_queue_.end()) return true;
   }
   while (true) {
-    // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
-    auto children = session_.children(queue_path_);
-    std::erase_if(children, [](const std::string& child) { return child.rfind("s-", 0) != 0; });
-    std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
-      return sequence_of(a) < sequence_of(b);
-    });
-    {
-      std::lock_guard lock(mutex_);
-      known_queue_ = children;
-    }
+    const auto children = list_queue();
     auto mine = std::find(children.begin(), children.end(), own);
     if (mine == children.end()) throw SendVanished{};
     if (mine == children.begin()) return true;
@@ -303,6 +367,61 @@ bool AgentCore::first_in_queue(const std::string& node) {
           self->kick();
         });
     if (still_there) return false;  // the watch brings us back
+  }
+}
+
+std::vector<std::string> AgentCore::list_queue() {
+  // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
+  auto children = session_.children(queue_path_);
+  std::erase_if(children, [](const std::string& child) { return child.rfind("s-", 0) != 0; });
+  std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
+    return sequence_of(a) < sequence_of(b);
+  });
+  std::lock_guard lock(mutex_);
+  known_queue_ = children;
+  return children;
+}
+
+std::vector<AgentCore::Pending*> AgentCore::gather_batch() {
+  // The front is first in the queue. Behind it, this process's sends join the batch as long
+  // as they follow one another in the queue: another process's send in between must see the
+  // value of those before it, so the batch ends there.
+  const std::size_t chroot = session_.options().chroot.size();
+  // The marker and the head (its error message included) fit in the first few KB.
+  const std::size_t fixed = serialized_size(op::SetData{head_path_, Bytes(4096), 0}, chroot) +
+                            serialized_size(op::Create{runtime_.layout().markers(), {}}, chroot) + 64;
+  for (bool listed = false;; listed = true) {
+    std::vector<Pending*> batch;
+    bool more_of_ours = false;
+    {
+      std::lock_guard lock(mutex_);
+      std::size_t bytes = fixed;
+      auto next = pending_.begin();
+      auto known = known_queue_.begin();
+      for (; known != known_queue_.end() && next != pending_.end(); ++known, ++next) {
+        Pending& candidate = next->second;
+        if (*known != last_segment(candidate.node)) break;
+        // One pool per batch; a send whose earlier commit is in doubt is resolved on its own.
+        if (!batch.empty() && (candidate.blocking != batch.front()->blocking ||
+                               candidate.in_doubt || batch.size() == max_batch)) {
+          break;
+        }
+        bytes += serialized_size(op::Remove{candidate.node, 0}, chroot);
+        if (!batch.empty() && bytes > multi_limit) break;
+        batch.push_back(&candidate);
+      }
+      if (batch.empty()) {
+        // The listing no longer holds the front (its node vanished): it goes alone, and its
+        // commit finds out.
+        batch.push_back(&pending_.begin()->second);
+        return batch;
+      }
+      // Sends made since the last listing may follow: list once to find out.
+      more_of_ours = known == known_queue_.end() && next != pending_.end() &&
+                     next->second.blocking == batch.front()->blocking && batch.size() < max_batch;
+    }
+    if (listed || !more_of_ours) return batch;
+    (void)list_queue();
   }
 }
 
@@ -334,10 +453,12 @@ void AgentCore::drive(bool pool) {
       }
     }
     Step result = Step::retry_later;
+    std::vector<std::string> done;  // the send nodes a finished step deleted
     try {
-      result = step(*front);
+      result = step(*front, done);
     } catch (const SendVanished&) {
       result = Step::dropped;  // our session expired with the send node, like a dead sender's
+      done = {front->node};
     } catch (const std::exception& error) {
       // The store or ZooKeeper is unavailable: the send keeps its place and is tried again.
       std::lock_guard lock(mutex_);
@@ -347,7 +468,7 @@ void AgentCore::drive(bool pool) {
       }
     }
     if (result == Step::finished || result == Step::dropped) {
-      finish_front(sequence, result == Step::dropped);
+      finish(done, result == Step::dropped);
       continue;
     }
     if (result == Step::retry_later) {
@@ -373,20 +494,21 @@ void AgentCore::drive(bool pool) {
   }
 }
 
-AgentCore::Step AgentCore::step(Pending& pending) {
-  if (pending.in_doubt) {
-    const auto landed = resolve_commit(session_, pending.in_doubt->marker);
+AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) {
+  if (front.in_doubt) {
+    const auto landed = resolve_commit(session_, front.in_doubt->marker);
     if (!landed) return Step::retry_later;
     if (*landed) {
-      complete(pending.node, *pending.in_doubt);
+      done = front.in_doubt->nodes;
+      complete(*front.in_doubt);
       return Step::finished;
     }
-    if (pending.in_doubt->written) erase_quietly(*pending.in_doubt->written);
-    pending.in_doubt.reset();
+    if (front.in_doubt->written) erase_quietly(*front.in_doubt->written);
+    front.in_doubt.reset();
   }
-  if (!first_in_queue(pending.node)) return Step::waiting;
-  apply(pending);
-  return pending.in_doubt ? Step::retry_later : Step::finished;
+  if (!first_in_queue(front.node)) return Step::waiting;
+  apply(gather_batch(), done);
+  return front.in_doubt ? Step::retry_later : Step::finished;
 }
 
 void AgentCore::erase_quietly(const Point& point) {
@@ -397,10 +519,10 @@ void AgentCore::erase_quietly(const Point& point) {
   }
 }
 
-void AgentCore::complete(const std::string& node, InDoubt& landed) {
+void AgentCore::complete(InDoubt& landed) {
   {
     std::lock_guard lock(mutex_);
-    std::erase(known_queue_, last_segment(node));
+    for (const auto& node : landed.nodes) std::erase(known_queue_, last_segment(node));
   }
   (void)session_.remove_async(landed.marker, 0);
   if (landed.written) erase_quietly(landed.previous);
@@ -415,12 +537,13 @@ void AgentCore::complete(const std::string& node, InDoubt& landed) {
   }
 }
 
-void AgentCore::apply(Pending& pending) {
+void AgentCore::apply(std::vector<Pending*> batch, std::vector<std::string>& done) {
+  Pending& front = *batch.front();
   for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
-    auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last action
+    auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
     auto head_node = runtime_.nodes().finish(lookup);
     auto head = decode_agent_head(head_node.data, head_path_);
-    InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, {}};
+    InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, {}, {}};
     std::vector<Operation> operations;
     operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
     if (head.error) {
@@ -432,41 +555,64 @@ void AgentCore::apply(Pending& pending) {
         throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
                            ") is missing from its store");
       }
+      // Each action sees the value the one before it left; only the last is stored. The
+      // first that fails stops the batch: the head keeps the value before it, with its
+      // error, and the sends behind it are deleted unrun, as a failed agent drops them.
       AgentHead next_head{head.point, std::nullopt};
-      Bytes next;
-      sends_of_running_action = &commit.later_sends;
-      try {
-        next = pending.action(*current);
-        require_fits(next.size(), max_value_size_, "agent " + name_);
-        if (!accepts(next)) next_head.error = "the validator rejected the new value";
-      } catch (const std::exception& error) {
-        next_head.error = error.what();
-      } catch (...) {
-        next_head.error = "a non-standard exception";
+      Bytes value = std::move(*current);
+      bool changed = false;
+      for (Pending* pending : batch) {
+        std::vector<std::function<void()>> sends;
+        Bytes next;
+        sends_of_running_action = &sends;
+        try {
+          next = pending->action(value);
+          require_fits(next.size(), max_value_size_, "agent " + name_);
+          if (!accepts(next)) next_head.error = "the validator rejected the new value";
+        } catch (const std::exception& error) {
+          next_head.error = error.what();
+        } catch (...) {
+          next_head.error = "a non-standard exception";
+        }
+        sends_of_running_action = nullptr;
+        if (next_head.error) break;  // a failed action's sends never go out (as in Clojure)
+        value = std::move(next);
+        changed = true;
+        for (auto& go : sends) commit.later_sends.push_back(std::move(go));
       }
-      sends_of_running_action = nullptr;
-      if (next_head.error) {
-        commit.later_sends.clear();  // a failed action's sends never go out (as in Clojure)
-      } else {
+      if (changed) {
         runtime_.announce_session();
         commit.written = runtime_.new_point();
-        data_->set(next, *commit.written);
-        runtime_.remember(*commit.written, next);
+        data_->set(value, *commit.written);
+        runtime_.remember(*commit.written, value);
         next_head.point = *commit.written;
       }
       operations.push_back(
           op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version});
     }
-    operations.push_back(op::Remove{pending.node, 0});
+    for (Pending* pending : batch) {
+      operations.push_back(op::Remove{pending->node, 0});
+      commit.nodes.push_back(pending->node);
+    }
 
-    const auto landed = commit_with_marker(session_, operations, commit.marker);
+    MultiResult result;
+    const auto landed = commit_with_marker(session_, operations, commit.marker, &result);
     if (!landed) {
-      pending.in_doubt = std::move(commit);  // resolved before anything else is tried
+      front.in_doubt = std::move(commit);  // resolved before anything else is tried
       return;
     }
-    if (*landed) return complete(pending.node, commit);
+    if (*landed) {
+      done = commit.nodes;
+      return complete(commit);
+    }
     if (commit.written) erase_quietly(*commit.written);
-    if (!session_.exists(pending.node)) throw SendVanished{};
+    if (!result.committed && result.failed_index > first_send_op &&
+        result.failed_index < operations.size()) {
+      // A send of the batch vanished: the ones before it go again, it is dropped in its turn.
+      batch.resize(result.failed_index - first_send_op);
+      continue;
+    }
+    if (!session_.exists(front.node)) throw SendVanished{};
     // The head moved (a restart): apply again to the new value.
   }
   throw RetryLimitExceeded("agent " + name_ + ": an action kept conflicting with restarts");

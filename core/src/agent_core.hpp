@@ -5,8 +5,9 @@
 // the value store and, once an action failed, the error. Every send is an ephemeral
 // sequential node under <root>/agents/queues<name>; the sequence fixes the global order.
 // A process runs only its own sends: when its oldest send is first in the queue it applies
-// the action and commits in one multi (marker, versioned head, delete of the send node),
-// which lets the next sender's action run. A dead sender's nodes vanish with its session,
+// that action and the ones of its own right behind it in the queue, in memory, one after
+// another, and commits the batch in one multi (marker, versioned head, deletes of their send
+// nodes), which lets the next sender's action run. A dead sender's nodes vanish with its session,
 // so it never blocks the queue. Locally the sends wait in sequence order (several threads
 // may send at once) and one worker at a time drives them; a send is never dropped because
 // the store or ZooKeeper failed, only when its node vanished with an expired session.
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <functional>
 #include <future>
@@ -81,19 +83,27 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   static bool in_action();
 
  private:
-  // A commit of an action whose outcome is not known yet (its reply was lost and ZooKeeper
-  // stayed unreachable): resolved through its marker before anything else is tried.
+  // A commit of a batch of actions whose outcome is not known yet (its reply was lost and
+  // ZooKeeper stayed unreachable): resolved through its marker before anything else is tried.
   struct InDoubt {
     std::string marker;
-    Point previous;                                  // the value the action replaced
-    std::optional<Point> written;                    // set when the action succeeded
-    std::vector<std::function<void()>> later_sends;  // its own sends, out once it landed
+    Point previous;                                  // the value the batch replaced
+    std::optional<Point> written;                    // set when some action succeeded
+    std::vector<std::function<void()>> later_sends;  // their own sends, out once it landed
+    std::vector<std::string> nodes;                  // the send nodes it deletes, oldest first
   };
   struct Pending {
     std::string node;  // the send node
     AgentAction action;
     bool blocking = false;
     std::optional<InDoubt> in_doubt;
+  };
+  // A send waiting for its node: the sends of several threads are created in one multi.
+  struct Creating {
+    std::string tag;
+    std::string node;
+    std::exception_ptr error;
+    bool done = false;
   };
   // What one look at the oldest pending send came to.
   enum class Step { finished, dropped, waiting, retry_later };
@@ -102,15 +112,19 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void count_dropped();
   void kick();
   void drive(bool pool);
-  Step step(Pending& pending);
+  Step step(Pending& front, std::vector<std::string>& done);
   bool first_in_queue(const std::string& node);
-  void apply(Pending& pending);
-  void complete(const std::string& node, InDoubt& landed);
+  std::vector<std::string> list_queue();
+  std::vector<Pending*> gather_batch();
+  void apply(std::vector<Pending*> batch, std::vector<std::string>& done);
+  void complete(InDoubt& landed);
   void erase_quietly(const Point& point);
-  void finish_front(const std::string& sequence, bool dropped);
+  void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
   std::string create_send(const std::string& tag);
+  std::string create_one_send(const std::string& tag);
+  void create_together(const std::vector<Creating*>& group);
   std::optional<std::string> locate_send(const std::string& tag,
                                          std::chrono::steady_clock::time_point deadline);
 
@@ -136,6 +150,11 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
+
+  std::mutex create_mutex_;  // guards the members below
+  std::condition_variable created_;
+  std::vector<Creating*> to_create_;  // sends waiting for the multi in flight to return
+  bool creating_ = false;             // a thread is creating a group of sends
 };
 
 }  // namespace avout::detail
