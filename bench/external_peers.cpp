@@ -125,7 +125,8 @@ class EtcdServer {
 // Rows of a peer program's JSON ({"rows": [...]}) as results, each compared with `floor`.
 std::vector<Result> parse_rows(const std::string& output, double floor_ms, const std::string& floor_name) {
   std::vector<Result> results;
-  for (const auto& row : nlohmann::json::parse(output.substr(output.find('{'))).at("rows")) {
+  const auto document = nlohmann::json::parse(output.substr(output.find('{')));
+  for (const auto& row : document.at("rows")) {
     Result result;
     result.workload = row.at("workload");
     result.p50_ms = row.at("p50_ms");
