@@ -123,12 +123,12 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
       sum.zookeeper_requests += t.zookeeper_requests, sum.zookeeper_round_trips += t.zookeeper_round_trips;
       sum.multi_operations += t.multi_operations;
     }
-    munmap(shared, bytes);
     // Throughput over the longest process's transfers (not the wall time of run_processes,
     // which counts forking and attaching the accounts too).
     double longest_ms = 0;
     for (int i = 0; i < bank.processes; ++i) longest_ms = std::max(longest_ms, tallies[i].wall_ms);
     result.operations_per_second = 1000 * sum.transfers / longest_ms;
+    munmap(shared, bytes);
     const double n = sum.transfers;
     const double other = sum.wall_ms - sum.slept_ms - sum.write_ms - sum.read_ms - sum.erase_ms;
     std::printf("%-40s %7.0f %8.2f %8.2f %8.2f %8.2f | %6.2f %7.2f | %6.2f %7.2f | %6.2f %7.2f | %7.2f %6.2f %8.2f\n",
