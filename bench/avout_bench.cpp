@@ -1,7 +1,9 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), measures
-// the raw floors, then each workload beside them.
-// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock] [--json FILE] [--plot FILE.png]
+// the raw floors, then each workload beside them, then avout and its peers side by side.
+// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank] [--json FILE] [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
+#include "comparison.hpp"
+#include "external_peers.hpp"
 #include "report.hpp"
 #include "workloads.hpp"
 
@@ -21,7 +23,7 @@ int main(int argc, char** argv) {
   CLI::App app{"avout-bench: avout's workloads measured beside the raw floors of the same run"};
   app.add_flag("--quick", settings.quick, "shorter runs (a smoke test, not a measurement)");
   app.add_option("--only", only, "run only this group of workloads (the floors always run)")
-      ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock"}));
+      ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank"}));
   app.add_option("--json", json_path, "write every measurement to this JSON file");
   app.add_option("--plot", plot_path, "draw the measurements into this PNG file");
   app.add_option("--zookeeper", servers.zookeeper, "use this ZooKeeper (host:port) instead of starting one");
@@ -41,8 +43,14 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "atom") avout::bench::run_atom_workloads(settings, servers, floors);
     if (only.empty() || only == "stm") avout::bench::run_stm_workloads(settings, servers, floors);
     if (only.empty() || only == "agent") avout::bench::run_agent_workloads(settings, servers, floors);
-    if (only.empty() || only == "peers") avout::bench::run_peer_workloads(settings, servers, floors);
+    if (only.empty() || only == "peers") {
+      avout::bench::run_peer_workloads(settings, servers, floors);
+      avout::bench::run_etcd_peer(settings);
+      avout::bench::run_curator_peer(settings, servers, floors);
+    }
     if (only.empty() || only == "lock") avout::bench::run_lock_workloads(settings, servers, floors);
+    if (only.empty() || only == "bank") avout::bench::run_bank_anatomy(settings, servers, floors);
+    avout::bench::print_side_by_side(avout::bench::side_by_side(avout::bench::recorded()));
     if (!json_path.empty()) avout::bench::write_json(avout::bench::recorded(), json_path);
     if (!plot_path.empty()) avout::bench::draw_plot(avout::bench::recorded(), plot_path);
   } catch (const std::exception& error) {

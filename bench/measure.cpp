@@ -132,13 +132,15 @@ Result run_processes(const std::string& workload, int processes,
 }
 
 void print_table(const std::string& title, const std::vector<Result>& results) {
+  int width = 52;  // the longest row label's, so the columns stay aligned
+  for (const auto& r : results) width = std::max(width, static_cast<int>(r.workload.size()));
   std::printf("\n== %s ==\n", title.c_str());
-  std::printf("%-52s %10s %9s %9s %8s %8s %8s %9s  %s\n", "workload", "ops/s", "p50 ms",
+  std::printf("%-*s %10s %9s %9s %8s %8s %8s %9s  %s\n", width, "workload", "ops/s", "p50 ms",
               "p99 ms", "zk req", "zk rtt", "retries", "x floor", "floor (p50)");
   for (const auto& r : results) {
     char ratio[32] = "-";
     if (r.floor_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.p50_ms / r.floor_ms);
-    std::printf("%-52s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", r.workload.c_str(),
+    std::printf("%-*s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", width, r.workload.c_str(),
                 r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests,
                 r.zookeeper_round_trips, r.retries, ratio,
                 r.floor_name.c_str(),

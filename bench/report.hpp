@@ -12,7 +12,8 @@ void write_json(const nlohmann::json& rows, const std::string& path);
 
 /// Draws p50 latency against refs per transaction (read-write transactions, one line per
 /// store) and against client processes (one line per workload measured with 1 and with N
-/// processes) into `path` with gnuplot. Returns false (saying why) when gnuplot is missing.
+/// processes), and avout beside each peer per workload (bars), into `path` with gnuplot.
+/// Returns false (saying why) when gnuplot is missing.
 bool draw_plot(const nlohmann::json& rows, const std::string& path);
 
 }  // namespace avout::bench

@@ -74,6 +74,10 @@ void run_lock_workloads(const Settings& settings, const Servers& servers, const 
 /// Peers: Redis WATCH/MULTI and PostgreSQL SERIALIZABLE bank transfers, Avout's 2011 recipe.
 void run_peer_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 
+/// The contended bank taken apart: attempts, sleeps, store calls and ZooKeeper requests per
+/// commit, for mixed and Redis refs, and with less contention for comparison.
+void run_bank_anatomy(const Settings& settings, const Servers& servers, const Floors& floors);
+
 /// bench/stm: read-only and read-write transactions over k refs, and the contended bank.
 void run_stm_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 

@@ -1,0 +1,206 @@
+#include "external_peers.hpp"
+
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#ifndef AVOUT_BENCH_PEERS_DIR
+#error "AVOUT_BENCH_PEERS_DIR names bench/peers (set by bench/CMakeLists.txt)"
+#endif
+
+namespace avout::bench {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// The full path of `program` on PATH, or empty.
+std::string find_program(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "/usr/bin:/bin");
+  for (std::string folder; std::getline(folders, folder, ':');) {
+    const fs::path candidate = fs::path(folder) / program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+// Runs `command` in a shell; returns its standard output, or throws with `what` and the
+// output when it fails.
+std::string run_capturing(const std::string& command, const std::string& what) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error(what + ": cannot run " + command);
+  std::string output;
+  char buffer[4096];
+  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, got);
+  if (pclose(pipe) != 0) throw std::runtime_error(what + " failed: " + command + "\n" + output);
+  return output;
+}
+
+std::string make_temp_dir(const std::string& stem) {
+  std::string pattern = (fs::temp_directory_path() / ("avout-bench-" + stem + "-XXXXXX")).string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  return pattern;
+}
+
+// True when etcd on `port` answers its health check with healthy.
+bool etcd_healthy(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  const std::string request = "GET /health HTTP/1.0\r\n\r\n";
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buffer[1024];
+    for (ssize_t got; (got = recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, static_cast<std::size_t>(got));
+  }
+  close(fd);
+  return answer.find("\"health\":\"true\"") != std::string::npos;
+}
+
+// One etcd on free loopback ports, its data in a temporary folder removed when it stops.
+class EtcdServer {
+ public:
+  explicit EtcdServer(const std::string& etcd)
+      : dir_(make_temp_dir("etcd")), port_(testing::free_port()), peer_port_(testing::free_port()),
+        process_(0, [&](int) {
+          const std::string client = "http://127.0.0.1:" + std::to_string(port_);
+          const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+          const int log = open((dir_ + "/etcd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+          dup2(log, 1);
+          dup2(log, 2);
+          execl(etcd.c_str(), "etcd", "--name", "bench", "--data-dir", (dir_ + "/data").c_str(),
+                "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
+                "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
+                "--initial-cluster", ("bench=" + peer).c_str(), static_cast<char*>(nullptr));
+          throw std::runtime_error("cannot run " + etcd);
+        }) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!etcd_healthy(port_)) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("etcd on port " + std::to_string(port_) + " did not become healthy; see " +
+                                 dir_ + "/etcd.log");
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  ~EtcdServer() {
+    process_.signal(SIGTERM);
+    try {
+      process_.wait(20s);
+    } catch (const std::exception&) {  // killed by wait after the timeout
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  EtcdServer(const EtcdServer&) = delete;
+  EtcdServer& operator=(const EtcdServer&) = delete;
+  /// "127.0.0.1:<client port>".
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string dir_;
+  int port_;
+  int peer_port_;
+  testing::ChildProcess process_;
+};
+
+// Rows of a peer program's JSON ({"rows": [...]}) as results, each compared with `floor`.
+std::vector<Result> parse_rows(const std::string& output, double floor_ms, const std::string& floor_name) {
+  std::vector<Result> results;
+  const auto document = nlohmann::json::parse(output.substr(output.find('{')));
+  for (const auto& row : document.at("rows")) {
+    Result result;
+    result.workload = row.at("workload");
+    result.p50_ms = row.at("p50_ms");
+    result.p99_ms = row.at("p99_ms");
+    result.operations_per_second = row.at("operations_per_second");
+    result.retries = row.at("retries");
+    result.floor_ms = floor_ms;
+    result.floor_name = floor_name;
+    results.push_back(result);
+  }
+  return results;
+}
+
+}  // namespace
+
+void run_etcd_peer(const Settings& settings) {
+  const std::string etcd = find_program("etcd"), go = find_program("go");
+  const fs::path source = fs::path(AVOUT_BENCH_PEERS_DIR) / "etcd" / "main.go";
+  if (etcd.empty() || go.empty() || !fs::exists("/usr/share/gocode/src/go.etcd.io/etcd/clientv3")) {
+    std::printf("\n(etcd peer skipped: needs etcd, go and Debian's golang-etcd-server-dev; "
+                "scripts/setup --bench installs them)\n");
+    return;
+  }
+  const std::string build = make_temp_dir("etcd-peer");
+  // GOPATH mode against Debian's packaged sources: no module download, no network.
+  run_capturing("cd '" + build + "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
+                    "' build -o '" + build + "/etcd-peer' '" + source.string() + "' 2>&1",
+                "building the etcd peer");
+  std::string output;
+  {
+    EtcdServer server(etcd);
+    output = run_capturing("'" + build + "/etcd-peer' -endpoint " + server.endpoint() + " -iterations " +
+                               std::to_string(settings.iterations(500)),
+                           "the etcd peer");
+  }
+  fs::remove_all(build);
+  auto rows = parse_rows(output, 0, "");
+  double floor = 0;
+  for (const auto& row : rows) {
+    if (row.workload == "etcd get + put") floor = row.p50_ms;
+  }
+  for (auto& row : rows) {
+    if (row.workload.rfind("etcd ", 0) == 0) continue;  // the floor rows themselves
+    row.floor_ms = floor;
+    row.floor_name = "etcd get+put";
+  }
+  print_table("peers: etcd 3.4 STM and Mutex (its own server on loopback, this run)", rows);
+}
+
+void run_curator_peer(const Settings& settings, const Servers& servers, const Floors& floors) {
+  const std::string javac = find_program("javac"), java = find_program("java");
+  const fs::path jars = "/usr/share/java";
+  if (javac.empty() || java.empty() || !fs::exists(jars / "curator-recipes.jar")) {
+    std::printf("\n(Curator peer skipped: needs javac and Debian's libcurator-recipes-java; "
+                "scripts/setup --bench installs them)\n");
+    return;
+  }
+  std::string classpath;
+  for (const char* jar : {"curator-recipes", "curator-framework", "curator-client", "zookeeper", "zookeeper-jute",
+                          "guava", "failureaccess", "slf4j-api", "slf4j-nop"}) {
+    const fs::path file = jars / (std::string(jar) + ".jar");
+    if (fs::exists(file)) classpath += file.string() + ":";
+  }
+  const std::string build = make_temp_dir("curator-peer");
+  const fs::path source = fs::path(AVOUT_BENCH_PEERS_DIR) / "curator" / "CuratorPeer.java";
+  run_capturing("'" + javac + "' -nowarn -d '" + build + "' -cp '" + classpath + "' '" + source.string() + "' 2>&1",
+                "compiling the Curator peer");
+  const std::string output =
+      run_capturing("'" + java + "' -cp '" + build + ":" + classpath + "' CuratorPeer " + servers.zookeeper + " " +
+                        std::to_string(settings.iterations(500)),
+                    "the Curator peer");
+  fs::remove_all(build);
+  print_table("peers: Apache Curator recipes on the same ZooKeeper",
+              parse_rows(output, floors.zookeeper_get_set, "zookeeper get+set"));
+}
+
+}  // namespace avout::bench

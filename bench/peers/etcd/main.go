@@ -1,0 +1,244 @@
+// etcd-peer: etcd's STM and Mutex on the workloads avout-bench measures, printed as JSON rows
+// ({"rows": [{"workload", "p50_ms", "p99_ms", "operations_per_second", "retries"}]}) that
+// avout-bench reads. Built in GOPATH mode against Debian's golang-etcd-server-dev (etcd 3.4).
+// Usage: etcd-peer -endpoint 127.0.0.1:PORT [-iterations N] [-clients 8] [-accounts 20]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/clientv3/concurrency"
+)
+
+// row is one measured workload, in avout-bench's field names.
+type row struct {
+	Workload   string  `json:"workload"`
+	P50        float64 `json:"p50_ms"`
+	P99        float64 `json:"p99_ms"`
+	Throughput float64 `json:"operations_per_second"`
+	Retries    float64 `json:"retries"`
+}
+
+var (
+	endpoint   = flag.String("endpoint", "127.0.0.1:2379", "etcd client address")
+	iterations = flag.Int("iterations", 500, "operations per uncontended workload")
+	clients    = flag.Int("clients", 8, "clients of the contended workloads (one connection each)")
+	accounts   = flag.Int("accounts", 20, "accounts of the bank")
+	rows       []row
+)
+
+func connect() *clientv3.Client {
+	client, err := clientv3.New(clientv3.Config{Endpoints: []string{*endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		fail(err)
+	}
+	return client
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "etcd-peer:", err)
+	os.Exit(1)
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(p*float64(len(sorted)-1))]
+}
+
+// record adds a row from per-operation latencies (ms); wall > 0 gives throughput over the
+// wall time (contended runs), otherwise 1 / mean latency.
+func record(workload string, latencies []float64, wall time.Duration, retries int) {
+	sort.Float64s(latencies)
+	total := 0.0
+	for _, l := range latencies {
+		total += l
+	}
+	throughput := 1000 * float64(len(latencies)) / total
+	if wall > 0 {
+		throughput = float64(len(latencies)) / wall.Seconds()
+	}
+	rows = append(rows, row{workload, percentile(latencies, 0.5), percentile(latencies, 0.99), throughput,
+		float64(retries) / float64(len(latencies))})
+}
+
+// timeEach runs operation n times and returns its latencies in ms.
+func timeEach(n int, operation func()) []float64 {
+	latencies := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		operation()
+		latencies = append(latencies, float64(time.Since(start).Microseconds())/1000)
+	}
+	return latencies
+}
+
+// contended runs body(client index, operation index) per client concurrently; each client has
+// its own connection, as avout's processes each have their own session.
+func contended(workload string, perClient int, body func(c *clientv3.Client, index int) func() int) {
+	var mutex sync.Mutex
+	var all []float64
+	retries := 0
+	var wait sync.WaitGroup
+	start := time.Now()
+	for index := 0; index < *clients; index++ {
+		wait.Add(1)
+		go func(index int) {
+			defer wait.Done()
+			client := connect()
+			defer client.Close()
+			operation := body(client, index)
+			own := 0
+			latencies := timeEach(perClient, func() { own += operation() })
+			mutex.Lock()
+			all = append(all, latencies...)
+			retries += own
+			mutex.Unlock()
+		}(index)
+	}
+	wait.Wait()
+	record(workload, all, time.Since(start), retries)
+}
+
+// stm runs apply in an STM of the given isolation; returns its retries (apply runs - 1).
+func stm(client *clientv3.Client, isolation concurrency.Isolation, apply func(concurrency.STM) error) int {
+	runs := 0
+	_, err := concurrency.NewSTM(client, func(s concurrency.STM) error { runs++; return apply(s) },
+		concurrency.WithIsolation(isolation))
+	if err != nil {
+		fail(err)
+	}
+	return runs - 1
+}
+
+func add(s concurrency.STM, key string, delta int) {
+	value, _ := strconv.Atoi(s.Get(key))
+	s.Put(key, strconv.Itoa(value+delta))
+}
+
+func main() {
+	flag.Parse()
+	client := connect()
+	defer client.Close()
+	ctx := context.Background()
+	prefix := fmt.Sprintf("/bench-%d/", time.Now().UnixNano())
+	n := *iterations
+
+	// The floor: one linearizable Get, one Put, and a Get then a Put (a read-modify-write).
+	floorKey := prefix + "floor"
+	if _, err := client.Put(ctx, floorKey, "0"); err != nil {
+		fail(err)
+	}
+	record("etcd get", timeEach(n, func() { client.Get(ctx, floorKey) }), 0, 0)
+	record("etcd put", timeEach(n, func() { client.Put(ctx, floorKey, "1") }), 0, 0)
+	record("etcd get + put", timeEach(n, func() { client.Get(ctx, floorKey); client.Put(ctx, floorKey, "2") }), 0, 0)
+
+	isolations := []struct {
+		name  string
+		value concurrency.Isolation
+	}{{"serializable", concurrency.Serializable}, {"default", concurrency.SerializableSnapshot}}
+	keys := func(stem string, k int) []string {
+		names := make([]string, k)
+		for i := range names {
+			names[i] = fmt.Sprintf("%s%s/%d", prefix, stem, i)
+			client.Put(ctx, names[i], "1000")
+		}
+		return names
+	}
+	for _, isolation := range isolations {
+		for _, k := range []int{1, 2, 4, 8} {
+			names := keys(fmt.Sprintf("rw-%s-%d", isolation.name, k), k)
+			retries := 0
+			latencies := timeEach(n, func() {
+				retries += stm(client, isolation.value, func(s concurrency.STM) error {
+					for _, name := range names {
+						add(s, name, 1)
+					}
+					return nil
+				})
+			})
+			record(fmt.Sprintf("read-write txn, k=%d: etcd STM %s", k, isolation.name), latencies, 0, retries)
+		}
+		names := keys("ro-"+isolation.name, 8)
+		latencies := timeEach(n, func() {
+			stm(client, isolation.value, func(s concurrency.STM) error {
+				for _, name := range names {
+					s.Get(name)
+				}
+				return nil
+			})
+		})
+		record("read-only txn, k=8: etcd STM "+isolation.name, latencies, 0, 0)
+	}
+
+	// The contended bank: the clients transfer 1 between two random accounts of the same bank.
+	perClient := n / 2
+	for _, isolation := range isolations {
+		bank := keys("bank-"+isolation.name, *accounts)
+		contended(fmt.Sprintf("bank transfer, %d processes: etcd STM %s", *clients, isolation.name), perClient,
+			func(c *clientv3.Client, index int) func() int {
+				random := rand.New(rand.NewSource(int64(index) + 1))
+				return func() int {
+					from := random.Intn(*accounts)
+					to := (from + 1 + random.Intn(*accounts-1)) % *accounts
+					return stm(c, isolation.value, func(s concurrency.STM) error {
+						add(s, bank[from], -1)
+						add(s, bank[to], 1)
+						return nil
+					})
+				}
+			})
+	}
+
+	// The lock: acquire and release, alone then from every client at once.
+	lockOnce := func(mutex *concurrency.Mutex) {
+		if err := mutex.Lock(ctx); err != nil {
+			fail(err)
+		}
+		if err := mutex.Unlock(ctx); err != nil {
+			fail(err)
+		}
+	}
+	session, err := concurrency.NewSession(client)
+	if err != nil {
+		fail(err)
+	}
+	alone := concurrency.NewMutex(session, prefix+"lock-alone")
+	record("lock acquire+release, 1 process: etcd Mutex", timeEach(n, func() { lockOnce(alone) }), 0, 0)
+	session.Close()
+	// Gaggle's contended case, as avout-bench's lock rows: 10 clients, one key, a 100 us task.
+	*clients = 10
+	contended("lock, 10 processes, one key: etcd Mutex", n/5,
+		func(c *clientv3.Client, index int) func() int {
+			own, err := concurrency.NewSession(c)
+			if err != nil {
+				fail(err)
+			}
+			mutex := concurrency.NewMutex(own, prefix+"lock-contended")
+			return func() int {
+				if err := mutex.Lock(ctx); err != nil {
+					fail(err)
+				}
+				for start := time.Now(); time.Since(start) < 100*time.Microsecond; {
+				}
+				if err := mutex.Unlock(ctx); err != nil {
+					fail(err)
+				}
+				return 0
+			}
+		})
+
+	out, _ := json.Marshal(map[string][]row{"rows": rows})
+	fmt.Println(string(out))
+}

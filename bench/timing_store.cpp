@@ -1,0 +1,79 @@
+#include "timing_store.hpp"
+
+namespace avout::bench {
+
+namespace {
+
+// Adds the time since it was made to a counter when it goes out of scope.
+class Stopwatch {
+ public:
+  explicit Stopwatch(std::atomic<std::uint64_t>& into) : into_(into) {}
+  ~Stopwatch() {
+    into_ += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+  }
+  Stopwatch(const Stopwatch&) = delete;
+  Stopwatch& operator=(const Stopwatch&) = delete;
+
+ private:
+  std::atomic<std::uint64_t>& into_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+class TimingData final : public ReferenceData {
+ public:
+  TimingData(std::unique_ptr<ReferenceData> inner, StoreTally& tally) : inner(std::move(inner)), tally_(tally) {}
+  std::string name() const override { return inner->name(); }
+  void set(Bytes value, const Point& point) override {
+    Stopwatch watch(tally_.write_ns);
+    ++tally_.writes;
+    ++tally_.write_calls;
+    inner->set(std::move(value), point);
+  }
+  Bytes get(const Point& point) override {
+    Stopwatch watch(tally_.read_ns);
+    ++tally_.reads;
+    return inner->get(point);
+  }
+  void erase(const Point& point) override {
+    Stopwatch watch(tally_.erase_ns);
+    ++tally_.erases;
+    inner->erase(point);
+  }
+  std::vector<Point> points() override { return inner->points(); }
+  std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) override {
+    return inner->commit_operation(value, point);
+  }
+  /// The wrapped version set (the inner store's batch calls take its own).
+  std::unique_ptr<ReferenceData> inner;
+
+ private:
+  StoreTally& tally_;
+};
+
+ReferenceData* unwrap(ReferenceData* data) { return static_cast<TimingData*>(data)->inner.get(); }
+
+}  // namespace
+
+std::unique_ptr<ReferenceData> TimingStore::reference_data(const std::string& name) {
+  return std::make_unique<TimingData>(inner_.reference_data(name), tally_);
+}
+
+void TimingStore::set_values(std::span<const PointValue> values) {
+  std::vector<PointValue> inner;
+  for (const auto& v : values) inner.push_back({unwrap(v.data), v.point, v.value});
+  Stopwatch watch(tally_.write_ns);
+  tally_.writes += values.size();
+  ++tally_.write_calls;
+  inner_.set_values(inner);
+}
+
+void TimingStore::erase_values(std::span<const PointErasure> erasures) {
+  std::vector<PointErasure> inner;
+  for (const auto& e : erasures) inner.push_back({unwrap(e.data), e.point});
+  Stopwatch watch(tally_.erase_ns);
+  tally_.erases += erasures.size();
+  inner_.erase_values(inner);
+}
+
+}  // namespace avout::bench
