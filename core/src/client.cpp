@@ -35,7 +35,10 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
       *session_, options_.root, callbacks_,
       detail::StmOptions{.retry_limit = options_.retry_limit,
                          .max_history = options_.max_history,
-                         .min_history = options_.min_history});
+                         .min_history = options_.min_history,
+                         .barging = options_.barging.enabled,
+                         .barge_after = options_.barging.after,
+                         .yield_limit = options_.barging.yield_limit});
   agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
 }
 

@@ -58,7 +58,9 @@ struct StmOptions {
   std::size_t retry_limit = 10000;  ///< attempts before RetryLimitExceeded
   std::size_t max_history = 10;     ///< older versions each head keeps for snapshot reads
   std::size_t min_history = 0;      ///< versions each head keeps before any history miss
+  bool barging = true;              ///< false: old transactions never claim their refs
   std::size_t barge_after = 3;      ///< failed attempts after which a transaction tags its refs
+  std::size_t yield_limit = 100;    ///< most attempts one dosync gives way to older claimants
 };
 
 /// The age of one dosync across its attempts (transactions.md rule 10): the older transaction wins.
@@ -220,17 +222,7 @@ struct RetryAttempt {
 /// writer prefix (then gc never erases it).
 std::optional<std::int64_t> writer_of(const std::string& id);
 
-/// Barging state of one dosync, carried from attempt to attempt (docs/transactions.md rule 10).
-struct BargeState {
-  std::optional<TransactionAge> age;  ///< set by the first attempt
-  std::size_t failed_attempts = 0;    ///< attempts that retried so far
-  std::size_t yields = 0;             ///< attempts that gave way to an older transaction
-  /// Tags this dosync holds: ref -> tag version after our setData.
-  std::map<std::shared_ptr<RefCore>, std::int32_t> held;
-  /// Claims whose reply was lost: held exactly when the tag carries our age (read again
-  /// before the dosync ends, so none outlives it).
-  std::set<std::shared_ptr<RefCore>> unsure;
-};
+struct BargeState;  // barging.hpp
 
 /// A definite "did it land?" for a multi whose reply was lost (docs/transactions.md rule 6):
 /// its marker, created in op 0, exists exactly when it was applied. nullopt when ZooKeeper
@@ -304,26 +296,15 @@ class Transaction {
   void report_history_miss(RefCore& ref);
   void require_unchanged_since_read_point(const Entry& entry);
   void check_session() const;
-  struct Tag {
-    std::optional<TransactionAge> owner;
-    std::int32_t version = 0;
-  };
-  // Reads the targets' tags pipelined; `meanwhile` runs while the replies travel.
-  std::vector<Tag> read_tags(const std::vector<Entry*>& targets,
-                             const std::function<void()>& meanwhile = {});
-
-  // A written or commuted value stored under a fresh point for the commit.
-  struct Staged {
-    Entry* target;
-    Point point;
-    HeadRecord next;
-    std::vector<Point> trimmed;
-    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
-  };
-  // Clean-up and commit callbacks once the multi landed; CommittedWithError when one failed.
-  void after_landing(std::vector<Staged>& written, std::vector<Staged>& recomputed,
-                     const std::vector<std::shared_ptr<RefCore>>& released,
-                     const MultiResult& result, std::size_t first_addition);
+  // The stages of commit(), sharing one Commit (transaction.cpp).
+  struct Commit;
+  struct Multi;
+  bool plan_commit(Commit& commit);
+  void stage_written(Commit& commit);
+  bool stage_commuted(Commit& commit);
+  Multi build_multi(Commit& commit);
+  bool apply_result(Commit& commit, const Multi& multi);
+  void after_landing(Commit& commit, const Multi& multi);
 
   struct CommitAddition {
     std::vector<Operation> operations;
