@@ -1,3 +1,4 @@
+#include "background_erasure.hpp"
 #include "hex.hpp"
 #include "node_cache.hpp"
 #include "unique_ids.hpp"
@@ -142,11 +143,12 @@ Bytes newest_value(ZooKeeperSession& session, const std::string& head, const std
 }
 }  // namespace
 
-RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
+RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data, Store& store,
                  std::size_t max_value_size, StmContext& stm)
     : name_(std::move(name)),
       head_path_(stm.head_path(name_)),
       data_(std::move(data)),
+      store_(store),
       max_value_size_(max_value_size),
       stm_(stm) {
   // The watcher's reads must not reach back into this object (it may die first).
@@ -226,7 +228,8 @@ StmContext::StmContext(ZooKeeperSession& session, const std::string& root,
       sessions_root_(root + "/stm/sessions"),
       callbacks_(std::move(callbacks)),
       options_(options),
-      nodes_(std::make_unique<NodeCache>(session)) {
+      nodes_(std::make_unique<NodeCache>(session)),
+      erasures_(std::make_unique<BackgroundErasure>()) {
   session_.create_recursive(clock_path_);
   session_.create_recursive(markers_root_);
   session_.create_recursive(sessions_root_);
@@ -287,7 +290,7 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
     if (!ref) {
       ref = std::make_shared<RefCore>(
           name, std::shared_ptr<ReferenceData>(store.reference_data(value_key("ref", name))),
-          store.max_value_size(), *this);
+          store, store.max_value_size(), *this);
       known = KnownRef{ref, store.description()};
     }
   }

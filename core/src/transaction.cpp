@@ -1,5 +1,7 @@
+#include "background_erasure.hpp"
 #include "barging.hpp"
 #include "node_cache.hpp"
+#include "value_batches.hpp"
 
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <utility>
 #include <variant>
 
 namespace avout::detail {
@@ -34,13 +37,6 @@ std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
       operation);
 }
 
-void erase_quietly(RefCore& ref, const Point& point) {
-  try {
-    ref.data().erase(point);
-  } catch (const Error&) {
-    // Left for gc: an unreferenced point is garbage, never visible.
-  }
-}
 }  // namespace
 
 Transaction* Transaction::current() { return running; }
@@ -256,6 +252,7 @@ struct Transaction::Commit {
     HeadRecord next;
     std::vector<Point> trimmed;
     std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
+    std::optional<Bytes> unstored;       // the value, until store() wrote it to its store
   };
 
   std::vector<Entry*> fixed;     // written or ensured: checked at the version read
@@ -275,7 +272,7 @@ struct Transaction::Commit {
                const Bytes& value) {
     RefCore& ref = *target->ref;
     ref.validate(value);
-    Staged staged{target, stm.new_point(), HeadRecord{}, {}, std::nullopt};
+    Staged staged{target, stm.new_point(), HeadRecord{}, {}, std::nullopt, std::nullopt};
     // Adaptive history (Clojure's min/max history): misses grow what is kept, those of
     // every process (reported in the head's child version) and this process's own.
     const auto& options = stm.options();
@@ -298,16 +295,41 @@ struct Transaction::Commit {
         else staged.in_multi.reset();
       }
     }
-    if (!staged.in_multi) ref.data().set(value, staged.point);
-    stm.remember(staged.point, value);
+    if (staged.in_multi) stm.remember(staged.point, value);
+    else staged.unstored = value;
     return staged;
   }
 
-  // Erases values stored for an attempt that did not commit.
-  static void discard(std::vector<Staged>& staged) {
+  // Rule 16: writes the staged values the multi does not create, one batch per store, the
+  // stores concurrently; durable and acknowledged on return (rule 7).
+  static void store(StmContext& stm, std::vector<Staged>& staged) {
+    std::vector<StoreWrites> batches;
     for (auto& s : staged) {
-      if (!s.in_multi) erase_quietly(*s.target->ref, s.point);
+      if (!s.unstored) continue;
+      Store* store = &s.target->ref->store();
+      auto batch = std::find_if(batches.begin(), batches.end(),
+                                [&](const StoreWrites& b) { return b.store == store; });
+      if (batch == batches.end()) batch = batches.insert(batches.end(), StoreWrites{store, {}});
+      batch->values.push_back(PointValue{&s.target->ref->data(), s.point, *s.unstored});
     }
+    write_per_store(batches);
+    for (auto& s : staged) {
+      if (s.unstored) stm.remember(s.point, *std::exchange(s.unstored, std::nullopt));
+    }
+  }
+
+  // Erases values stored for an attempt that did not commit, one batch per store.
+  static void discard(std::vector<Staged>& staged) {
+    std::vector<StoreErasures> batches;
+    for (auto& s : staged) {
+      if (s.in_multi) continue;
+      Store* store = &s.target->ref->store();
+      auto batch = std::find_if(batches.begin(), batches.end(),
+                                [&](const StoreErasures& b) { return b.store == store; });
+      if (batch == batches.end()) batch = batches.insert(batches.end(), StoreErasures{store, {}});
+      batch->erasures.push_back(PointErasure{&s.target->ref->data(), s.point});
+    }
+    erase_per_store(batches);
     staged.clear();
   }
 };
@@ -388,6 +410,7 @@ void Transaction::stage_written(Commit& commit) {
               commit.stage(stm_, target, target->head, target->head_stat, *target->value));
         }
       }
+      Commit::store(stm_, commit.written);
     });
     yield_to_older(stm_, barge_, commit.claimable, commit.tags);
   } catch (...) {
@@ -419,6 +442,7 @@ bool Transaction::stage_commuted(Commit& commit) {
       commit.recomputed.push_back(commit.stage(stm_, target, head, node.stat, value));
       commit.commuted_stats.push_back(node.stat);
     }
+    Commit::store(stm_, commit.recomputed);
   } catch (...) {
     Commit::discard(commit.recomputed);
     Commit::discard(commit.written);
@@ -531,12 +555,15 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   auto& session = stm_.session();
   const std::string marker = marker_path_;
   step("cleaning up after the commit", [&] {
-    // Rule 9: trimmed values go only now that the commit is known to have landed.
+    // Rule 9: trimmed values go only now that the commit is known to have landed; rule 16:
+    // off this thread, so the caller does not wait for them.
+    BackgroundErasure::Job trimmed;
     for (auto* staged : {&commit.written, &commit.recomputed}) {
       for (auto& s : *staged) {
-        for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
+        for (auto& old : s.trimmed) trimmed.emplace_back(s.target->ref, old);
       }
     }
+    stm_.erasures().post(std::move(trimmed));
     forget_claims(barge_, multi.released);
     (void)session.remove_async(marker, 0);
     // The heads (and released tags) just changed: read them ahead for the next transaction.

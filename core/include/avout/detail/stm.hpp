@@ -32,6 +32,7 @@ struct GarbageReport {
 
 namespace avout::detail {
 
+class BackgroundErasure;
 class CallbackExecutor;
 class NodeCache;
 
@@ -82,11 +83,13 @@ class StmContext;
 /// One ref: its head node, its value store, its validator and watches.
 class RefCore : public std::enable_shared_from_this<RefCore> {
  public:
-  RefCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
-          StmContext& stm);
+  RefCore(std::string name, std::shared_ptr<ReferenceData> data, Store& store,
+          std::size_t max_value_size, StmContext& stm);
   const std::string& name() const { return name_; }
   const std::string& head_path() const { return head_path_; }
   ReferenceData& data() { return *data_; }
+  /// The store that made data(): commits write its values through it, batched per store.
+  Store& store() { return store_; }
   std::size_t max_value_size() const { return max_value_size_; }
   StmContext& stm() { return stm_; }
 
@@ -112,6 +115,7 @@ class RefCore : public std::enable_shared_from_this<RefCore> {
   std::string name_;
   std::string head_path_;
   std::shared_ptr<ReferenceData> data_;
+  Store& store_;
   std::size_t max_value_size_;
   StmContext& stm_;
   std::mutex validator_mutex_;
@@ -131,6 +135,8 @@ class StmContext {
   StmContext& operator=(const StmContext&) = delete;
   /// Heads and tags this client has read, kept valid by watches (docs/transactions.md rule 12).
   NodeCache& nodes() { return *nodes_; }
+  /// Trimmed values waiting to be erased off the committing threads (rule 16).
+  BackgroundErasure& erasures() { return *erasures_; }
   ZooKeeperSession& session() { return session_; }
   const StmOptions& options() const { return options_; }
   const std::string& clock_path() const { return clock_path_; }
@@ -210,6 +216,7 @@ class StmContext {
   std::unordered_map<std::string, Bytes> cache_;  // point id -> value
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
+  std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };
 
 /// Thrown inside a transaction to unwind the user's function for another attempt. Not an
