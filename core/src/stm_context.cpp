@@ -1,6 +1,7 @@
 #include "background_erasure.hpp"
 #include "hex.hpp"
 #include "node_cache.hpp"
+#include "pending_markers.hpp"
 #include "unique_ids.hpp"
 #include "wire.hpp"
 
@@ -229,6 +230,7 @@ StmContext::StmContext(ZooKeeperSession& session, const std::string& root,
       callbacks_(std::move(callbacks)),
       options_(options),
       nodes_(std::make_unique<NodeCache>(session)),
+      pending_markers_(std::make_unique<PendingMarkers>(session)),
       erasures_(std::make_unique<BackgroundErasure>()) {
   session_.create_recursive(clock_path_);
   session_.create_recursive(markers_root_);

@@ -1,6 +1,7 @@
 #include "background_erasure.hpp"
 #include "barging.hpp"
 #include "node_cache.hpp"
+#include "pending_markers.hpp"
 #include "value_batches.hpp"
 
 #include <avout/detail/stm.hpp>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 #include <utility>
 #include <variant>
@@ -26,6 +28,8 @@ constexpr std::size_t op_overhead = 128;
 constexpr std::size_t point_size = 53;
 // A history entry in an encoded head: zxid and length-prefixed point id.
 constexpr std::size_t head_entry_size = 8 + 8 + point_size;
+// Markers of earlier commits one multi removes at most (more wait for the next commit).
+constexpr std::size_t old_markers_per_commit = 8;
 
 std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
   return std::visit(
@@ -250,7 +254,8 @@ struct Transaction::Commit {
     Entry* target;
     Point point;
     HeadRecord next;
-    std::vector<Point> trimmed;
+    std::vector<Point> trimmed;             // erased in the background once landed
+    std::vector<std::string> trimmed_nodes;  // ZooKeeper-held: removed by the multi itself
     std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
     std::optional<Bytes> unstored;       // the value, until store() wrote it to its store
   };
@@ -266,13 +271,17 @@ struct Transaction::Commit {
   std::vector<Staged> recomputed;      // values of commuted refs, stored again each round
   std::vector<NodeStat> commuted_stats;  // the commuted heads this round recomputed from
   MultiResult result;                  // the multi's reply
+  // Rule 16: markers of this client's earlier commits, removed by this multi; and nodes the
+  // multi found gone (gc took a marker), left out of later rounds.
+  std::vector<std::string> old_markers;
+  std::set<std::string> gone;
 
   // Stores `value` under a fresh point for `target`, whose head is `head` at `head_stat`.
   Staged stage(StmContext& stm, Entry* target, const HeadRecord& head, const NodeStat& head_stat,
                const Bytes& value) {
     RefCore& ref = *target->ref;
     ref.validate(value);
-    Staged staged{target, stm.new_point(), HeadRecord{}, {}, std::nullopt, std::nullopt};
+    Staged staged{target, stm.new_point(), HeadRecord{}, {}, {}, std::nullopt, std::nullopt};
     // Adaptive history (Clojure's min/max history): misses grow what is kept, those of
     // every process (reported in the head's child version) and this process's own.
     const auto& options = stm.options();
@@ -283,14 +292,25 @@ struct Transaction::Commit {
     staged.next.newest = staged.point;
     staged.next.history.push_back(HeadEntry{head_stat.mzxid, head.newest});
     for (const auto& older : head.history) staged.next.history.push_back(older);
+    const std::size_t chroot = stm.session().options().chroot.size();
     while (staged.next.history.size() > staged.next.keep) {
-      staged.trimmed.push_back(staged.next.history.back().point);
+      // A value ZooKeeper holds goes with the commit that trims it (rule 16): it leaves the
+      // history exactly when the multi lands, as a trimmed value must (rule 9).
+      const Point old = staged.next.history.back().point;
       staged.next.history.pop_back();
+      const auto node = ref.data().commit_operation({}, old);
+      const std::size_t size = node ? op_overhead + chroot + node->path.size() : 0;
+      if (node && multi_bytes + size <= multi_limit) {
+        multi_bytes += size;
+        staged.trimmed_nodes.push_back(node->path);
+      } else {
+        staged.trimmed.push_back(old);
+      }
     }
     if (multi_bytes + value.size() <= multi_limit) {
       staged.in_multi = ref.data().commit_operation(value, staged.point);
       if (staged.in_multi) {
-        const std::size_t size = serialized_size(*staged.in_multi, stm.session().options().chroot.size());
+        const std::size_t size = serialized_size(*staged.in_multi, chroot);
         if (multi_bytes + size <= multi_limit) multi_bytes += size;
         else staged.in_multi.reset();
       }
@@ -339,22 +359,31 @@ struct Transaction::Multi {
   std::vector<Operation> operations;
   std::size_t first_commuted = 0;   // the commuted heads
   std::size_t first_addition = 0;   // agent sends, lock guards
-  std::size_t after_additions = 0;  // the values created in the multi, then the clock
+  std::size_t after_additions = 0;  // the values created in the multi
+  std::size_t first_cleanup = 0;    // trimmed ZooKeeper-held values, then old markers
+  std::size_t clock = 0;            // the clock, last
+  std::vector<std::string> cleanup;  // the paths the clean-up operations remove, in order
   std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
 };
 
 void Transaction::commit() {
   Commit commit;
   if (!plan_commit(commit)) return;
-  stage_written(commit);
-  marker_path_ = stm_.marker_path(stm_.new_point().id);
-  for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
-    if (!stage_commuted(commit)) continue;
-    if (apply_result(commit, build_multi(commit))) return;
-    stm_.count_retry();
+  try {
+    stage_written(commit);
+    marker_path_ = stm_.marker_path(stm_.new_point().id);
+    for (std::size_t round = 0; round < stm_.options().retry_limit; ++round) {
+      if (!stage_commuted(commit)) continue;
+      if (apply_result(commit, build_multi(commit))) return;
+    }
+    Commit::discard(commit.written);
+    throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
+  } catch (...) {
+    // Not landed, or not known to have: a later commit removes them (one already gone only
+    // costs that commit a retry of its multi).
+    stm_.pending_markers().give_back(std::move(commit.old_markers));
+    throw;
   }
-  Commit::discard(commit.written);
-  throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
 }
 
 // Sorts the entries into what the commit writes, checks and recomputes; false when the
@@ -396,6 +425,12 @@ bool Transaction::plan_commit(Commit& commit) {
                         " bytes, over the " + std::to_string(multi_limit) +
                         " ZooKeeper accepts in one request; nothing was written");
   }
+  commit.old_markers = stm_.pending_markers().take(old_markers_per_commit);
+  const std::size_t marker_removal = op_overhead + chroot + stm_.markers_root().size() + 1 + point_size;
+  if (bytes + commit.old_markers.size() * marker_removal > multi_limit) {
+    stm_.pending_markers().give_back(std::exchange(commit.old_markers, {}));
+  }
+  bytes += commit.old_markers.size() * marker_removal;
   return true;
 }
 
@@ -486,6 +521,19 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
       if (s.in_multi) operations.push_back(*s.in_multi);
     }
   }
+  // Rule 16: clean-up rides in the commit. Value nodes and markers are created once and
+  // never changed, so version 0 is theirs.
+  multi.first_cleanup = operations.size();
+  for (auto* staged : {&commit.written, &commit.recomputed}) {
+    for (auto& s : *staged) {
+      for (const auto& node : s.trimmed_nodes) {
+        if (!commit.gone.contains(node)) multi.cleanup.push_back(node);
+      }
+    }
+  }
+  for (const auto& marker : commit.old_markers) multi.cleanup.push_back(marker);
+  for (const auto& path : multi.cleanup) operations.push_back(op::Remove{path, 0});
+  multi.clock = operations.size();
   operations.push_back(op::SetData{stm_.clock_path(), {}, -1});
   return multi;
 }
@@ -516,6 +564,14 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     return true;
   }
   Commit::discard(commit.recomputed);
+  if (result.failed_index >= multi.first_cleanup && result.failed_index < multi.clock) {
+    // Something to remove was gone already (gc took an old marker after its grace): every
+    // operation before it succeeded, so this is no conflict; the multi goes again without it.
+    const std::string& path = multi.cleanup[result.failed_index - multi.first_cleanup];
+    commit.gone.insert(path);
+    std::erase(commit.old_markers, path);
+    return false;
+  }
   if (result.failed_index >= multi.first_addition && result.failed_index < multi.after_additions) {
     std::size_t at = multi.first_addition;
     for (const auto& addition : additions_) {
@@ -535,6 +591,7 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     Commit::discard(commit.written);
     throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
   }
+  stm_.count_retry();
   return false;
 }
 
@@ -542,6 +599,9 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
   stm_.count_commit();
+  // The multi removed the earlier markers; this one goes with this client's next commit.
+  commit.old_markers.clear();
+  stm_.pending_markers().add(marker_path_);
   std::string failure;
   auto step = [&](const char* what, const auto& work) {
     try {
@@ -552,7 +612,6 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
       if (failure.empty()) failure = std::string(what) + " failed";
     }
   };
-  auto& session = stm_.session();
   const std::string marker = marker_path_;
   step("cleaning up after the commit", [&] {
     // Rule 9: trimmed values go only now that the commit is known to have landed; rule 16:
@@ -565,7 +624,6 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
     }
     stm_.erasures().post(std::move(trimmed));
     forget_claims(barge_, multi.released);
-    (void)session.remove_async(marker, 0);
     // The heads (and released tags) just changed: read them ahead for the next transaction.
     for (auto* staged : {&commit.written, &commit.recomputed}) {
       for (auto& s : *staged) stm_.nodes().refresh(s.target->ref->head_path());

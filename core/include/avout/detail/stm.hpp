@@ -35,6 +35,7 @@ namespace avout::detail {
 class BackgroundErasure;
 class CallbackExecutor;
 class NodeCache;
+class PendingMarkers;
 
 /// One older committed version of a ref: the zxid of its commit and where its value is.
 struct HeadEntry {
@@ -137,6 +138,8 @@ class StmContext {
   NodeCache& nodes() { return *nodes_; }
   /// Trimmed values waiting to be erased off the committing threads (rule 16).
   BackgroundErasure& erasures() { return *erasures_; }
+  /// Markers of this client's landed commits, removed by its next commit multi (rule 16).
+  PendingMarkers& pending_markers() { return *pending_markers_; }
   ZooKeeperSession& session() { return session_; }
   const StmOptions& options() const { return options_; }
   const std::string& clock_path() const { return clock_path_; }
@@ -216,6 +219,7 @@ class StmContext {
   std::unordered_map<std::string, Bytes> cache_;  // point id -> value
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
+  std::unique_ptr<PendingMarkers> pending_markers_;
   std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };
 
