@@ -26,8 +26,10 @@
 
 namespace avout::detail {
 
+class BackgroundErasure;
 class CallbackExecutor;
 class NodeCache;
+class PendingMarkers;
 
 /// One older committed version of a ref: the zxid of its commit and where its value is.
 struct HeadEntry {
@@ -66,11 +68,13 @@ class StmContext;
 /// One ref: its head node, its value store, its validator and watches.
 class RefCore : public RefHandle, public std::enable_shared_from_this<RefCore> {
  public:
-  RefCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
-          StmContext& stm);
+  RefCore(std::string name, std::shared_ptr<ReferenceData> data, Store& store,
+          std::size_t max_value_size, StmContext& stm);
   const std::string& name() const override { return name_; }
   const std::string& head_path() const { return head_path_; }
   ReferenceData& data() { return *data_; }
+  /// The store that made data(): commits write its values through it, batched per store.
+  Store& store() { return store_; }
   std::size_t max_value_size() const { return max_value_size_; }
   StmContext& stm() { return stm_; }
 
@@ -102,6 +106,7 @@ class RefCore : public RefHandle, public std::enable_shared_from_this<RefCore> {
   std::string name_;
   std::string head_path_;
   std::shared_ptr<ReferenceData> data_;
+  Store& store_;
   std::size_t max_value_size_;
   StmContext& stm_;
   std::mutex validator_mutex_;
@@ -120,6 +125,10 @@ class StmContext {
   StmContext& operator=(const StmContext&) = delete;
   /// What the client's engines share.
   Runtime& runtime() { return runtime_; }
+  /// Trimmed values waiting to be erased off the committing threads (rule 16).
+  BackgroundErasure& erasures() { return *erasures_; }
+  /// Markers of this client's landed commits, removed by its next commit multi (rule 16).
+  PendingMarkers& pending_markers() { return *pending_markers_; }
 
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
@@ -153,6 +162,8 @@ class StmContext {
 
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
+  std::unique_ptr<PendingMarkers> pending_markers_;
+  std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };
 
 /// Thrown inside a transaction to unwind the user's function for another attempt. Not an
@@ -165,17 +176,7 @@ struct RetryAttempt {
 /// writer prefix (then gc never erases it).
 std::optional<std::int64_t> writer_of(const std::string& id);
 
-/// Barging state of one dosync, carried from attempt to attempt (docs/transactions.md rule 10).
-struct BargeState {
-  std::optional<TransactionAge> age;  ///< set by the first attempt
-  std::size_t failed_attempts = 0;    ///< attempts that retried so far
-  std::size_t yields = 0;             ///< attempts that gave way to an older transaction
-  /// Tags this dosync holds: ref -> tag version after our setData.
-  std::map<std::shared_ptr<RefCore>, std::int32_t> held;
-  /// Claims whose reply was lost: held exactly when the tag carries our age (read again
-  /// before the dosync ends, so none outlives it).
-  std::set<std::shared_ptr<RefCore>> unsure;
-};
+struct BargeState;  // barging.hpp
 
 /// A definite "did it land?" for a multi whose reply was lost (docs/transactions.md rule 6):
 /// its marker, created in op 0, exists exactly when it was applied. nullopt when ZooKeeper
@@ -246,26 +247,15 @@ class Transaction {
   void report_history_miss(RefCore& ref);
   void require_unchanged_since_read_point(const Entry& entry);
   void check_session() const;
-  struct Tag {
-    std::optional<TransactionAge> owner;
-    std::int32_t version = 0;
-  };
-  // Reads the targets' tags pipelined; `meanwhile` runs while the replies travel.
-  std::vector<Tag> read_tags(const std::vector<Entry*>& targets,
-                             const std::function<void()>& meanwhile = {});
-
-  // A written or commuted value stored under a fresh point for the commit.
-  struct Staged {
-    Entry* target;
-    Point point;
-    HeadRecord next;
-    std::vector<Point> trimmed;
-    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
-  };
-  // Clean-up and commit callbacks once the multi landed; CommittedWithError when one failed.
-  void after_landing(std::vector<Staged>& written, std::vector<Staged>& recomputed,
-                     const std::vector<std::shared_ptr<RefCore>>& released,
-                     const MultiResult& result, std::size_t first_addition);
+  // The stages of commit(), sharing one Commit (transaction.cpp).
+  struct Commit;
+  struct Multi;
+  bool plan_commit(Commit& commit);
+  void stage_written(Commit& commit);
+  bool stage_commuted(Commit& commit);
+  Multi build_multi(Commit& commit);
+  bool apply_result(Commit& commit, const Multi& multi);
+  void after_landing(Commit& commit, const Multi& multi);
 
   struct CommitAddition {
     std::vector<Operation> operations;

@@ -1,4 +1,6 @@
+#include "background_erasure.hpp"
 #include "hex.hpp"
+#include "pending_markers.hpp"
 #include "stm.hpp"
 #include "wire.hpp"
 
@@ -106,11 +108,12 @@ Bytes newest_value(ZooKeeperSession& session, const std::string& head, const std
 }
 }  // namespace
 
-RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data,
+RefCore::RefCore(std::string name, std::shared_ptr<ReferenceData> data, Store& store,
                  std::size_t max_value_size, StmContext& stm)
     : name_(std::move(name)),
       head_path_(stm.runtime().layout().ref_head(name_)),
       data_(std::move(data)),
+      store_(store),
       max_value_size_(max_value_size),
       stm_(stm) {
   // The watcher's reads must not reach back into this object (it may die first).
@@ -180,7 +183,10 @@ void RefCore::validate(const Bytes& value) {
   }
 }
 
-StmContext::StmContext(Runtime& runtime) : runtime_(runtime) {}
+StmContext::StmContext(Runtime& runtime)
+    : runtime_(runtime),
+      pending_markers_(std::make_unique<PendingMarkers>(runtime.session())),
+      erasures_(std::make_unique<BackgroundErasure>()) {}
 
 StmContext::~StmContext() = default;
 
@@ -199,7 +205,7 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
     if (!ref) {
       ref = std::make_shared<RefCore>(
           name, std::shared_ptr<ReferenceData>(store.reference_data(runtime_.layout().value_key("ref", name))),
-          store.max_value_size(), *this);
+          store, store.max_value_size(), *this);
       known = KnownRef{ref, store.description()};
     }
   }

@@ -1,11 +1,17 @@
+#include "background_erasure.hpp"
+#include "barging.hpp"
 #include "node_cache.hpp"
+#include "pending_markers.hpp"
 #include "stm.hpp"
+#include "value_batches.hpp"
 
 #include <avout/errors.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
+#include <utility>
 #include <variant>
 
 namespace avout::detail {
@@ -22,6 +28,8 @@ constexpr std::size_t op_overhead = 128;
 constexpr std::size_t point_size = 53;
 // A history entry in an encoded head: zxid and length-prefixed point id.
 constexpr std::size_t head_entry_size = 8 + 8 + point_size;
+// Markers of earlier commits one multi removes at most (more wait for the next commit).
+constexpr std::size_t old_markers_per_commit = 8;
 
 std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
   return std::visit(
@@ -33,17 +41,6 @@ std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
       operation);
 }
 
-// A younger transaction gives way to a live older one at most this often per dosync, so a
-// tag left behind by a stuck (but living) process delays others only for a while.
-constexpr std::size_t yield_limit = 100;
-
-void erase_quietly(RefCore& ref, const Point& point) {
-  try {
-    ref.data().erase(point);
-  } catch (const Error&) {
-    // Left for gc: an unreferenced point is garbage, never visible.
-  }
-}
 }  // namespace
 
 Transaction* Transaction::current() { return running; }
@@ -239,68 +236,12 @@ std::vector<std::shared_ptr<RefCore>> Transaction::touched() const {
   return refs;
 }
 
-std::vector<Transaction::Tag> Transaction::read_tags(const std::vector<Entry*>& targets,
-                                                    const std::function<void()>& meanwhile) {
-  auto& session = runtime_.session();
-  std::vector<NodeCache::Lookup> replies;
-  replies.reserve(targets.size());
-  for (Entry* target : targets) {
-    replies.push_back(runtime_.nodes().begin(runtime_.layout().tag(target->ref->name())));
-  }
-  if (meanwhile) meanwhile();
-  std::vector<Tag> tags;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const std::string path = runtime_.layout().tag(targets[i]->ref->name());
-    NodeData node;
-    try {
-      node = runtime_.nodes().finish(replies[i]);
-    } catch (const NoNode&) {
-      session.create_recursive(path);  // a ref made before tags existed
-      node = session.get(path);
-    }
-    tags.push_back(Tag{decode_tag(node.data, path), node.stat.version});
-  }
-  return tags;
-}
-
 void Transaction::claim_refs() {
-  std::vector<Entry*> targets;
+  std::vector<std::shared_ptr<RefCore>> refs;
   for (const auto& ref : claims_) {
-    Entry* target = &entries_.at(ref.get());
-    if (std::find(targets.begin(), targets.end(), target) == targets.end()) {
-      targets.push_back(target);
-    }
+    if (std::find(refs.begin(), refs.end(), ref) == refs.end()) refs.push_back(ref);
   }
-  if (targets.empty()) return;
-  auto& session = runtime_.session();
-  std::vector<Tag> tags = read_tags(targets);
-  std::vector<std::size_t> taken;  // decided before any claim goes out, so none is left unawaited
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const auto& owner = tags[i].owner;
-    // An older live transaction keeps its claim; anything else gives way to ours.
-    if (!(owner && *owner < *barge_.age && runtime_.alive(owner->session))) taken.push_back(i);
-  }
-  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> claims;
-  for (std::size_t i : taken) {
-    try {
-      claims.emplace_back(targets[i]->ref,
-                          session.set_async(runtime_.layout().tag(targets[i]->ref->name()),
-                                            encode_tag(*barge_.age), tags[i].version));
-    } catch (const Error&) {
-      barge_.unsure.insert(targets[i]->ref);  // may have gone out: settled from the tag later
-    }
-  }
-  for (auto& [ref, reply] : claims) {
-    try {
-      barge_.held[ref] = session.wait(reply).version;
-      barge_.unsure.erase(ref);
-    } catch (const BadVersion&) {
-      // Another transaction claimed it in between: the next attempt reads who.
-    } catch (const Error&) {
-      // The claim may have been applied (a lost reply): resolved from the tag later.
-      barge_.unsure.insert(ref);
-    }
-  }
+  claim(stm_, barge_, refs);
 }
 
 void Transaction::add_to_commit(std::vector<Operation> operations,
@@ -310,54 +251,44 @@ void Transaction::add_to_commit(std::vector<Operation> operations,
                                       std::move(on_failure)});
 }
 
-void Transaction::commit() {
+// What the stages of one commit share.
+struct Transaction::Commit {
+  // A written or commuted value under a fresh point for the commit.
+  struct Staged {
+    Entry* target;
+    Point point;
+    HeadRecord next;
+    std::vector<Point> trimmed;             // erased in the background once landed
+    std::vector<std::string> trimmed_nodes;  // ZooKeeper-held: removed by the multi itself
+    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
+    std::optional<Bytes> unstored;       // the value, until store() wrote it to its store
+  };
+
   std::vector<Entry*> fixed;     // written or ensured: checked at the version read
   std::vector<Entry*> commuted;  // commuted only: recomputed from the newest value
-  for (auto& [key, target] : entries_) {
-    if (target.written || target.ensured) fixed.push_back(&target);
-    else if (!target.commutes.empty()) commuted.push_back(&target);
-  }
-  // Read-only: the snapshot was consistent and nothing needs to be written.
-  if (fixed.empty() && commuted.empty() && additions_.empty()) return;
-  auto& session = runtime_.session();
-  check_session();
-  runtime_.announce_session();  // gc must see our session alive while our points are pending
+  // Rule 10: every ref this commit changes respects an older transaction's claim, commuted
+  // ones too (else a stream of commutes starves a claimant that writes the ref).
+  std::vector<std::shared_ptr<RefCore>> claimable;
+  std::vector<BargeTag> tags;          // the claimable refs' tags, read while values are stored
+  std::size_t multi_bytes = 0;         // the multi's serialized size so far (rule 11)
+  std::vector<Staged> written;         // values of written refs, stored once per commit
+  std::vector<Staged> recomputed;      // values of commuted refs, stored again each round
+  std::vector<NodeStat> commuted_stats;  // the commuted heads this round recomputed from
+  MultiResult result;                  // the multi's reply
+  // Rule 16: markers of this client's earlier commits, removed by this multi; and nodes the
+  // multi found gone (gc took a marker), left out of later rounds.
+  std::vector<std::string> old_markers;
+  std::set<std::string> gone;
 
-  std::vector<Tag> tags;
-
-  // Values of written refs are final now: validate and store them under fresh points.
-  // Rule 11: everything but the values ZooKeeper would hold must fit, before anything is
-  // written; those values then ride in the multi only while it still fits.
-  const std::size_t chroot = session.options().chroot.size();
-  std::size_t multi_bytes = 2 * (op_overhead + chroot) + runtime_.layout().stm_clock().size() +
-                            runtime_.layout().markers().size() + 1 + point_size;
-  for (Entry* target : fixed) {
-    multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
-                   runtime_.layout().tag(target->ref->name()).size();
-    if (target->written) multi_bytes += encode_head(target->head).size() + head_entry_size;
-  }
-  for (Entry* target : commuted) {  // re-read at commit: its head may have grown to the most
-    multi_bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
-                   runtime_.layout().tag(target->ref->name()).size() +
-                   (runtime_.options().max_history + 1) * head_entry_size + 32;
-  }
-  for (const auto& addition : additions_) {
-    for (const auto& operation : addition.operations) multi_bytes += serialized_size(operation, chroot);
-  }
-  if (multi_bytes > multi_limit) {
-    throw ValueTooLarge("transaction over " + std::to_string(fixed.size() + commuted.size()) +
-                        " refs: its commit would take about " + std::to_string(multi_bytes) +
-                        " bytes, over the " + std::to_string(multi_limit) +
-                        " ZooKeeper accepts in one request; nothing was written");
-  }
-  auto stage = [&](Entry* target, const HeadRecord& head, const NodeStat& head_stat,
-                   const Bytes& value) {
+  // Stores `value` under a fresh point for `target`, whose head is `head` at `head_stat`.
+  Staged stage(StmContext& stm, Entry* target, const HeadRecord& head, const NodeStat& head_stat,
+               const Bytes& value) {
     RefCore& ref = *target->ref;
     ref.validate(value);
-    Staged staged{target, runtime_.new_point(), HeadRecord{}, {}, std::nullopt};
+    Staged staged{target, stm.runtime().new_point(), HeadRecord{}, {}, {}, std::nullopt, std::nullopt};
     // Adaptive history (Clojure's min/max history): misses grow what is kept, those of
     // every process (reported in the head's child version) and this process's own.
-    const auto& options = runtime_.options();
+    const auto& options = stm.runtime().options();
     const std::size_t misses = std::max<std::size_t>(
         ref.history_misses(), static_cast<std::size_t>(std::max(head_stat.cversion, 0)) / 2);
     staged.next.keep = static_cast<std::uint32_t>(std::min<std::size_t>(
@@ -365,9 +296,20 @@ void Transaction::commit() {
     staged.next.newest = staged.point;
     staged.next.history.push_back(HeadEntry{head_stat.mzxid, head.newest});
     for (const auto& older : head.history) staged.next.history.push_back(older);
+    const std::size_t chroot = stm.runtime().session().options().chroot.size();
     while (staged.next.history.size() > staged.next.keep) {
-      staged.trimmed.push_back(staged.next.history.back().point);
+      // A value ZooKeeper holds goes with the commit that trims it (rule 16): it leaves the
+      // history exactly when the multi lands, as a trimmed value must (rule 9).
+      const Point old = staged.next.history.back().point;
       staged.next.history.pop_back();
+      const auto node = ref.data().commit_operation({}, old);
+      const std::size_t size = node ? op_overhead + chroot + node->path.size() : 0;
+      if (node && multi_bytes + size <= multi_limit) {
+        multi_bytes += size;
+        staged.trimmed_nodes.push_back(node->path);
+      } else {
+        staged.trimmed.push_back(old);
+      }
     }
     if (multi_bytes + value.size() <= multi_limit) {
       staged.in_multi = ref.data().commit_operation(value, staged.point);
@@ -377,172 +319,293 @@ void Transaction::commit() {
         else staged.in_multi.reset();
       }
     }
-    if (!staged.in_multi) ref.data().set(value, staged.point);
-    runtime_.remember(staged.point, value);
+    if (staged.in_multi) stm.runtime().remember(staged.point, value);
+    else staged.unstored = value;
     return staged;
-  };
-  std::vector<Staged> written;
-  auto discard = [&](std::vector<Staged>& staged) {
+  }
+
+  // Rule 16: writes the staged values the multi does not create, one batch per store, the
+  // stores concurrently; durable and acknowledged on return (rule 7).
+  static void store(StmContext& stm, std::vector<Staged>& staged) {
+    std::vector<StoreWrites> batches;
     for (auto& s : staged) {
-      if (!s.in_multi) erase_quietly(*s.target->ref, s.point);
+      if (!s.unstored) continue;
+      Store* store = &s.target->ref->store();
+      auto batch = std::find_if(batches.begin(), batches.end(),
+                                [&](const StoreWrites& b) { return b.store == store; });
+      if (batch == batches.end()) batch = batches.insert(batches.end(), StoreWrites{store, {}});
+      batch->values.push_back(PointValue{&s.target->ref->data(), s.point, *s.unstored});
     }
+    write_per_store(batches);
+    for (auto& s : staged) {
+      if (s.unstored) stm.runtime().remember(s.point, *std::exchange(s.unstored, std::nullopt));
+    }
+  }
+
+  // Erases values stored for an attempt that did not commit, one batch per store.
+  static void discard(std::vector<Staged>& staged) {
+    std::vector<StoreErasures> batches;
+    for (auto& s : staged) {
+      if (s.in_multi) continue;
+      Store* store = &s.target->ref->store();
+      auto batch = std::find_if(batches.begin(), batches.end(),
+                                [&](const StoreErasures& b) { return b.store == store; });
+      if (batch == batches.end()) batch = batches.insert(batches.end(), StoreErasures{store, {}});
+      batch->erasures.push_back(PointErasure{&s.target->ref->data(), s.point});
+    }
+    erase_per_store(batches);
     staged.clear();
-  };
-  // Rule 10: every ref this commit changes respects an older transaction's claim, commuted
-  // ones too (else a stream of commutes starves a claimant that writes the ref).
-  std::vector<Entry*> claimable = fixed;
-  claimable.insert(claimable.end(), commuted.begin(), commuted.end());
+  }
+};
+
+// One round's commit multi and where its parts start.
+struct Transaction::Multi {
+  std::vector<Operation> operations;
+  std::size_t first_commuted = 0;   // the commuted heads
+  std::size_t first_addition = 0;   // agent sends, lock guards
+  std::size_t after_additions = 0;  // the values created in the multi
+  std::size_t first_cleanup = 0;    // trimmed ZooKeeper-held values, then old markers
+  std::size_t clock = 0;            // the clock, last
+  std::vector<std::string> cleanup;  // the paths the clean-up operations remove, in order
+  std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
+};
+
+void Transaction::commit() {
+  Commit commit;
+  if (!plan_commit(commit)) return;
   try {
-    // The barging tags, read while values are stored.
-    tags = read_tags(claimable, [&] {
-      for (Entry* target : fixed) {
-        if (target->written) {
-          written.push_back(stage(target, target->head, target->head_stat, *target->value));
-        }
-      }
-    });
-    for (std::size_t i = 0; i < claimable.size(); ++i) {
-      const auto& owner = tags[i].owner;
-      if (owner && *owner < *barge_.age && barge_.yields < yield_limit && runtime_.alive(owner->session)) {
-        ++barge_.yields;
-        throw RetryAttempt{"ref " + claimable[i]->ref->name() + " is claimed by an older transaction"};
-      }
+    stage_written(commit);
+    marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
+    for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
+      if (!stage_commuted(commit)) continue;
+      if (apply_result(commit, build_multi(commit))) return;
     }
+    Commit::discard(commit.written);
+    throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
   } catch (...) {
-    discard(written);
+    // Not landed, or not known to have: a later commit removes them (one already gone only
+    // costs that commit a retry of its multi).
+    stm_.pending_markers().give_back(std::move(commit.old_markers));
     throw;
   }
-
-  marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
-  const std::string& marker = marker_path_;
-  for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
-    // Rule 4: commuted refs start again from their newest value, under fresh points.
-    std::vector<Staged> recomputed;
-    std::vector<NodeStat> commuted_stats;
-    bool trimmed_meanwhile = false;  // a newest value was replaced and trimmed: read again
-    try {
-      std::vector<std::future<NodeData>> heads;
-      for (Entry* target : commuted) heads.push_back(session.get_async(target->ref->head_path()));
-      for (std::size_t i = 0; i < commuted.size(); ++i) {
-        Entry* target = commuted[i];
-        NodeData node = session.wait(heads[i]);
-        HeadRecord head = decode_head(node.data, target->ref->head_path());
-        auto base = runtime_.fetch_value(target->ref->data(), head.newest);
-        if (!base) {
-          trimmed_meanwhile = true;
-          break;
-        }
-        Bytes value = std::move(*base);
-        for (auto& function : target->commutes) value = function(value);
-        recomputed.push_back(stage(target, head, node.stat, value));
-        commuted_stats.push_back(node.stat);
-      }
-    } catch (...) {
-      discard(recomputed);
-      discard(written);
-      throw;
-    }
-    if (trimmed_meanwhile) {
-      discard(recomputed);
-      continue;
-    }
-
-    // Rule 5: marker, written/ensured heads, commuted heads, barging tags, clock. Values
-    // created by the multi (rule 11) cannot fail (fresh points) and go last but the clock.
-    std::vector<Operation> operations;
-    operations.push_back(op::Create{marker, {}, CreateMode::persistent});
-    std::size_t next_written = 0;
-    for (Entry* target : fixed) {
-      if (target->written) {
-        operations.push_back(op::SetData{target->ref->head_path(),
-                                         encode_head(written[next_written++].next),
-                                         target->head_stat.version});
-      } else {
-        operations.push_back(op::Check{target->ref->head_path(), target->head_stat.version});
-      }
-    }
-    const std::size_t first_commuted = operations.size();
-    for (std::size_t i = 0; i < recomputed.size(); ++i) {
-      operations.push_back(op::SetData{recomputed[i].target->ref->head_path(),
-                                       encode_head(recomputed[i].next),
-                                       commuted_stats[i].version});
-    }
-    std::vector<std::shared_ptr<RefCore>> released;
-    for (std::size_t i = 0; i < claimable.size(); ++i) {
-      const std::string path = runtime_.layout().tag(claimable[i]->ref->name());
-      if (tags[i].owner && *tags[i].owner == *barge_.age) {
-        operations.push_back(op::SetData{path, {}, tags[i].version});  // our claim ends here
-        released.push_back(claimable[i]->ref);
-      } else {
-        operations.push_back(op::Check{path, tags[i].version});
-      }
-    }
-    const std::size_t first_addition = operations.size();
-    for (const auto& addition : additions_) {
-      operations.insert(operations.end(), addition.operations.begin(), addition.operations.end());
-    }
-    const std::size_t after_additions = operations.size();
-    for (auto* staged : {&written, &recomputed}) {
-      for (auto& s : *staged) {
-        if (s.in_multi) operations.push_back(*s.in_multi);
-      }
-    }
-    operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
-
-    // Rule 2: values were stored under this session's points; if it was renewed meanwhile,
-    // gc may already see their writer dead and erase them, so the attempt starts again.
-    try {
-      check_session();
-    } catch (const RetryAttempt&) {
-      discard(recomputed);
-      discard(written);
-      throw;
-    }
-    MultiResult result;
-    const std::optional<bool> landed = commit_with_marker(session, operations, marker, &result);
-    if (!landed) {
-      // Unknown: the points may be referenced, so they stay; gc judges them later.
-      throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
-                           "marker " + marker);
-    }
-    if (*landed) {
-      after_landing(written, recomputed, released, result, first_addition);
-      return;
-    }
-    discard(recomputed);
-    if (!result.committed && result.failed_index >= first_addition &&
-        result.failed_index < after_additions) {
-      std::size_t at = first_addition;
-      for (const auto& addition : additions_) {
-        at += addition.operations.size();
-        if (result.failed_index < at) {
-          if (addition.on_failure) {
-            discard(written);
-            addition.on_failure();
-          }
-          break;
-        }
-      }
-    }
-    const bool only_commutes_conflicted =
-        !result.committed && result.failed_index >= first_commuted &&
-        result.failed_index < first_commuted + commuted.size();
-    if (!only_commutes_conflicted) {
-      discard(written);
-      throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
-    }
-    stm_.count_retry();
-  }
-  discard(written);
-  throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
 }
 
-void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged>& recomputed,
-                                const std::vector<std::shared_ptr<RefCore>>& released,
-                                const MultiResult& result, std::size_t first_addition) {
+// Sorts the entries into what the commit writes, checks and recomputes; false when the
+// attempt only read (its snapshot was consistent and nothing needs to be written).
+bool Transaction::plan_commit(Commit& commit) {
+  for (auto& [key, target] : entries_) {
+    if (target.written || target.ensured) commit.fixed.push_back(&target);
+    else if (!target.commutes.empty()) commit.commuted.push_back(&target);
+  }
+  if (commit.fixed.empty() && commit.commuted.empty() && additions_.empty()) return false;
+  check_session();
+  runtime_.announce_session();  // gc must see our session alive while our points are pending
+  for (Entry* target : commit.fixed) commit.claimable.push_back(target->ref);
+  for (Entry* target : commit.commuted) commit.claimable.push_back(target->ref);
+
+  // Rule 11: everything but the values ZooKeeper would hold must fit, before anything is
+  // written; those values then ride in the multi only while it still fits.
+  const std::size_t chroot = runtime_.session().options().chroot.size();
+  std::size_t& bytes = commit.multi_bytes;
+  bytes = 2 * (op_overhead + chroot) + runtime_.layout().stm_clock().size() + runtime_.layout().markers().size() + 1 +
+          point_size;
+  for (Entry* target : commit.fixed) {
+    bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
+             runtime_.layout().tag(target->ref->name()).size();
+    if (target->written) bytes += encode_head(target->head).size() + head_entry_size;
+  }
+  for (Entry* target : commit.commuted) {  // re-read at commit: its head may have grown to the most
+    bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
+             runtime_.layout().tag(target->ref->name()).size() +
+             (runtime_.options().max_history + 1) * head_entry_size + 32;
+  }
+  for (const auto& addition : additions_) {
+    for (const auto& operation : addition.operations) bytes += serialized_size(operation, chroot);
+  }
+  if (bytes > multi_limit) {
+    throw ValueTooLarge("transaction over " +
+                        std::to_string(commit.fixed.size() + commit.commuted.size()) +
+                        " refs: its commit would take about " + std::to_string(bytes) +
+                        " bytes, over the " + std::to_string(multi_limit) +
+                        " ZooKeeper accepts in one request; nothing was written");
+  }
+  commit.old_markers = stm_.pending_markers().take(old_markers_per_commit);
+  const std::size_t marker_removal = op_overhead + chroot + runtime_.layout().markers().size() + 1 + point_size;
+  if (bytes + commit.old_markers.size() * marker_removal > multi_limit) {
+    stm_.pending_markers().give_back(std::exchange(commit.old_markers, {}));
+  }
+  bytes += commit.old_markers.size() * marker_removal;
+  return true;
+}
+
+// Values of written refs are final now: validated and stored under fresh points while the
+// barging tags are read; then gives way to an older claimant (RetryAttempt).
+void Transaction::stage_written(Commit& commit) {
+  try {
+    commit.tags = read_tags(stm_, commit.claimable, [&] {
+      for (Entry* target : commit.fixed) {
+        if (target->written) {
+          commit.written.push_back(
+              commit.stage(stm_, target, target->head, target->head_stat, *target->value));
+        }
+      }
+      Commit::store(stm_, commit.written);
+    });
+    yield_to_older(stm_, barge_, commit.claimable, commit.tags);
+  } catch (...) {
+    Commit::discard(commit.written);
+    throw;
+  }
+}
+
+// Rule 4: commuted refs start again from their newest value, under fresh points. False when
+// a newest value was replaced and trimmed meanwhile: the round reads again.
+bool Transaction::stage_commuted(Commit& commit) {
+  commit.recomputed.clear();
+  commit.commuted_stats.clear();
+  auto& session = runtime_.session();
+  try {
+    std::vector<std::future<NodeData>> heads;
+    for (Entry* target : commit.commuted) heads.push_back(session.get_async(target->ref->head_path()));
+    for (std::size_t i = 0; i < commit.commuted.size(); ++i) {
+      Entry* target = commit.commuted[i];
+      NodeData node = session.wait(heads[i]);
+      HeadRecord head = decode_head(node.data, target->ref->head_path());
+      auto base = runtime_.fetch_value(target->ref->data(), head.newest);
+      if (!base) {
+        Commit::discard(commit.recomputed);
+        return false;
+      }
+      Bytes value = std::move(*base);
+      for (auto& function : target->commutes) value = function(value);
+      commit.recomputed.push_back(commit.stage(stm_, target, head, node.stat, value));
+      commit.commuted_stats.push_back(node.stat);
+    }
+    Commit::store(stm_, commit.recomputed);
+  } catch (...) {
+    Commit::discard(commit.recomputed);
+    Commit::discard(commit.written);
+    throw;
+  }
+  return true;
+}
+
+// Rule 5: marker, written/ensured heads, commuted heads, barging tags, additions, clock.
+// Values created by the multi (rule 11) cannot fail (fresh points) and go last but the clock.
+Transaction::Multi Transaction::build_multi(Commit& commit) {
+  Multi multi;
+  auto& operations = multi.operations;
+  operations.push_back(op::Create{marker_path_, {}, CreateMode::persistent});
+  std::size_t next_written = 0;
+  for (Entry* target : commit.fixed) {
+    if (target->written) {
+      operations.push_back(op::SetData{target->ref->head_path(),
+                                       encode_head(commit.written[next_written++].next),
+                                       target->head_stat.version});
+    } else {
+      operations.push_back(op::Check{target->ref->head_path(), target->head_stat.version});
+    }
+  }
+  multi.first_commuted = operations.size();
+  for (std::size_t i = 0; i < commit.recomputed.size(); ++i) {
+    operations.push_back(op::SetData{commit.recomputed[i].target->ref->head_path(),
+                                     encode_head(commit.recomputed[i].next),
+                                     commit.commuted_stats[i].version});
+  }
+  for (auto& tag : tag_operations(stm_, barge_, commit.claimable, commit.tags, multi.released)) {
+    operations.push_back(std::move(tag));
+  }
+  multi.first_addition = operations.size();
+  for (const auto& addition : additions_) {
+    operations.insert(operations.end(), addition.operations.begin(), addition.operations.end());
+  }
+  multi.after_additions = operations.size();
+  for (auto* staged : {&commit.written, &commit.recomputed}) {
+    for (auto& s : *staged) {
+      if (s.in_multi) operations.push_back(*s.in_multi);
+    }
+  }
+  // Rule 16: clean-up rides in the commit. Value nodes and markers are created once and
+  // never changed, so version 0 is theirs.
+  multi.first_cleanup = operations.size();
+  for (auto* staged : {&commit.written, &commit.recomputed}) {
+    for (auto& s : *staged) {
+      for (const auto& node : s.trimmed_nodes) {
+        if (!commit.gone.contains(node)) multi.cleanup.push_back(node);
+      }
+    }
+  }
+  for (const auto& marker : commit.old_markers) multi.cleanup.push_back(marker);
+  for (const auto& path : multi.cleanup) operations.push_back(op::Remove{path, 0});
+  multi.clock = operations.size();
+  operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
+  return multi;
+}
+
+// Sends the multi and acts on its outcome: true when it landed; false when only commuted
+// heads conflicted (the next round recomputes them); RetryAttempt on any other conflict,
+// OutcomeUnknown when ZooKeeper stayed unreachable.
+bool Transaction::apply_result(Commit& commit, const Multi& multi) {
+  // Rule 2: values were stored under this session's points; if it was renewed meanwhile,
+  // gc may already see their writer dead and erase them, so the attempt starts again.
+  try {
+    check_session();
+  } catch (const RetryAttempt&) {
+    Commit::discard(commit.recomputed);
+    Commit::discard(commit.written);
+    throw;
+  }
+  MultiResult& result = commit.result;
+  const std::optional<bool> landed =
+      commit_with_marker(runtime_.session(), multi.operations, marker_path_, &result);
+  if (!landed) {
+    // Unknown: the points may be referenced, so they stay; gc judges them later.
+    throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
+                         "marker " + marker_path_);
+  }
+  if (*landed) {
+    after_landing(commit, multi);
+    return true;
+  }
+  Commit::discard(commit.recomputed);
+  if (result.failed_index >= multi.first_cleanup && result.failed_index < multi.clock) {
+    // Something to remove was gone already (gc took an old marker after its grace): every
+    // operation before it succeeded, so this is no conflict; the multi goes again without it.
+    const std::string& path = multi.cleanup[result.failed_index - multi.first_cleanup];
+    commit.gone.insert(path);
+    std::erase(commit.old_markers, path);
+    return false;
+  }
+  if (result.failed_index >= multi.first_addition && result.failed_index < multi.after_additions) {
+    std::size_t at = multi.first_addition;
+    for (const auto& addition : additions_) {
+      at += addition.operations.size();
+      if (result.failed_index < at) {
+        if (addition.on_failure) {
+          Commit::discard(commit.written);
+          addition.on_failure();
+        }
+        break;
+      }
+    }
+  }
+  const bool only_commutes_conflicted = result.failed_index >= multi.first_commuted &&
+                                        result.failed_index < multi.first_commuted + commit.commuted.size();
+  if (!only_commutes_conflicted) {
+    Commit::discard(commit.written);
+    throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
+  }
+  stm_.count_retry();
+  return false;
+}
+
+void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
   stm_.count_commit();
+  // The multi removed the earlier markers; this one goes with this client's next commit.
+  commit.old_markers.clear();
+  stm_.pending_markers().add(marker_path_);
   std::string failure;
   auto step = [&](const char* what, const auto& work) {
     try {
@@ -553,27 +616,26 @@ void Transaction::after_landing(std::vector<Staged>& written, std::vector<Staged
       if (failure.empty()) failure = std::string(what) + " failed";
     }
   };
-  auto& session = runtime_.session();
   const std::string marker = marker_path_;
   step("cleaning up after the commit", [&] {
-    // Rule 9: trimmed values go only now that the commit is known to have landed.
-    for (auto* staged : {&written, &recomputed}) {
+    // Rule 9: trimmed values go only now that the commit is known to have landed; rule 16:
+    // off this thread, so the caller does not wait for them.
+    BackgroundErasure::Job trimmed;
+    for (auto* staged : {&commit.written, &commit.recomputed}) {
       for (auto& s : *staged) {
-        for (auto& old : s.trimmed) erase_quietly(*s.target->ref, old);
+        for (auto& old : s.trimmed) trimmed.emplace_back(s.target->ref, old);
       }
     }
-    for (const auto& ref : released) {
-      barge_.held.erase(ref);
-      barge_.unsure.erase(ref);
-    }
-    (void)session.remove_async(marker, 0);
+    stm_.erasures().post(std::move(trimmed));
+    forget_claims(barge_, multi.released);
     // The heads (and released tags) just changed: read them ahead for the next transaction.
-    for (auto* staged : {&written, &recomputed}) {
+    for (auto* staged : {&commit.written, &commit.recomputed}) {
       for (auto& s : *staged) runtime_.nodes().refresh(s.target->ref->head_path());
     }
-    for (const auto& ref : released) runtime_.nodes().refresh(runtime_.layout().tag(ref->name()));
+    for (const auto& ref : multi.released) runtime_.nodes().refresh(runtime_.layout().tag(ref->name()));
   });
-  std::size_t at = first_addition;
+  const MultiResult& result = commit.result;
+  std::size_t at = multi.first_addition;
   for (const auto& addition : additions_) {
     const auto count = addition.operations.size();
     std::vector<OperationResult> results;

@@ -12,6 +12,13 @@
 
 namespace avout {
 
+/// Barging (docs/transactions.md rule 10): how old transactions avoid starving under contention.
+struct BargingOptions {
+  bool enabled = true;            ///< false: transactions never claim refs (and may starve)
+  std::size_t after = 3;          ///< failed attempts after which a transaction claims its refs
+  std::size_t yield_limit = 100;  ///< most attempts one dosync gives way to older claimants
+};
+
 /// Settings of a Client. Durations: 0 is never a valid value.
 struct ClientOptions {
   std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"
@@ -28,8 +35,7 @@ struct ClientOptions {
   std::size_t max_history = 10;                      ///< most older versions a ref keeps
   std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
                                                      ///< history misses grow it to max_history
-  std::size_t barge_after = 3;  ///< failed attempts after which a dosync claims the refs it
-                                ///< writes, so younger transactions yield (transactions.md rule 10)
+  BargingOptions barging{};                          ///< claims of old transactions
   Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
                     ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };

@@ -1,0 +1,59 @@
+// Barging as ClientOptions::barging sets it: when a retrying transaction claims its refs, and
+// that a client with barging off never claims any.
+#include <avout/avout.hpp>
+
+#include "support/servers.hpp"
+#include "support/three_stores.hpp"
+
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+avout::ClientOptions options(avout::BargingOptions barging) {
+  return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                              .session_timeout = 6000ms,
+                              .barging = barging};
+}
+
+// Runs one dosync on `ref` whose first `conflicts` attempts are each made to fail by a commit
+// of another client; returns what the ref's tag held at the start of every attempt.
+std::vector<bool> claimed_per_attempt(avout::Client& client, const std::string& name, int conflicts) {
+  avout::Client other(options({}));
+  auto ref = client.ref<long>(name, 0);
+  auto rival = other.ref<long>(name, 0);
+  const std::string tag = client.options().root + "/stm/tags" + name;
+  std::vector<bool> claimed;
+  client.dosync([&] {
+    claimed.push_back(!client.session().get(tag).data.empty());
+    ref.alter([](long v) { return v + 1; });
+    if (static_cast<int>(claimed.size()) <= conflicts) {
+      // Another thread: a dosync of another client may not run inside this one's.
+      std::thread([&] { other.dosync([&] { rival.alter([](long v) { return v + 100; }); }); }).join();
+    }
+  });
+  CHECK(ref.deref() == 100 * conflicts + 1);
+  CHECK(client.session().get(tag).data.empty());  // the claim ended with the dosync
+  return claimed;
+}
+
+}  // namespace
+
+TEST_CASE("a transaction claims its refs after ClientOptions::barging.after failed attempts") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options({.enabled = true, .after = 2}));
+  const auto claimed = claimed_per_attempt(
+      client, avout::testing::unique_name("/barging-test", "after-two"), 2);
+  CHECK(claimed == std::vector<bool>{false, false, true});
+}
+
+TEST_CASE("a client with barging disabled never claims a ref, however often it retries") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options({.enabled = false, .after = 1}));
+  const auto claimed = claimed_per_attempt(
+      client, avout::testing::unique_name("/barging-test", "disabled"), 3);
+  CHECK(claimed == std::vector<bool>{false, false, false, false});
+}

@@ -1,0 +1,194 @@
+// How a commit talks to its stores: one batch per store, the stores at the same time, and the
+// values a commit trimmed from history erased afterwards without the caller waiting for them.
+#include <avout/avout.hpp>
+#include <avout/redis.hpp>
+
+#include "support/servers.hpp"
+#include "support/three_stores.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+
+namespace {
+
+class CountingStore;
+
+// A ref's version set that counts its single writes and erasures.
+class CountingData final : public avout::ReferenceData {
+ public:
+  CountingData(std::unique_ptr<avout::ReferenceData> inner, CountingStore& store)
+      : inner_(std::move(inner)), store_(store) {}
+  std::string name() const override { return inner_->name(); }
+  void set(avout::Bytes value, const avout::Point& point) override;
+  avout::Bytes get(const avout::Point& point) override { return inner_->get(point); }
+  void erase(const avout::Point& point) override;
+  std::vector<avout::Point> points() override { return inner_->points(); }
+  avout::ReferenceData& inner() { return *inner_; }
+
+ private:
+  std::unique_ptr<avout::ReferenceData> inner_;
+  CountingStore& store_;
+};
+
+// A store that counts how its values are written and erased, and runs a hook before each
+// batch write and each erasure.
+class CountingStore final : public avout::Store {
+ public:
+  explicit CountingStore(avout::Store& inner) : inner_(inner) {}
+  std::string description() const override { return "counting " + inner_.description(); }
+  std::size_t max_value_size() const override { return inner_.max_value_size(); }
+  std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
+    return inner_.atom_state(name);
+  }
+  std::unique_ptr<avout::ReferenceData> reference_data(const std::string& name) override {
+    return std::make_unique<CountingData>(inner_.reference_data(name), *this);
+  }
+  void set_values(std::span<const avout::PointValue> values) override {
+    ++batch_writes;
+    if (before_batch_write) before_batch_write();
+    std::vector<avout::PointValue> inner;
+    for (const auto& v : values) {
+      inner.push_back({&static_cast<CountingData*>(v.data)->inner(), v.point, v.value});
+    }
+    inner_.set_values(inner);
+  }
+  void erase_values(std::span<const avout::PointErasure> erasures) override {
+    for (const auto& e : erasures) e.data->erase(e.point);
+  }
+
+  std::atomic<int> batch_writes{0};   ///< set_values calls
+  std::atomic<int> single_writes{0};  ///< ReferenceData::set calls
+  std::atomic<int> erasures{0};       ///< values erased
+  std::function<void()> before_batch_write;
+  std::function<void()> before_erase;
+
+ private:
+  avout::Store& inner_;
+};
+
+void CountingData::set(avout::Bytes value, const avout::Point& point) {
+  ++store_.single_writes;
+  inner_->set(std::move(value), point);
+}
+
+void CountingData::erase(const avout::Point& point) {
+  if (store_.before_erase) store_.before_erase();
+  inner_->erase(point);
+  ++store_.erasures;
+}
+
+// Opens when told to, or gives up after `limit`; says which.
+class Gate {
+ public:
+  bool wait(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] { return open_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+};
+
+avout::ClientOptions options() {
+  return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                              .session_timeout = 6000ms};
+}
+
+std::string unique_name(const std::string& stem) {
+  return avout::testing::unique_name("/store-batches-test", stem);
+}
+
+}  // namespace
+
+TEST_CASE("a commit writes all its values for one store in one batch") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore counting(redis);
+  const std::string prefix = unique_name("one-batch");
+  std::vector<avout::Ref<long>> refs;
+  for (int i = 0; i < 8; ++i) refs.push_back(client.ref<long>(prefix + "/r" + std::to_string(i), 0, counting));
+  const int batches = counting.batch_writes;
+  const int singles = counting.single_writes;
+  client.dosync([&] {
+    for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
+  });
+  CHECK(counting.batch_writes - batches == 1);
+  CHECK(counting.single_writes - singles == 0);
+  for (auto& ref : refs) CHECK(ref.deref() == 1);
+}
+
+TEST_CASE("a commit writes to its stores at the same time") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore first(redis);
+  CountingStore second(redis);
+  auto a = client.ref<long>(unique_name("first"), 0, first);
+  auto b = client.ref<long>(unique_name("second"), 0, second);
+  // Each batch waits for the other to start: written one after the other, the first would
+  // give up waiting.
+  Gate first_started;
+  Gate second_started;
+  std::atomic<bool> met_first{false};
+  std::atomic<bool> met_second{false};
+  first.before_batch_write = [&] {
+    first_started.open();
+    met_second = second_started.wait(scaled(5s));
+  };
+  second.before_batch_write = [&] {
+    second_started.open();
+    met_first = first_started.wait(scaled(5s));
+  };
+  client.dosync([&] {
+    a.ref_set(1);
+    b.ref_set(2);
+  });
+  CHECK(met_first);
+  CHECK(met_second);
+  CHECK(a.deref() == 1);
+  CHECK(b.deref() == 2);
+}
+
+TEST_CASE("values a commit trimmed are erased after it returned, without the caller waiting") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());  // min_history 0: each commit trims the version it replaced
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore counting(redis);
+  const std::string name = unique_name("trimmed");
+  auto ref = client.ref<long>(name, 0, counting);
+  client.dosync([&] { ref.ref_set(1); });
+  const auto settle = std::chrono::steady_clock::now() + scaled(10s);
+  while (counting.erasures < 1 && std::chrono::steady_clock::now() < settle) {
+    std::this_thread::sleep_for(10ms);  // the initial value, trimmed by the first commit
+  }
+  REQUIRE(counting.erasures == 1);
+  Gate released;
+  counting.before_erase = [&] { (void)released.wait(scaled(5s)); };
+  const int erased = counting.erasures;
+  client.dosync([&] { ref.ref_set(2); });
+  CHECK(counting.erasures == erased);  // held back, and the commit returned all the same
+  released.open();
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (counting.erasures == erased && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(counting.erasures == erased + 1);
+  CHECK(ref.deref() == 2);
+  CHECK(counting.reference_data(client.ref_value_key(name))->points().size() == 1);
+}
