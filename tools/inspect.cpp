@@ -3,6 +3,7 @@
 #include <avout/detail/agent_core.hpp>
 #include <avout/detail/atom_core.hpp>
 #include <avout/detail/stm.hpp>
+#include <avout/zookeeper.hpp>
 #include <avout/zookeeper_tree.hpp>
 
 #include <algorithm>
@@ -93,7 +94,7 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
 // An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
 static std::unique_ptr<AtomState> atom_cell(Client& client, Store& store, const std::string& name) {
   auto state = store.atom_state(name);
-  if (state->zookeeper_path().empty()) state = store.atom_state(client.atom_value_key(name));
+  if (zookeeper::node_path(*state).empty()) state = store.atom_state(client.atom_value_key(name));
   return state;
 }
 
@@ -248,7 +249,7 @@ void print(const Report& report, bool json, std::ostream& out) {
 
 std::string delete_atom(Client& client, Store& store, const std::string& name) {
   auto state = atom_cell(client, store, name);
-  const std::string path = state->zookeeper_path();
+  const std::string path = zookeeper::node_path(*state);
   if (path.empty()) {
     throw Error("deleting atoms in " + store.description() +
                 " is not supported (only atoms whose value is a ZooKeeper node)");

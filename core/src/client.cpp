@@ -3,6 +3,7 @@
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
+#include <avout/zookeeper.hpp>
 
 #include <algorithm>
 #include <random>
@@ -30,7 +31,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   }
   session_ = std::make_unique<ZooKeeperSession>(session_options(options_));
   callbacks_ = std::make_shared<detail::CallbackExecutor>(options_.logger);
-  zookeeper_store_ = detail::make_zookeeper_store(*session_, options_.root);
+  zookeeper_store_ = std::make_unique<zookeeper::Store>(*session_, options_.root);
   stm_ = std::make_unique<detail::StmContext>(
       *session_, options_.root, callbacks_,
       detail::StmOptions{.retry_limit = options_.retry_limit,
@@ -65,7 +66,7 @@ const ClientOptions& Client::options() const { return options_; }
 std::shared_ptr<detail::AtomCore> Client::attach_atom(const std::string& name, Store& store) {
   validate_path(name);
   auto state = store.atom_state(name);
-  std::string watch_path = state->zookeeper_path();
+  std::string watch_path = zookeeper::node_path(*state);
   const bool notify = watch_path.empty();
   if (notify) {
     // A store outside ZooKeeper may be shared by deployments: the value's key names ours, as

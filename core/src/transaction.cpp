@@ -1,4 +1,5 @@
 #include "node_cache.hpp"
+#include "zookeeper_held_values.hpp"
 
 #include <avout/detail/stm.hpp>
 #include <avout/errors.hpp>
@@ -366,7 +367,7 @@ void Transaction::commit() {
       staged.next.history.pop_back();
     }
     if (multi_bytes + value.size() <= multi_limit) {
-      staged.in_multi = ref.data().commit_operation(value, staged.point);
+      staged.in_multi = commit_operation(ref.data(), value, staged.point);
       if (staged.in_multi) {
         const std::size_t size = serialized_size(*staged.in_multi, chroot);
         if (multi_bytes + size <= multi_limit) multi_bytes += size;
