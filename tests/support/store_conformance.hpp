@@ -135,6 +135,9 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
                                       PointValue{refs[2].get(), Point{"point-2"}, to_bytes("X")}};
   CHECK_THROWS_AS(store->set_values(clash), BackendError);
   CHECK(refs[2]->get(Point{"point-2"}) == to_bytes("value point-2"));
+  const std::vector<PointValue> twice{PointValue{refs[0].get(), Point{"twice"}, to_bytes("1")},
+                                      PointValue{refs[0].get(), Point{"twice"}, to_bytes("2")}};
+  CHECK_THROWS_AS(store->set_values(twice), BackendError);
 
   // An oversized value is refused before anything of the batch is written.
   const std::vector<PointValue> oversized{
@@ -150,7 +153,9 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
   store->erase_values(erasures);
   for (const auto& v : values) CHECK_THROWS_AS(v.data->get(v.point), MissingPoint);
   for (int r = 0; r < 3; ++r) {
-    for (const auto& point : refs[r]->points()) CHECK((point.id == "fresh" && r == 1));
+    for (const auto& point : refs[r]->points()) {
+      CHECK(((point.id == "fresh" && r == 1) || (point.id == "twice" && r == 0)));
+    }
   }
 
   // Empty batches do nothing.

@@ -241,6 +241,9 @@ void Store::set_values(std::span<const PointValue> values) {
                            points[i] + " already stored");
       }
     }
+    // Every pair came back, yet fewer rows than values: the batch named a point twice.
+    throw BackendError(impl_->pool.description() + ": a batch of " +
+                       std::to_string(chunk.size()) + " ref values names a point twice");
   }
 }
 
