@@ -4,7 +4,9 @@
 #   2. the core (core/) includes no backend's header;
 #   3. an installed public header (core/include, backends/*/include) includes only other
 #      public headers (<avout/...> that exist there) and outside libraries, never a private
-#      (src/) header.
+#      (src/) header;
+#   4. the store interface a third party implements (core/include/avout/backend.hpp) names
+#      no ZooKeeper type or header outside its comments.
 # Run by ctest (tests layering_check and layering_check_self_test, label fast); by hand:
 #   tests/check_layers.sh SOURCE_ROOT     exits 0 when every rule holds, else 1 naming each break
 #   tests/check_layers.sh --self-test     checks that a tree with each break is caught
@@ -70,6 +72,13 @@ check_tree() {
       report "$file:$line: public header includes \"$target\" (public headers include <avout/...>)"
     fi
   done < <(includes_of $(find core/include backends/*/include -name '*.h*' 2>/dev/null))
+  # Rule 4.
+  local interface=core/include/avout/backend.hpp
+  if [ -f "$interface" ]; then
+    while IFS=: read -r line text; do
+      report "$interface:$line: the store interface names ZooKeeper: $text"
+    done < <(sed 's|//.*||' "$interface" | grep -niE 'zookeeper|op::' || true)
+  fi
   return $broken
 }
 
@@ -81,6 +90,7 @@ self_test() {
   mkdir -p "$tree"/core/{include/avout,src} "$tree"/backends/{one,two}/{include/avout,src}
   printf '#pragma once\n#include <avout/base.hpp>\n#include <string>\n' >"$tree/core/include/avout/api.hpp"
   printf '#pragma once\n' >"$tree/core/include/avout/base.hpp"
+  printf '#pragma once\n// Stores; ZooKeeper coordinates.\nclass Store;\n' >"$tree/core/include/avout/backend.hpp"
   printf '#pragma once\n' >"$tree/core/src/engine.hpp"
   printf '#include "engine.hpp"\n#include <avout/api.hpp>\n' >"$tree/core/src/engine.cpp"
   printf '#pragma once\n#include <avout/api.hpp>\n' >"$tree/backends/one/include/avout/one.hpp"
@@ -93,6 +103,7 @@ self_test() {
   printf '#include <avout/one.hpp>\n#include "one_wire.hpp"\n' >>"$tree/backends/two/src/two.cpp"
   printf '#include <avout/two.hpp>\n' >>"$tree/core/src/engine.cpp"
   printf '#include <engine.hpp>\n#include "base.hpp"\n#include <avout/gone.hpp>\n' >>"$tree/core/include/avout/api.hpp"
+  printf 'std::optional<op::Create> commit_operation();\n' >>"$tree/core/include/avout/backend.hpp"
   if output=$(check_tree "$tree" 2>&1); then echo "self-test: a broken tree passed" >&2; exit 1; fi
   local expected
   for expected in "backend two includes backend one's header avout/one.hpp" \
@@ -100,7 +111,8 @@ self_test() {
                   "the core includes backend two's header avout/two.hpp" \
                   "public header includes the private header engine.hpp" \
                   'public header includes "base.hpp"' \
-                  "avout/gone.hpp, which is not a public header"; do
+                  "avout/gone.hpp, which is not a public header" \
+                  "the store interface names ZooKeeper: std::optional<op::Create>"; do
     grep -qF -- "$expected" <<<"$output" || { echo "self-test: not reported: $expected" >&2; echo "$output" >&2; exit 1; }
   done
   echo "layering self-test OK"

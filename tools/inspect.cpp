@@ -1,6 +1,7 @@
 #include "inspect.hpp"
 
 #include <avout/inspect.hpp>
+#include <avout/zookeeper.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -48,7 +49,7 @@ std::vector<std::string> list(Client& client, const std::string& kind) {
 // An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
 static std::unique_ptr<AtomState> atom_cell(Client& client, Store& store, const std::string& name) {
   auto state = store.atom_state(name);
-  if (state->zookeeper_path().empty()) state = store.atom_state(client.atom_value_key(name));
+  if (zookeeper::node_path(*state).empty()) state = store.atom_state(client.atom_value_key(name));
   return state;
 }
 
@@ -209,7 +210,7 @@ void print(const Report& report, bool json, std::ostream& out) {
 
 std::string delete_atom(Client& client, Store& store, const std::string& name) {
   auto state = atom_cell(client, store, name);
-  const std::string path = state->zookeeper_path();
+  const std::string path = zookeeper::node_path(*state);
   if (path.empty()) {
     throw Error("deleting atoms in " + store.description() +
                 " is not supported (only atoms whose value is a ZooKeeper node)");

@@ -8,6 +8,7 @@
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
+#include <avout/zookeeper.hpp>
 
 #include <algorithm>
 #include <random>
@@ -39,7 +40,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   }
   session_ = std::make_unique<ZooKeeperSession>(session_options(options_));
   callbacks_ = std::make_shared<detail::CallbackExecutor>(options_.logger);
-  zookeeper_store_ = detail::make_zookeeper_store(*session_, options_.root);
+  zookeeper_store_ = std::make_unique<zookeeper::Store>(*session_, options_.root);
   runtime_ = std::make_unique<detail::Runtime>(*session_, options_, callbacks_);
   stm_ = std::make_unique<detail::StmContext>(*runtime_);
   agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
@@ -93,7 +94,7 @@ std::shared_ptr<detail::RefHandle> Client::attach_ref(const std::string& name, S
 std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name, Store& store) {
   validate_path(name);
   auto state = store.atom_state(name);
-  std::string watch_path = state->zookeeper_path();
+  std::string watch_path = zookeeper::node_path(*state);
   const bool notify = watch_path.empty();
   if (notify) {
     // A store outside ZooKeeper may be shared by deployments: the value's key names ours, as

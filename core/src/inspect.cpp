@@ -7,6 +7,7 @@
 
 #include <avout/errors.hpp>
 #include <avout/inspect.hpp>
+#include <avout/zookeeper.hpp>
 #include <avout/zookeeper_tree.hpp>
 
 #include <algorithm>
@@ -102,7 +103,7 @@ std::optional<TagOwner> tag_owner(Client& client, const std::string& name) {
 std::optional<AtomValue> atom(Client& client, Store& store, const std::string& name) {
   // An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
   auto state = store.atom_state(name);
-  if (state->zookeeper_path().empty()) state = store.atom_state(client.atom_value_key(name));
+  if (zookeeper::node_path(*state).empty()) state = store.atom_state(client.atom_value_key(name));
   auto stored = state->get();
   if (!stored.exists()) return std::nullopt;
   auto envelope = detail::decode_envelope(stored.value, name);

@@ -4,6 +4,7 @@
 #include "pending_markers.hpp"
 #include "stm.hpp"
 #include "value_batches.hpp"
+#include "zookeeper_held_values.hpp"
 
 #include <avout/errors.hpp>
 
@@ -302,7 +303,7 @@ struct Transaction::Commit {
       // history exactly when the multi lands, as a trimmed value must (rule 9).
       const Point old = staged.next.history.back().point;
       staged.next.history.pop_back();
-      const auto node = ref.data().commit_operation({}, old);
+      const auto node = commit_operation(ref.data(), {}, old);
       const std::size_t size = node ? op_overhead + chroot + node->path.size() : 0;
       if (node && multi_bytes + size <= multi_limit) {
         multi_bytes += size;
@@ -312,7 +313,7 @@ struct Transaction::Commit {
       }
     }
     if (multi_bytes + value.size() <= multi_limit) {
-      staged.in_multi = ref.data().commit_operation(value, staged.point);
+      staged.in_multi = commit_operation(ref.data(), value, staged.point);
       if (staged.in_multi) {
         const std::size_t size = serialized_size(*staged.in_multi, chroot);
         if (multi_bytes + size <= multi_limit) multi_bytes += size;

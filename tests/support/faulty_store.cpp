@@ -26,7 +26,6 @@ class FaultyAtomState : public AtomState {
     }
     return done;
   }
-  std::string zookeeper_path() const override { return inner_->zookeeper_path(); }
 
  private:
   FaultyStore& store_;
@@ -60,9 +59,6 @@ class FaultyReferenceData : public ReferenceData {
   std::vector<Point> points() override {
     store_.draw(name(), false);
     return inner_->points();
-  }
-  std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) override {
-    return inner_->commit_operation(value, point);
   }
 
  private:

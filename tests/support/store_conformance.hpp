@@ -113,10 +113,61 @@ inline void run_reference_data_conformance(const StoreFactory& make_store) {
   CHECK_THROWS_AS(other->get(b), MissingPoint);
 }
 
-/// Both kinds of cases.
+/// The batch calls Store::set_values / erase_values: many points of several refs, an existing
+/// point, an oversized value, gone points, empty batches.
+inline void run_batch_conformance(const StoreFactory& make_store) {
+  auto store = make_store();
+  const std::string stem = conformance_name("batch");
+  std::vector<std::unique_ptr<ReferenceData>> refs;
+  for (int r = 0; r < 3; ++r) refs.push_back(store->reference_data(stem + "-" + std::to_string(r)));
+  std::vector<PointValue> values;
+  for (int i = 0; i < 30; ++i) {
+    const std::string id = "point-" + std::to_string(i);
+    values.push_back(PointValue{refs[i % 3].get(), Point{id}, to_bytes("value " + id)});
+  }
+  values.push_back(PointValue{refs[0].get(), Point{"empty"}, Bytes{}});
+  store->set_values(values);
+  for (const auto& v : values) CHECK(v.data->get(v.point) == v.value);
+  for (const auto& ref : refs) CHECK(ref->points().size() == (ref == refs[0] ? 11u : 10u));
+
+  // An existing point in a batch is an error, and the stored value stays.
+  const std::vector<PointValue> clash{PointValue{refs[1].get(), Point{"fresh"}, to_bytes("F")},
+                                      PointValue{refs[2].get(), Point{"point-2"}, to_bytes("X")}};
+  CHECK_THROWS_AS(store->set_values(clash), BackendError);
+  CHECK(refs[2]->get(Point{"point-2"}) == to_bytes("value point-2"));
+  const std::vector<PointValue> twice{PointValue{refs[0].get(), Point{"twice"}, to_bytes("1")},
+                                      PointValue{refs[0].get(), Point{"twice"}, to_bytes("2")}};
+  CHECK_THROWS_AS(store->set_values(twice), BackendError);
+
+  // An oversized value is refused before anything of the batch is written.
+  const std::vector<PointValue> oversized{
+      PointValue{refs[0].get(), Point{"small"}, to_bytes("s")},
+      PointValue{refs[1].get(), Point{"big"}, Bytes(store->max_value_size() + 1, 'x')}};
+  CHECK_THROWS_AS(store->set_values(oversized), ValueTooLarge);
+  CHECK_THROWS_AS(refs[0]->get(Point{"small"}), MissingPoint);
+
+  // Erasing, then erasing again (gone points are no error).
+  std::vector<PointErasure> erasures;
+  for (const auto& v : values) erasures.push_back(PointErasure{v.data, v.point});
+  store->erase_values(erasures);
+  store->erase_values(erasures);
+  for (const auto& v : values) CHECK_THROWS_AS(v.data->get(v.point), MissingPoint);
+  for (int r = 0; r < 3; ++r) {
+    for (const auto& point : refs[r]->points()) {
+      CHECK(((point.id == "fresh" && r == 1) || (point.id == "twice" && r == 0)));
+    }
+  }
+
+  // Empty batches do nothing.
+  store->set_values({});
+  store->erase_values({});
+}
+
+/// Every kind of case.
 inline void run_store_conformance(const StoreFactory& make_store) {
   SUBCASE("atom state") { run_atom_state_conformance(make_store); }
   SUBCASE("reference data") { run_reference_data_conformance(make_store); }
+  SUBCASE("batches") { run_batch_conformance(make_store); }
 }
 
 }  // namespace avout::testing

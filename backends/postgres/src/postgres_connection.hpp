@@ -1,7 +1,8 @@
 #pragma once
 // The one owner of libpqxx connections: a pool that throws a broken connection away (libpqxx
-// 6's reactivation is unreliable) and the translation of pqxx exceptions into BackendError,
-// with the password stripped from every message.
+// 6's reactivation is unreliable) and the translation of pqxx exceptions, with the password
+// stripped from every message: no answer (broken connection, in doubt) is StoreUnavailable,
+// an error the server answered with is StoreRefused.
 
 #include "postgres_url.hpp"
 
@@ -19,13 +20,16 @@ class Pool {
  public:
   /// `prepare` runs once on each new connection (table creation).
   Pool(ConnectionString target, std::size_t keep, std::function<void(pqxx::connection&)> prepare);
-  /// Runs `work` on a pooled connection; pqxx errors become BackendError naming `what`, a
-  /// statement cancelled by the connection string's statement_timeout Timeout.
+  /// Runs `work` on a pooled connection; pqxx errors become StoreUnavailable or StoreRefused
+  /// naming `what`, a statement cancelled by the connection string's statement_timeout Timeout.
   void run(const std::string& what, const std::function<void(pqxx::connection&)>& work);
   const std::string& description() const { return target_.description; }
 
  private:
   std::unique_ptr<pqxx::connection> open();
+  // Keeps an open connection for the next call (when fewer than `keep_` are idle).
+  void give_back(std::unique_ptr<pqxx::connection>& connection);
+  template <typename Kind>
   [[noreturn]] void fail(const std::string& what, const std::string& problem) const;
 
   ConnectionString target_;

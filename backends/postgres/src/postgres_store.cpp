@@ -3,6 +3,7 @@
 #include <avout/errors.hpp>
 #include <avout/postgres.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <optional>
@@ -160,6 +161,9 @@ class PostgresReferenceData final : public ReferenceData {
     });
   }
 
+  /// Whether this ref belongs to the store whose state is `impl`.
+  bool made_by(const detail::StoreState* impl) const { return impl_.get() == impl; }
+
   std::vector<Point> points() override {
     std::vector<Point> found;
     impl_->pool.run("list ref " + name_, [&](pqxx::connection& c) {
@@ -176,7 +180,91 @@ class PostgresReferenceData final : public ReferenceData {
   std::string name_;
 };
 
+// The ref data of a batch element, which must have been made by the store with state `impl`.
+PostgresReferenceData& own_data(ReferenceData* data, const detail::StoreState& impl) {
+  auto* own = dynamic_cast<PostgresReferenceData*>(data);
+  if (own == nullptr || !own->made_by(&impl)) {
+    throw BackendError(impl.pool.description() + ": a batch holds ref " +
+                       (data ? data->name() : std::string("(null)")) +
+                       ", which this store did not make");
+  }
+  return *own;
+}
+
+// "($1, $n+1), ($2, $n+2), ...": rows of `columns` parameters where column c of row r is
+// parameter c * rows + r + 1, so that each column's values are passed as one dynamic list.
+std::string parameter_rows(std::size_t rows, std::size_t columns) {
+  std::string text;
+  for (std::size_t r = 0; r < rows; ++r) {
+    text += r == 0 ? "(" : ", (";
+    for (std::size_t c = 0; c < columns; ++c) {
+      if (c > 0) text += ", ";
+      text += "$" + std::to_string(c * rows + r + 1);
+    }
+    text += ")";
+  }
+  return text;
+}
+
+// PostgreSQL takes at most 65535 parameters per statement; larger batches take several.
+constexpr std::size_t max_rows_per_statement = 20000;
+
 }  // namespace
+
+void Store::set_values(std::span<const PointValue> values) {
+  for (std::size_t start = 0; start < values.size(); start += max_rows_per_statement) {
+    const auto chunk = values.subspan(start, std::min(max_rows_per_statement, values.size() - start));
+    std::vector<std::string> names, points;
+    std::vector<pqxx::binarystring> blobs;
+    for (const auto& v : chunk) {
+      names.push_back(own_data(v.data, *impl_).name());
+      impl_->check_size(v.value, names.back());
+      points.push_back(v.point.id);
+      blobs.push_back(binary(v.value));
+    }
+    std::vector<std::pair<std::string, std::string>> inserted;
+    impl_->pool.run("store " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      auto rows = work.exec_params("INSERT INTO " + impl_->ref_values + " (name, point, value) VALUES " +
+                                       parameter_rows(chunk.size(), 3) +
+                                       " ON CONFLICT DO NOTHING RETURNING name, point",
+                                   pqxx::prepare::make_dynamic_params(names),
+                                   pqxx::prepare::make_dynamic_params(points),
+                                   pqxx::prepare::make_dynamic_params(blobs));
+      for (const auto& row : rows) inserted.emplace_back(row[0].c_str(), row[1].c_str());
+    });
+    if (inserted.size() == chunk.size()) continue;
+    std::sort(inserted.begin(), inserted.end());
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      if (!std::binary_search(inserted.begin(), inserted.end(), std::pair(names[i], points[i]))) {
+        throw BackendError(impl_->pool.description() + " ref " + names[i] + ": point " +
+                           points[i] + " already stored");
+      }
+    }
+    // Every pair came back, yet fewer rows than values: the batch named a point twice.
+    throw BackendError(impl_->pool.description() + ": a batch of " +
+                       std::to_string(chunk.size()) + " ref values names a point twice");
+  }
+}
+
+void Store::erase_values(std::span<const PointErasure> erasures) {
+  for (std::size_t start = 0; start < erasures.size(); start += max_rows_per_statement) {
+    const auto chunk =
+        erasures.subspan(start, std::min(max_rows_per_statement, erasures.size() - start));
+    std::vector<std::string> names, points;
+    for (const auto& e : chunk) {
+      names.push_back(own_data(e.data, *impl_).name());
+      points.push_back(e.point.id);
+    }
+    impl_->pool.run("erase " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      work.exec_params("DELETE FROM " + impl_->ref_values + " WHERE (name, point) IN (VALUES " +
+                           parameter_rows(chunk.size(), 2) + ")",
+                       pqxx::prepare::make_dynamic_params(names),
+                       pqxx::prepare::make_dynamic_params(points));
+    });
+  }
+}
 
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 

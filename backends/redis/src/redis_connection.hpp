@@ -1,6 +1,7 @@
 #pragma once
 // The one owner of hiredis handles: a connection, its replies, and a small pool. hiredis
-// errors become avout::BackendError here, naming the store, command and key, never a password.
+// errors are translated here, naming the store, command and key, never a password: an I/O
+// error (refused, lost, timed out) is StoreUnavailable, an error reply StoreRefused.
 
 #include "redis_url.hpp"
 
@@ -27,8 +28,13 @@ using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 class Connection {
  public:
   explicit Connection(const Endpoint& endpoint);
-  /// Runs one command; throws BackendError on I/O errors and error replies.
+  /// Runs one command; throws StoreUnavailable on I/O errors (the connection is then
+  /// broken), StoreRefused on an error reply.
   Reply command(const std::vector<std::string_view>& arguments, std::string_view key);
+  /// Sends every command, then reads every reply: one round trip. Error replies are returned
+  /// as they are (the caller judges them); I/O errors throw StoreUnavailable naming `what`.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string_view>>& commands,
+                              std::string_view what);
   bool broken() const { return broken_; }
 
  private:
@@ -46,9 +52,16 @@ class Pool {
   Pool(Endpoint endpoint, std::size_t keep) : endpoint_(std::move(endpoint)), keep_(keep) {}
   /// Runs one command on a pooled connection (a new one when none is idle).
   Reply command(const std::vector<std::string_view>& arguments, std::string_view key);
+  /// Runs Connection::pipeline on a pooled connection.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string_view>>& commands,
+                              std::string_view what);
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
+  // Runs `work` on an idle connection (or a new one), returned to the pool unless broken.
+  template <typename Work>
+  auto with_connection(Work&& work);
+
   Endpoint endpoint_;
   std::size_t keep_;
   std::mutex mutex_;

@@ -115,6 +115,15 @@ class RedisReferenceData final : public ReferenceData {
     impl_->pool.command({"EVAL", erase_point_script, "2", key, points_key_, point.id}, key);
   }
 
+  /// The key of the value at `point`.
+  std::string point_key(const Point& point) const {
+    return impl_->options.key_prefix + "ref:" + name_ + ":" + point.id;
+  }
+  /// The key of the set listing the ref's points.
+  const std::string& points_key() const { return points_key_; }
+  /// Whether this ref belongs to the store whose state is `impl`.
+  bool made_by(const detail::StoreState* impl) const { return impl_.get() == impl; }
+
   std::vector<Point> points() override {
     Reply reply = impl_->pool.command({"SMEMBERS", points_key_}, points_key_);
     std::vector<Point> found;
@@ -125,15 +134,84 @@ class RedisReferenceData final : public ReferenceData {
   }
 
  private:
-  std::string point_key(const Point& point) const {
-    return impl_->options.key_prefix + "ref:" + name_ + ":" + point.id;
-  }
   std::shared_ptr<detail::StoreState> impl_;
   std::string name_;
   std::string points_key_;
 };
 
+// The ref data of a batch element, which must have been made by the store with state `impl`.
+RedisReferenceData& own_data(ReferenceData* data, const detail::StoreState& impl) {
+  auto* own = dynamic_cast<RedisReferenceData*>(data);
+  if (own == nullptr || !own->made_by(&impl)) {
+    throw BackendError(impl.pool.endpoint().description + ": a batch holds ref " +
+                       (data ? data->name() : std::string("(null)")) +
+                       ", which this store did not make");
+  }
+  return *own;
+}
+
+// One script call per point, pipelined: (key, points key, point id) each, owned here so that
+// the commands' string views stay valid.
+struct PointKeys {
+  std::string key;
+  std::string points_key;
+  std::string id;
+};
+
 }  // namespace
+
+void Store::set_values(std::span<const PointValue> values) {
+  if (values.empty()) return;
+  std::vector<PointKeys> keys;
+  keys.reserve(values.size());
+  for (const auto& v : values) {
+    auto& data = own_data(v.data, *impl_);
+    keys.push_back(PointKeys{data.point_key(v.point), data.points_key(), v.point.id});
+    impl_->check_size(v.value, keys.back().key);
+  }
+  std::vector<std::vector<std::string_view>> commands;
+  commands.reserve(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    commands.push_back({"EVAL", set_point_script, "2", keys[i].key, keys[i].points_key,
+                        as_chars(values[i].value), keys[i].id});
+  }
+  const auto replies = impl_->pool.pipeline(commands, "set " + std::to_string(values.size()) +
+                                                          " ref values");
+  // Every reply is read before judging any: each script ran (or was refused) on its own.
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    const redisReply* reply = replies[i].get();
+    if (reply->type == REDIS_REPLY_ERROR) {
+      throw StoreRefused(description() + ": EVAL " + keys[i].key + ": " +
+                         std::string(text_of(reply)));
+    }
+    if (reply->type != REDIS_REPLY_INTEGER || reply->integer != 1) {
+      throw BackendError(description() + " " + keys[i].key + ": point already stored");
+    }
+  }
+}
+
+void Store::erase_values(std::span<const PointErasure> erasures) {
+  if (erasures.empty()) return;
+  std::vector<PointKeys> keys;
+  keys.reserve(erasures.size());
+  for (const auto& e : erasures) {
+    auto& data = own_data(e.data, *impl_);
+    keys.push_back(PointKeys{data.point_key(e.point), data.points_key(), e.point.id});
+  }
+  std::vector<std::vector<std::string_view>> commands;
+  commands.reserve(keys.size());
+  for (const auto& k : keys) {
+    commands.push_back({"EVAL", erase_point_script, "2", k.key, k.points_key, k.id});
+  }
+  const auto replies = impl_->pool.pipeline(commands, "erase " + std::to_string(keys.size()) +
+                                                          " ref values");
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i]->type == REDIS_REPLY_ERROR) {
+      throw StoreRefused(description() + ": EVAL " + keys[i].key + ": " +
+                         std::string(text_of(replies[i].get())));
+    }
+  }
+}
 
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 

@@ -1,16 +1,20 @@
 #pragma once
-// The two interfaces a value store implements (docs/writing-a-store.md), and the Store that makes
-// them. ZooKeeper coordinates; a store only keeps bytes. Implementations must be thread safe:
-// one object may be used by several threads at once.
+// The interfaces a value store implements (docs/writing-a-store.md): AtomState, ReferenceData
+// and the Store that makes them. ZooKeeper coordinates; a store only keeps bytes.
+// Implementations must be thread safe: one object may be used by several threads at once.
+//
+// Errors: every call may throw BackendError when the store fails. The built-in stores throw
+// one of its two kinds: StoreUnavailable (no answer: a write may or may not have been applied;
+// the writes are AtomState::compare_and_set, ReferenceData::set and erase, Store::set_values
+// and erase_values) and StoreRefused (the store answered with an error: nothing applied).
+// ValueTooLarge comes before anything is written; MissingPoint from ReferenceData::get.
 
 #include <avout/bytes.hpp>
 #include <avout/errors.hpp>
-#include <avout/zookeeper_session.hpp>
 
 #include <compare>
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,9 +49,6 @@ class AtomState {
   /// Returns false when the version moved on. Throws ValueTooLarge before writing anything
   /// when `next` exceeds the store's limit, BackendError when the store fails.
   virtual bool compare_and_set(const Versioned& expected, Bytes next) = 0;
-  /// Optional: when the cell is itself a ZooKeeper node, its path, so watches use it directly
-  /// instead of a separate notification node. Other stores keep the default (empty).
-  virtual std::string zookeeper_path() const { return {}; }
 };
 
 /// A unique commit point: where one committed (or pending) version of a ref is stored.
@@ -72,14 +73,6 @@ class ReferenceData {
   virtual void erase(const Point& point) = 0;
   /// Every point stored for this ref (for garbage collection).
   virtual std::vector<Point> points() = 0;
-  /// Optional: when values live in ZooKeeper itself, the create that stores `value` at
-  /// `point` as one operation of the commit multi (no round trip of its own, and nothing to
-  /// erase when the multi fails). The default (nullopt) makes the core call set() first.
-  virtual std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) {
-    (void)value;
-    (void)point;
-    return std::nullopt;
-  }
 };
 
 /// One value to store at a fresh point of a ref: an element of Store::set_values.

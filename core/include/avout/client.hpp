@@ -27,8 +27,6 @@ namespace detail {
 class AgentWorkers;
 class CallbackExecutor;
 class Runtime;
-/// Makes the ZooKeeper value store of a client (defined by the avout::zookeeper library).
-std::unique_ptr<Store> make_zookeeper_store(ZooKeeperSession& session, const std::string& root);
 }  // namespace detail
 
 /// A connection to an avout deployment: ZooKeeper for coordination, stores for values.

@@ -75,6 +75,20 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+/// The store could not be reached or stopped answering (refused, lost or timed-out
+/// connection): a write whose reply was lost may or may not have been applied.
+class StoreUnavailable : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
+/// The store answered with an error (permission, authentication, read-only, a failed
+/// statement): the request was not applied.
+class StoreRefused : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
 /// A store has no value at the requested commit point (ReferenceData::get).
 class MissingPoint : public BackendError {
  public:

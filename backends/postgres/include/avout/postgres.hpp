@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace avout::postgres {
@@ -29,6 +30,13 @@ struct StoreOptions {
 
 /// Values in PostgreSQL; creates its tables on first use. Compare-and-set is one conditional
 /// UPDATE; a ref version is durable when the INSERT returns. Thread safe.
+///
+/// Errors: every call throws StoreUnavailable when PostgreSQL cannot be reached or its
+/// answer does not come (connection refused or lost, libpqxx's in_doubt_error): a write then
+/// may or may not have been applied (compare_and_set, set, erase, set_values, erase_values;
+/// reads are only unanswered). It throws StoreRefused when the server answered with an error
+/// (authentication, permission, a cancelled statement): the statement was not applied.
+/// ValueTooLarge and MissingPoint as in <avout/backend.hpp>.
 class Store final : public avout::Store {
  public:
   /// Connects lazily to `url` with default options; InvalidName at once when libpq cannot
@@ -44,14 +52,15 @@ class Store final : public avout::Store {
   std::size_t max_value_size() const override;
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
+  /// Stores every value with one multi-row INSERT, a single statement that commits by itself:
+  /// one round trip. An existing point throws BackendError (the others are written).
+  void set_values(std::span<const PointValue> values) override;
+  /// Erases every value with one DELETE ... WHERE (name, point) IN (...): one round trip.
+  void erase_values(std::span<const PointErasure> erasures) override;
 
  private:
   // Lease locks share this store's connections and table prefix (postgres_lease.cpp).
   friend LeaseLock lease_lock(Store& store, const std::string& name);
-
-/// Registers the URL schemes postgresql and postgres (a Store with default options) with
-/// avout::make_store.
-void register_store_schemes();
   std::shared_ptr<detail::Pool> shared_pool() const;
   const StoreOptions& options() const;
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace avout::redis {
@@ -22,7 +23,7 @@ struct StoreOptions {
   /// unix://[[user]:password@]/path[?db=N]; a user means AUTH user password (Redis 6 ACLs).
   std::string url = "redis://127.0.0.1:6379";
   std::chrono::milliseconds connect_timeout{2000};  ///< per connection attempt
-  std::chrono::milliseconds command_timeout{5000};  ///< per command; then BackendError
+  std::chrono::milliseconds command_timeout{5000};  ///< per command; then StoreUnavailable
   std::string key_prefix = "avout:";                ///< every key starts with this
   std::size_t max_value_size = 64u << 20;           ///< larger values are ValueTooLarge
   std::size_t pool_size = 8;                        ///< idle connections kept
@@ -31,6 +32,13 @@ struct StoreOptions {
 /// Values in Redis. Compare-and-set runs as one server-side script, so it is atomic. A ref
 /// version is acknowledged when Redis replied; it survives a Redis restart only with
 /// appendonly and appendfsync always. Thread safe.
+///
+/// Errors: every call throws StoreUnavailable when Redis cannot be reached or a reply does
+/// not come (connect refused, connection lost, command_timeout passed): a write then may or
+/// may not have been applied (compare_and_set, set, erase, set_values, erase_values; reads
+/// are only unanswered). It throws StoreRefused when Redis answered with an error (a wrong
+/// password, a read-only replica, out of memory): nothing of that command was applied.
+/// ValueTooLarge and MissingPoint as in <avout/backend.hpp>.
 class Store final : public avout::Store {
  public:
   /// Connects lazily to `url` (see StoreOptions::url) with default options; InvalidName when
@@ -46,14 +54,17 @@ class Store final : public avout::Store {
   std::size_t max_value_size() const override;
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
+  /// Stores every value with its own SET NX script, all pipelined on one connection: one
+  /// round trip. Every reply is checked: an existing point throws BackendError (the other
+  /// values are written), an error reply StoreRefused.
+  void set_values(std::span<const PointValue> values) override;
+  /// Erases every value (its key and its entry in the ref's point set), pipelined: one round
+  /// trip.
+  void erase_values(std::span<const PointErasure> erasures) override;
 
  private:
   // Lease locks share this store's connections and key prefix (redis_lease.cpp).
   friend LeaseLock lease_lock(Store& store, const std::string& name);
-
-/// Registers the URL schemes redis, tcp and unix (a Store with default options) and rediss
-/// (refused with InvalidName: no TLS in hiredis 0.14) with avout::make_store.
-void register_store_schemes();
   std::shared_ptr<detail::Pool> shared_pool() const;
   const StoreOptions& options() const;
 

@@ -1,13 +1,19 @@
+#include "zookeeper_held_values.hpp"
+
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
 #include <avout/zookeeper.hpp>
 
 #include <charconv>
 #include <mutex>
+#include <variant>
 
 namespace avout::zookeeper {
 
 namespace {
+
+// What one create adds to a multi request beyond its path and data (header, mode, ACL).
+constexpr std::size_t create_overhead = 128;
 
 void check_size(const Bytes& value, const std::string& path) {
   require_fits(value.size(), max_node_value, "zookeeper " + path);
@@ -67,7 +73,8 @@ class NodeAtomState final : public AtomState {
     }
   }
 
-  std::string zookeeper_path() const override { return path_; }
+  /// The node holding the value.
+  const std::string& path() const { return path_; }
 
  private:
   static bool holds_no_value(const NodeData& node) {
@@ -90,7 +97,7 @@ class NodeAtomState final : public AtomState {
 };
 
 // A ref's versions: one child node per point under the ref's value folder.
-class NodeReferenceData final : public ReferenceData {
+class NodeReferenceData final : public ReferenceData, public detail::ZooKeeperHeldValues {
  public:
   NodeReferenceData(ZooKeeperSession& session, std::string name, std::string folder)
       : session_(session), name_(std::move(name)), folder_(std::move(folder)) {}
@@ -126,11 +133,15 @@ class NodeReferenceData final : public ReferenceData {
     (void)session_.remove_async(join_path(folder_, point.id), -1);
   }
 
-  std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) override {
+  op::Create commit_operation(const Bytes& value, const Point& point) override {
     check_size(value, folder_);
-    // The folder must exist before a multi creates a child in it.
-    std::call_once(folder_made_, [this] { session_.create_recursive(folder_); });
+    make_folder();
     return op::Create{join_path(folder_, point.id), value, CreateMode::persistent};
+  }
+
+  /// Creates the folder once: it must exist before a multi creates a child in it.
+  void make_folder() {
+    std::call_once(folder_made_, [this] { session_.create_recursive(folder_); });
   }
 
   std::vector<Point> points() override {
@@ -168,13 +179,46 @@ std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
   return std::make_unique<NodeReferenceData>(session_, name, root_ + "/ref-values" + name);
 }
 
-}  // namespace avout::zookeeper
-
-namespace avout::detail {
-
-std::unique_ptr<avout::Store> make_zookeeper_store(ZooKeeperSession& session,
-                                                   const std::string& root) {
-  return std::make_unique<zookeeper::Store>(session, root);
+void Store::set_values(std::span<const PointValue> values) {
+  std::vector<op::Create> creates;  // every value checked before anything is sent
+  creates.reserve(values.size());
+  for (const auto& v : values) {
+    auto* data = dynamic_cast<NodeReferenceData*>(v.data);
+    if (data == nullptr) {
+      throw BackendError(description() + ": a batch holds ref " +
+                         (v.data ? v.data->name() : std::string("(null)")) +
+                         ", which this store did not make");
+    }
+    creates.push_back(data->commit_operation(v.value, v.point));
+  }
+  // A multi is one request: keep each under the request limit, so a batch of large values
+  // becomes several multis (each all or nothing).
+  std::vector<Operation> multi;
+  std::size_t bytes = 0;
+  auto send = [&] {
+    if (multi.empty()) return;
+    const auto result = session_.multi(multi);
+    try {
+      result.throw_if_failed(multi);
+    } catch (const NodeExists&) {
+      const auto& create = std::get<op::Create>(multi[result.failed_index]);
+      throw BackendError("zookeeper " + create.path + ": point already stored");
+    }
+    multi.clear();
+    bytes = 0;
+  };
+  for (auto& create : creates) {
+    const std::size_t size = create.path.size() + create.data.size() + create_overhead;
+    if (bytes + size > max_node_value) send();
+    bytes += size;
+    multi.emplace_back(std::move(create));
+  }
+  send();
 }
 
-}  // namespace avout::detail
+std::string node_path(const AtomState& state) {
+  const auto* node = dynamic_cast<const NodeAtomState*>(&state);
+  return node ? node->path() : std::string{};
+}
+
+}  // namespace avout::zookeeper

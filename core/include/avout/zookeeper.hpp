@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace avout::zookeeper {
@@ -23,10 +24,18 @@ class Store final : public avout::Store {
   std::size_t max_value_size() const override { return max_node_value; }
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
+  /// Creates every value with one multi of creates (one round trip; several when together
+  /// they exceed what one request takes). All or none of a multi lands; an existing point
+  /// throws BackendError and nothing of its multi is written.
+  void set_values(std::span<const PointValue> values) override;
 
  private:
   ZooKeeperSession& session_;
   std::string root_;
 };
+
+/// The ZooKeeper node holding an atom's value when `state` was made by a zookeeper::Store
+/// (watches then use that node directly); empty for any other store's AtomState.
+std::string node_path(const AtomState& state);
 
 }  // namespace avout::zookeeper

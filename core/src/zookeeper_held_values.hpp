@@ -1,0 +1,33 @@
+#pragma once
+// Values kept in ZooKeeper itself: a capability of the ZooKeeper store's ReferenceData that
+// the core finds by dynamic_cast. It is not part of the store interface (backend.hpp), so a
+// store author never sees ZooKeeper operations.
+
+#include <avout/backend.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <optional>
+
+namespace avout::detail {
+
+/// A ReferenceData whose values are ZooKeeper nodes: a value can be created by the commit
+/// multi itself (no round trip of its own, and nothing to erase when the multi fails).
+class ZooKeeperHeldValues {
+ public:
+  virtual ~ZooKeeperHeldValues() = default;
+  /// The create that stores `value` at `point` as one operation of the commit multi.
+  /// Throws ValueTooLarge before anything is sent when `value` exceeds the node limit.
+  virtual op::Create commit_operation(const Bytes& value, const Point& point) = 0;
+};
+
+/// The in-multi create of `value` at `point` when `data` holds its values in ZooKeeper;
+/// nullopt for any other store (the core then writes the value with set() first).
+inline std::optional<op::Create> commit_operation(ReferenceData& data, const Bytes& value,
+                                                  const Point& point) {
+  if (auto* held = dynamic_cast<ZooKeeperHeldValues*>(&data)) {
+    return held->commit_operation(value, point);
+  }
+  return std::nullopt;
+}
+
+}  // namespace avout::detail
