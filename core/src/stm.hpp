@@ -29,7 +29,6 @@ namespace avout::detail {
 class BackgroundErasure;
 class CallbackExecutor;
 class NodeCache;
-class PendingMarkers;
 
 /// One older committed version of a ref: the zxid of its commit and where its value is.
 struct HeadEntry {
@@ -127,8 +126,6 @@ class StmContext {
   Runtime& runtime() { return runtime_; }
   /// Trimmed values waiting to be erased off the committing threads (rule 16).
   BackgroundErasure& erasures() { return *erasures_; }
-  /// Markers of this client's landed commits, removed by its next commit multi (rule 16).
-  PendingMarkers& pending_markers() { return *pending_markers_; }
 
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
@@ -162,7 +159,6 @@ class StmContext {
 
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
-  std::unique_ptr<PendingMarkers> pending_markers_;
   std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };
 

@@ -1,6 +1,5 @@
 #include "background_erasure.hpp"
 #include "hex.hpp"
-#include "pending_markers.hpp"
 #include "stm.hpp"
 #include "wire.hpp"
 
@@ -185,7 +184,6 @@ void RefCore::validate(const Bytes& value) {
 
 StmContext::StmContext(Runtime& runtime)
     : runtime_(runtime),
-      pending_markers_(std::make_unique<PendingMarkers>(runtime.session())),
       erasures_(std::make_unique<BackgroundErasure>()) {}
 
 StmContext::~StmContext() = default;

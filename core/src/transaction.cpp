@@ -1,7 +1,6 @@
 #include "background_erasure.hpp"
 #include "barging.hpp"
 #include "node_cache.hpp"
-#include "pending_markers.hpp"
 #include "stm.hpp"
 #include "value_batches.hpp"
 #include "zookeeper_held_values.hpp"
@@ -29,8 +28,6 @@ constexpr std::size_t op_overhead = 128;
 constexpr std::size_t point_size = 53;
 // A history entry in an encoded head: zxid and length-prefixed point id.
 constexpr std::size_t head_entry_size = 8 + 8 + point_size;
-// Markers of earlier commits one multi removes at most (more wait for the next commit).
-constexpr std::size_t old_markers_per_commit = 8;
 
 std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
   return std::visit(
@@ -276,9 +273,7 @@ struct Transaction::Commit {
   std::vector<Staged> recomputed;      // values of commuted refs, stored again each round
   std::vector<NodeStat> commuted_stats;  // the commuted heads this round recomputed from
   MultiResult result;                  // the multi's reply
-  // Rule 16: markers of this client's earlier commits, removed by this multi; and nodes the
-  // multi found gone (gc took a marker), left out of later rounds.
-  std::vector<std::string> old_markers;
+  // Rule 16: trimmed value nodes the multi found gone already, left out of later rounds.
   std::set<std::string> gone;
 
   // Stores `value` under a fresh point for `target`, whose head is `head` at `head_stat`.
@@ -374,21 +369,14 @@ struct Transaction::Multi {
 void Transaction::commit() {
   Commit commit;
   if (!plan_commit(commit)) return;
-  try {
-    stage_written(commit);
-    marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
-    for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
-      if (!stage_commuted(commit)) continue;
-      if (apply_result(commit, build_multi(commit))) return;
-    }
-    Commit::discard(commit.written);
-    throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
-  } catch (...) {
-    // Not landed, or not known to have: a later commit removes them (one already gone only
-    // costs that commit a retry of its multi).
-    stm_.pending_markers().give_back(std::move(commit.old_markers));
-    throw;
+  stage_written(commit);
+  marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
+  for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
+    if (!stage_commuted(commit)) continue;
+    if (apply_result(commit, build_multi(commit))) return;
   }
+  Commit::discard(commit.written);
+  throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
 }
 
 // Sorts the entries into what the commit writes, checks and recomputes; false when the
@@ -430,12 +418,6 @@ bool Transaction::plan_commit(Commit& commit) {
                         " bytes, over the " + std::to_string(multi_limit) +
                         " ZooKeeper accepts in one request; nothing was written");
   }
-  commit.old_markers = stm_.pending_markers().take(old_markers_per_commit);
-  const std::size_t marker_removal = op_overhead + chroot + runtime_.layout().markers().size() + 1 + point_size;
-  if (bytes + commit.old_markers.size() * marker_removal > multi_limit) {
-    stm_.pending_markers().give_back(std::exchange(commit.old_markers, {}));
-  }
-  bytes += commit.old_markers.size() * marker_removal;
   return true;
 }
 
@@ -526,8 +508,8 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
       if (s.in_multi) operations.push_back(*s.in_multi);
     }
   }
-  // Rule 16: clean-up rides in the commit. Value nodes and markers are created once and
-  // never changed, so version 0 is theirs.
+  // Rule 16: trimmed ZooKeeper-held values go with the commit. Value nodes are created once
+  // and never changed, so version 0 is theirs.
   multi.first_cleanup = operations.size();
   for (auto* staged : {&commit.written, &commit.recomputed}) {
     for (auto& s : *staged) {
@@ -536,7 +518,6 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
       }
     }
   }
-  for (const auto& marker : commit.old_markers) multi.cleanup.push_back(marker);
   for (const auto& path : multi.cleanup) operations.push_back(op::Remove{path, 0});
   multi.clock = operations.size();
   operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
@@ -570,11 +551,9 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   }
   Commit::discard(commit.recomputed);
   if (result.failed_index >= multi.first_cleanup && result.failed_index < multi.clock) {
-    // Something to remove was gone already (gc took an old marker after its grace): every
-    // operation before it succeeded, so this is no conflict; the multi goes again without it.
-    const std::string& path = multi.cleanup[result.failed_index - multi.first_cleanup];
-    commit.gone.insert(path);
-    std::erase(commit.old_markers, path);
+    // A trimmed value was gone already: every operation before it succeeded, so this is no
+    // conflict; the multi goes again without it.
+    commit.gone.insert(multi.cleanup[result.failed_index - multi.first_cleanup]);
     return false;
   }
   if (result.failed_index >= multi.first_addition && result.failed_index < multi.after_additions) {
@@ -604,9 +583,9 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
   stm_.count_commit();
-  // The multi removed the earlier markers; this one goes with this client's next commit.
-  commit.old_markers.clear();
-  stm_.pending_markers().add(marker_path_);
+  // The marker has answered all it had to: removed without waiting (gc removes it if this
+  // removal is lost).
+  (void)runtime_.session().remove_async(marker_path_, 0);
   std::string failure;
   auto step = [&](const char* what, const auto& work) {
     try {

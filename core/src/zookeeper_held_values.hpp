@@ -7,6 +7,7 @@
 #include <avout/zookeeper_session.hpp>
 
 #include <optional>
+#include <string>
 
 namespace avout::detail {
 
@@ -18,6 +19,15 @@ class ZooKeeperHeldValues {
   /// The create that stores `value` at `point` as one operation of the commit multi.
   /// Throws ValueTooLarge before anything is sent when `value` exceeds the node limit.
   virtual op::Create commit_operation(const Bytes& value, const Point& point) = 0;
+};
+
+/// An AtomState whose cell is a ZooKeeper node: watches use the node itself, no separate
+/// notification node (zookeeper::node_path finds it).
+class ZooKeeperNodeAtom {
+ public:
+  virtual ~ZooKeeperNodeAtom() = default;
+  /// The node that holds the atom's value.
+  virtual std::string node_path() const = 0;
 };
 
 /// The in-multi create of `value` at `point` when `data` holds its values in ZooKeeper;

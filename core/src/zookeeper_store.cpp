@@ -36,7 +36,7 @@ std::string parent_of(const std::string& path) {
 // An atom's value: one node; its ZooKeeper data version is the CAS version. A node without
 // data at version 0 holds no value yet: it is the parent made for an atom nested below this
 // one's name (a value, even an empty one, is never stored at version 0 without data).
-class NodeAtomState final : public AtomState {
+class NodeAtomState final : public AtomState, public detail::ZooKeeperNodeAtom {
  public:
   NodeAtomState(ZooKeeperSession& session, std::string path)
       : session_(session), path_(std::move(path)) {}
@@ -74,7 +74,7 @@ class NodeAtomState final : public AtomState {
   }
 
   /// The node holding the value.
-  const std::string& path() const { return path_; }
+  std::string node_path() const override { return path_; }
 
  private:
   static bool holds_no_value(const NodeData& node) {
@@ -217,8 +217,8 @@ void Store::set_values(std::span<const PointValue> values) {
 }
 
 std::string node_path(const AtomState& state) {
-  const auto* node = dynamic_cast<const NodeAtomState*>(&state);
-  return node ? node->path() : std::string{};
+  const auto* node = dynamic_cast<const detail::ZooKeeperNodeAtom*>(&state);
+  return node ? node->node_path() : std::string{};
 }
 
 }  // namespace avout::zookeeper

@@ -3,6 +3,8 @@
 #include "support/fault_rates_env.hpp"
 #include "support/fault_streams.hpp"
 
+// The core's private capability of ZooKeeper-held values (core/src), forwarded below.
+#include "zookeeper_held_values.hpp"
 
 namespace avout::testing {
 namespace {
@@ -31,6 +33,19 @@ class FaultyAtomState : public AtomState {
   FaultyStore& store_;
   std::unique_ptr<AtomState> inner_;
   std::string name_;
+};
+
+// Over a ZooKeeper atom, watches keep using its node (the core's private capability,
+// forwarded), as they do without the faulty store.
+class FaultyZooKeeperAtomState final : public FaultyAtomState, public avout::detail::ZooKeeperNodeAtom {
+ public:
+  FaultyZooKeeperAtomState(FaultyStore& store, std::unique_ptr<AtomState> inner, std::string name,
+                           std::string node)
+      : FaultyAtomState(store, std::move(inner), std::move(name)), node_(std::move(node)) {}
+  std::string node_path() const override { return node_; }
+
+ private:
+  std::string node_;
 };
 
 class FaultyReferenceData : public ReferenceData {
@@ -66,6 +81,23 @@ class FaultyReferenceData : public ReferenceData {
   std::unique_ptr<ReferenceData> inner_;
 };
 
+// Over the ZooKeeper store, the values a commit creates inside its multi stay there (the
+// core's private capability, forwarded): the multi is the one request that can fail, as
+// with the ZooKeeper store itself; writes outside it meet the store's faults.
+class FaultyZooKeeperReferenceData final : public FaultyReferenceData,
+                                           public avout::detail::ZooKeeperHeldValues {
+ public:
+  FaultyZooKeeperReferenceData(FaultyStore& store, std::unique_ptr<ReferenceData> inner,
+                               avout::detail::ZooKeeperHeldValues& held)
+      : FaultyReferenceData(store, std::move(inner)), held_(held) {}
+  op::Create commit_operation(const Bytes& value, const Point& point) override {
+    return held_.commit_operation(value, point);
+  }
+
+ private:
+  avout::detail::ZooKeeperHeldValues& held_;  // the inner ReferenceData, owned by the base
+};
+
 }  // namespace
 
 FaultyStore::FaultyStore(Store& inner, std::uint64_t seed, StoreFaultRates rates)
@@ -75,11 +107,20 @@ std::string FaultyStore::description() const { return "faulty " + inner_.descrip
 std::size_t FaultyStore::max_value_size() const { return inner_.max_value_size(); }
 
 std::unique_ptr<AtomState> FaultyStore::atom_state(const std::string& name) {
-  return std::make_unique<FaultyAtomState>(*this, inner_.atom_state(name), name);
+  auto inner = inner_.atom_state(name);
+  if (auto* node = dynamic_cast<avout::detail::ZooKeeperNodeAtom*>(inner.get())) {
+    std::string path = node->node_path();
+    return std::make_unique<FaultyZooKeeperAtomState>(*this, std::move(inner), name, std::move(path));
+  }
+  return std::make_unique<FaultyAtomState>(*this, std::move(inner), name);
 }
 
 std::unique_ptr<ReferenceData> FaultyStore::reference_data(const std::string& name) {
-  return std::make_unique<FaultyReferenceData>(*this, inner_.reference_data(name));
+  auto inner = inner_.reference_data(name);
+  if (auto* held = dynamic_cast<avout::detail::ZooKeeperHeldValues*>(inner.get())) {
+    return std::make_unique<FaultyZooKeeperReferenceData>(*this, std::move(inner), *held);
+  }
+  return std::make_unique<FaultyReferenceData>(*this, std::move(inner));
 }
 
 void FaultyStore::enable(bool on) {
