@@ -1,5 +1,6 @@
 #include "background_erasure.hpp"
 #include "barging.hpp"
+#include "multi_size.hpp"
 #include "node_cache.hpp"
 #include "stm.hpp"
 #include "value_batches.hpp"
@@ -19,25 +20,10 @@ namespace avout::detail {
 namespace {
 thread_local Transaction* running = nullptr;
 
-// Rule 11: ZooKeeper answers a request over jute.maxbuffer (1 MB by default) by dropping the
-// connection, so the commit multi, counted as it is serialized, stays under it with a margin.
-constexpr std::size_t multi_limit = 960 * 1024;
-// What an op costs besides its path and data: op header, lengths, version, flags and ACL.
-constexpr std::size_t op_overhead = 128;
 // A point id: 16 hex digits of the session, '-', a 36-character UUID.
 constexpr std::size_t point_size = 53;
 // A history entry in an encoded head: zxid and length-prefixed point id.
 constexpr std::size_t head_entry_size = 8 + 8 + point_size;
-
-std::size_t serialized_size(const Operation& operation, std::size_t chroot) {
-  return std::visit(
-      [&](const auto& o) {
-        std::size_t size = op_overhead + chroot + o.path.size();
-        if constexpr (requires { o.data; }) size += o.data.size();
-        return size;
-      },
-      operation);
-}
 
 }  // namespace
 
