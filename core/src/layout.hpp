@@ -39,6 +39,8 @@ class Layout {
   std::string atom(const std::string& name) const { return root_ + "/atoms" + name; }
   /// Parent of the atom nodes.
   std::string atoms() const { return root_ + "/atoms"; }
+  /// The folder where the ZooKeeper store keeps the values stored under the key `key`.
+  std::string ref_values(const std::string& key) const { return root_ + "/ref-values" + key; }
   /// The change notice node of the atom `name` held in another store.
   std::string atom_notice(const std::string& name) const { return atom_notices() + name; }
   /// Parent of the atom notice nodes.

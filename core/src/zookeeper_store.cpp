@@ -1,3 +1,4 @@
+#include "layout.hpp"
 #include "zookeeper_held_values.hpp"
 
 #include <avout/client.hpp>
@@ -171,12 +172,12 @@ std::string Store::description() const { return "zookeeper " + session_.options(
 
 std::unique_ptr<AtomState> Store::atom_state(const std::string& name) {
   validate_path(name);
-  return std::make_unique<NodeAtomState>(session_, root_ + "/atoms" + name);
+  return std::make_unique<NodeAtomState>(session_, detail::Layout(session_.options().chroot, root_).atom(name));
 }
 
 std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
   validate_path(name);
-  return std::make_unique<NodeReferenceData>(session_, name, root_ + "/ref-values" + name);
+  return std::make_unique<NodeReferenceData>(session_, name, detail::Layout(session_.options().chroot, root_).ref_values(name));
 }
 
 void Store::set_values(std::span<const PointValue> values) {
