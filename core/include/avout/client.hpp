@@ -63,6 +63,7 @@ class Client {
   }
   /// The ref `name` whose values live in `store`; created with `initial` if new. All handles
   /// of one name in this client are one ref. CodecError when it holds another kind of value.
+  /// `store` must outlive the ref's handles: commits write its values through it.
   template <Encodable T>
   Ref<T> ref(const std::string& name, const T& initial, Store& store) {
     const Bytes encoded = encode(initial);
