@@ -13,13 +13,11 @@ std::string unique(const std::string& stem) {
 void run_atom_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
   std::vector<Result> rows;
   const int n = settings.iterations(1000);
-  const auto kinds = store_kinds(servers);
-  for (int kind = 0; kind < static_cast<int>(kinds.size()); ++kind) {
-    const StoreKind& of = kinds[static_cast<std::size_t>(kind)];
+  for (const StoreUrl& of : store_urls(servers)) {
     const std::string name = unique("atom-" + of.name);
     {
       Stores stores(servers);
-      auto counter = stores.client.atom<long>(name, 0, stores.store(kind));
+      auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));
       Result row = summarize("swap, 1 process, " + of.name,
                              measure_client(stores.client, n, [&] {
                                counter.swap([](long v) { return v + 1; });
@@ -31,7 +29,7 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
     Result contended = run_processes(
         "swap, 8 processes, " + of.name, 8, [&](int) {
           Stores stores(servers);
-          auto counter = stores.client.atom<long>(name, 0, stores.store(kind));
+          auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));
           return measure_client(stores.client, n / 4,
                                 [&] { counter.swap([](long v) { return v + 1; }); });
         });

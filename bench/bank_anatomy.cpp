@@ -30,24 +30,24 @@ struct Bank {
   std::string label;
   int processes;
   int accounts;
-  int kind;  // as store_kinds, 3: account i in store i % 3
+  std::string where;  // a store's name or "mixed" (see Stores::index)
 };
 
 double ms(std::uint64_t nanoseconds) { return static_cast<double>(nanoseconds) / 1e6; }
 
 Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefix, int index, int transfers) {
   // Declared so that they go in this order: the accounts, the client, the timing stores.
-  std::vector<StoreTally> tallies(3);
+  std::vector<StoreTally> tallies(store_urls(servers).size());
   std::vector<std::unique_ptr<TimingStore>> timed;
   auto owned = std::make_unique<Stores>(servers);
   Stores& stores = *owned;
-  for (int kind = 0; kind < 3; ++kind) {
-    timed.push_back(std::make_unique<TimingStore>(stores.store(kind), tallies[static_cast<std::size_t>(kind)]));
+  for (std::size_t i = 0; i < stores.handles.size(); ++i) {
+    timed.push_back(std::make_unique<TimingStore>(*stores.handles[i], tallies[i]));
   }
   std::vector<Ref<long>> accounts;
   for (int i = 0; i < bank.accounts; ++i) {
     accounts.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
-                                               *timed[static_cast<std::size_t>(bank.kind == 3 ? i % 3 : bank.kind)]));
+                                               *timed[stores.index(bank.where, i)]));
   }
   for (auto& t : tallies) t.writes = t.write_calls = t.write_ns = t.reads = t.read_ns = t.erases = t.erase_ns = 0;
   std::mt19937 random(static_cast<unsigned>(index) + 1);
@@ -88,10 +88,10 @@ Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefi
 }  // namespace
 
 void run_bank_anatomy(const Settings& settings, const Servers& servers, const Floors& floors) {
-  const std::vector<Bank> banks{{"8 processes, 20 accounts, mixed stores", 8, 20, 3},
-                                {"8 processes, 20 accounts, redis", 8, 20, 1},
-                                {"8 processes, 200 accounts, redis", 8, 200, 1},
-                                {"1 process, 20 accounts, redis", 1, 20, 1}};
+  const std::vector<Bank> banks{{"8 processes, 20 accounts, mixed stores", 8, 20, mixed},
+                                {"8 processes, 20 accounts, redis", 8, 20, "redis"},
+                                {"8 processes, 200 accounts, redis", 8, 200, "redis"},
+                                {"1 process, 20 accounts, redis", 1, 20, "redis"}};
   const int transfers = settings.iterations(250);
   std::printf("\n== bank anatomy: where a contended transfer's time goes (per commit, mean over all processes) ==\n");
   std::printf("%-40s %7s %8s %8s %8s %8s | %6s %7s | %6s %7s | %6s %7s | %7s %6s %8s\n", "bank", "tx/s", "attempts",
@@ -103,7 +103,7 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
     {  // create the accounts before the processes race to
       Stores stores(servers);
       for (int i = 0; i < bank.accounts; ++i) {
-        (void)stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(bank.kind == 3 ? i % 3 : bank.kind));
+        (void)stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(bank.where, i));
       }
     }
     const std::size_t bytes = sizeof(Tally) * static_cast<std::size_t>(bank.processes);

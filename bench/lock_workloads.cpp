@@ -5,6 +5,9 @@
 #include "raw_redis.hpp"
 #include "workloads.hpp"
 
+#include <avout/postgres.hpp>
+#include <avout/redis.hpp>
+
 #include <map>
 #include <mutex>
 #include <random>
@@ -79,10 +82,10 @@ void run_lock_workloads(const Settings& settings, const Servers& servers, const 
          return lease_locker(std::make_shared<LeaseLock>(stores.client.lease_lock(run + "/lease")));
        }},
       {"LeaseLock redis", [&](Stores& stores) {
-         return lease_locker(std::make_shared<LeaseLock>(redis::lease_lock(stores.redis, run)));
+         return lease_locker(std::make_shared<LeaseLock>(redis::lease_lock(dynamic_cast<redis::Store&>(stores.store("redis")), run)));
        }},
       {"LeaseLock postgres", [&](Stores& stores) {
-         return lease_locker(std::make_shared<LeaseLock>(postgres::lease_lock(stores.postgres, run)));
+         return lease_locker(std::make_shared<LeaseLock>(postgres::lease_lock(dynamic_cast<postgres::Store&>(stores.store("postgres")), run)));
        }},
       {"Redis SET NX PX (peer)", [&](Stores&) { return redis_set_nx_locker(servers.redis, redis_prefix); }},
   };

@@ -147,7 +147,7 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   auto avout_accounts = [&](Stores& stores) {
     std::vector<Ref<long>> refs;
     for (int i = 0; i < bank_accounts; ++i) {
-      refs.push_back(stores.client.ref<long>(avout_bank + "/" + std::to_string(i), 1000, stores.redis));
+      refs.push_back(stores.client.ref<long>(avout_bank + "/" + std::to_string(i), 1000, stores.store("redis")));
     }
     return refs;
   };

@@ -9,12 +9,11 @@ std::string unique(const std::string& stem) {
   return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
 }
 
-// Refs named prefix/0..k-1, all in store `kind` (3: spread over the three stores).
-std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int k, int kind) {
+// Refs named prefix/0..k-1, placed at `where` (a store's name or "mixed": see Stores::index).
+std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int k, const std::string& where) {
   std::vector<Ref<long>> refs;
   for (int i = 0; i < k; ++i) {
-    refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
-                                           stores.store(kind == 3 ? i % 3 : kind)));
+    refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(where, i)));
   }
   return refs;
 }
@@ -24,10 +23,12 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
   std::vector<Result> rows;
   const int n = settings.iterations(500);
   Stores stores(servers);
-  for (int kind = 0; kind < 4; ++kind) {
-    const std::string where = kind == 3 ? "mixed" : store_name(kind);
+  std::vector<std::string> placements;
+  for (const auto& store : stores.urls) placements.push_back(store.name);
+  placements.push_back(mixed);
+  for (const auto& where : placements) {
     for (int k : {1, 2, 4, 8}) {
-      auto refs = make_refs(stores, unique("stm-" + where), k, kind);
+      auto refs = make_refs(stores, unique("stm-" + where), k, where);
       auto measure = [&](const std::string& label, double floor, const std::string& floor_name,
                          const std::function<void()>& transaction) {
         transaction();  // warm: heads and tags are cached from here on
@@ -54,11 +55,11 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
   print_table("stm: uncontended transactions over k refs", rows);
 
   const std::string bank = unique("stm-bank");
-  { (void)make_refs(stores, bank, 20, 3); }
+  { (void)make_refs(stores, bank, 20, mixed); }
   const int transfers = settings.iterations(250);
   Result contended = run_processes("bank transfer, 8 processes, 20 mixed refs", 8, [&](int index) {
     Stores own(servers);
-    auto accounts = make_refs(own, bank, 20, 3);
+    auto accounts = make_refs(own, bank, 20, mixed);
     std::mt19937 random(static_cast<unsigned>(index) + 1);
     return measure_client(own.client, transfers, [&] {
       const auto from = random() % 20, to = (from + 1 + random() % 19) % 20;

@@ -1,5 +1,7 @@
 #include "timing_store.hpp"
 
+#include "zookeeper_held_values.hpp"
+
 namespace avout::bench {
 
 namespace {
@@ -20,7 +22,7 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-class TimingData final : public ReferenceData {
+class TimingData : public ReferenceData {
  public:
   TimingData(std::unique_ptr<ReferenceData> inner, StoreTally& tally) : inner(std::move(inner)), tally_(tally) {}
   std::string name() const override { return inner->name(); }
@@ -41,9 +43,6 @@ class TimingData final : public ReferenceData {
     inner->erase(point);
   }
   std::vector<Point> points() override { return inner->points(); }
-  std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) override {
-    return inner->commit_operation(value, point);
-  }
   /// The wrapped version set (the inner store's batch calls take its own).
   std::unique_ptr<ReferenceData> inner;
 
@@ -51,12 +50,30 @@ class TimingData final : public ReferenceData {
   StoreTally& tally_;
 };
 
+// Over the ZooKeeper store, values a commit creates inside its multi stay there (the core's
+// private capability, forwarded), as without the timer: they cost no store call to time.
+class TimingZooKeeperData final : public TimingData, public detail::ZooKeeperHeldValues {
+ public:
+  TimingZooKeeperData(std::unique_ptr<ReferenceData> inner, StoreTally& tally, detail::ZooKeeperHeldValues& held)
+      : TimingData(std::move(inner), tally), held_(held) {}
+  op::Create commit_operation(const Bytes& value, const Point& point) override {
+    return held_.commit_operation(value, point);
+  }
+
+ private:
+  detail::ZooKeeperHeldValues& held_;  // the inner ReferenceData, owned by the base
+};
+
 ReferenceData* unwrap(ReferenceData* data) { return static_cast<TimingData*>(data)->inner.get(); }
 
 }  // namespace
 
 std::unique_ptr<ReferenceData> TimingStore::reference_data(const std::string& name) {
-  return std::make_unique<TimingData>(inner_.reference_data(name), tally_);
+  auto inner = inner_.reference_data(name);
+  if (auto* held = dynamic_cast<detail::ZooKeeperHeldValues*>(inner.get())) {
+    return std::make_unique<TimingZooKeeperData>(std::move(inner), tally_, *held);
+  }
+  return std::make_unique<TimingData>(std::move(inner), tally_);
 }
 
 void TimingStore::set_values(std::span<const PointValue> values) {

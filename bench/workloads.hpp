@@ -4,60 +4,67 @@
 #include "floors.hpp"
 
 #include <avout/avout.hpp>
-#include <avout/postgres.hpp>
-#include <avout/redis.hpp>
 
 #include <builtin_stores.hpp>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace avout::bench {
 
-/// Where the servers of this run are.
+/// Where the servers of this run are (the floors and the peers talk to them directly).
 struct Servers {
   std::string zookeeper;
   std::string redis;
   std::string postgres;
 };
 
-/// One kind of store a run measures: its name in reports, its URL and its get+set floor.
-struct StoreKind {
+/// One store a run measures: its name in reports, its URL and its get+set floor.
+struct StoreUrl {
   std::string name;
   std::string url;
   double Floors::*floor;
 };
 
-/// The kinds of store, by index: 0 ZooKeeper, 1 Redis, 2 PostgreSQL.
-inline std::vector<StoreKind> store_kinds(const Servers& servers) {
+/// The stores a run measures, in report order: the one list of them in the bench.
+inline std::vector<StoreUrl> store_urls(const Servers& servers) {
   return {{"zookeeper", "zookeeper:", &Floors::zookeeper_get_set},
           {"redis", servers.redis, &Floors::redis_get_set},
           {"postgres", servers.postgres, &Floors::postgres_get_set}};
 }
 
-/// Names of the store kinds, by index.
-inline std::string store_name(int kind) {
-  return store_kinds(Servers{})[static_cast<std::size_t>(kind)].name;
-}
+/// Where a workload puts its refs when not all in one store (named by its store_urls name):
+/// round-robin over all the stores of store_urls.
+inline const std::string mixed = "mixed";
 
-/// A client and one store of each kind (made from its URL), as each benchmark process makes them.
+/// A client and each store of store_urls (made by the store registry from its URL), as each
+/// benchmark process makes them.
 struct Stores {
-  explicit Stores(const Servers& servers) : client(servers.zookeeper), handles(make(client, servers)) {}
+  explicit Stores(const Servers& servers)
+      : client(servers.zookeeper), urls(store_urls(servers)), handles(make(client, urls)) {}
   Client client;
+  std::vector<StoreUrl> urls;
   std::vector<StoreHandle> handles;
-  /// The Redis store itself (lease locks are made from it).
-  redis::Store& redis = dynamic_cast<redis::Store&>(*handles[1]);
-  /// The PostgreSQL store itself.
-  postgres::Store& postgres = dynamic_cast<postgres::Store&>(*handles[2]);
-  /// The store of kind `kind` (see store_kinds).
-  Store& store(int kind) { return *handles[static_cast<std::size_t>(kind)]; }
+
+  /// The index in `urls` of the store that holds ref number `ref` of a workload placed at
+  /// `where`: the store of that name, or for "mixed" round-robin over all of them.
+  std::size_t index(const std::string& where, int ref) const {
+    if (where == mixed) return static_cast<std::size_t>(ref) % handles.size();
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      if (urls[i].name == where) return i;
+    }
+    throw std::invalid_argument("bench: no store named " + where);
+  }
+  /// The store that holds ref number `ref` of a workload placed at `where` (see index).
+  Store& store(const std::string& where, int ref = 0) { return *handles[index(where, ref)]; }
 
  private:
-  static std::vector<StoreHandle> make(Client& client, const Servers& servers) {
+  static std::vector<StoreHandle> make(Client& client, const std::vector<StoreUrl>& urls) {
     register_builtin_stores();
     std::vector<StoreHandle> made;
-    for (const auto& kind : store_kinds(servers)) made.push_back(make_store(client, kind.url));
+    for (const auto& store : urls) made.push_back(make_store(client, store.url));
     return made;
   }
 };
