@@ -1,6 +1,7 @@
 // The `avout` command line against real servers: listing, showing, setting, watching,
 // deleting, running under a lock, gc, the bank demo, and exit codes scripts can rely on.
 #include <avout/avout.hpp>
+#include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
 #include "support/servers.hpp"
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -26,9 +28,10 @@ struct Run {
   std::string output;
 };
 
-// Runs the tool with `arguments` (already shell-quoted where needed); stdout and stderr.
-Run avout_tool(const std::string& arguments) {
-  const std::string command = std::string(AVOUT_TOOL_PATH) + " " + arguments + " 2>&1";
+// Runs the tool with `arguments` (already shell-quoted where needed), with the variable
+// assignments `environment` ("NAME=value ...") in its environment; stdout and stderr.
+Run avout_tool(const std::string& arguments, const std::string& environment = "") {
+  const std::string command = environment + " " + std::string(AVOUT_TOOL_PATH) + " " + arguments + " 2>&1";
   Run run;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -106,7 +109,7 @@ TEST_CASE("avout lists, shows and sets what clients made, with scriptable exit c
   const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
   const std::string redis_url = avout::testing::shared_redis().url();
   const std::string root = unique_root();
-  const std::string connect = "--zookeeper " + zookeeper + " --root " + root + " --redis " + redis_url;
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
   {
     avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
     avout::redis::Store redis(redis_url);
@@ -123,7 +126,7 @@ TEST_CASE("avout lists, shows and sets what clients made, with scriptable exit c
   CHECK(atoms.output.find("/greeting") != std::string::npos);
   CHECK(avout_tool(connect + " list agents").output.find("/jobs") != std::string::npos);
 
-  auto shown = avout_tool(connect + " show ref /accounts/a --store redis");
+  auto shown = avout_tool(connect + " show ref /accounts/a --store " + redis_url);
   CHECK(shown.code == 0);
   CHECK(shown.output.find("105") != std::string::npos);
   CHECK(shown.output.find("history") != std::string::npos);
@@ -163,8 +166,8 @@ TEST_CASE("avout lists, shows and sets what clients made, with scriptable exit c
 TEST_CASE("avout bank keeps the total while processes transfer across stores") {
   const std::string arguments =
       "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " +
-      unique_root() + " --redis " + avout::testing::shared_redis().url() + " --postgres " +
-      avout::testing::shared_postgres().url() + " bank --processes 3 --accounts 9 --seconds 3";
+      unique_root() + " --stores " + avout::testing::shared_redis().url() + " --stores '" +
+      avout::testing::shared_postgres().url() + "' bank --processes 3 --accounts 9 --seconds 3";
   auto run = avout_tool(arguments);
   INFO(run.output);
   CHECK(run.code == 0);
@@ -196,7 +199,7 @@ TEST_CASE("avout --version prints the project version and exits 0") {
   CHECK(run.output.find("avout 0.") != std::string::npos);
 }
 
-TEST_CASE("avout reads its servers from AVOUT_ZOOKEEPER and AVOUT_REDIS") {
+TEST_CASE("avout reads ZooKeeper's address from AVOUT_ZOOKEEPER") {
   const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
   const std::string redis_url = avout::testing::shared_redis().url();
   const std::string root = unique_root();
@@ -205,17 +208,10 @@ TEST_CASE("avout reads its servers from AVOUT_ZOOKEEPER and AVOUT_REDIS") {
     avout::redis::Store redis(redis_url);
     (void)client.ref<long>("/in-redis", 31, redis);
   }
-  const std::string environment = "AVOUT_ZOOKEEPER=" + zookeeper + " AVOUT_REDIS=" + redis_url + " ";
-  const std::string command = std::string(AVOUT_TOOL_PATH) + " --root " + root + " show ref /in-redis --store redis";
-  FILE* pipe = popen((environment + command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
-  const int status = pclose(pipe);
-  INFO(output);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK(output.find("31") != std::string::npos);
+  auto run = avout_tool("--root " + root + " show ref /in-redis --store " + redis_url, "AVOUT_ZOOKEEPER=" + zookeeper);
+  INFO(run.output);
+  CHECK(run.code == 0);
+  CHECK(run.output.find("31") != std::string::npos);
 }
 
 TEST_CASE("avout set refuses a value that does not parse as its type before creating anything") {
@@ -361,4 +357,79 @@ TEST_CASE("avout --command-timeout ends a command that waits too long with exit 
   const auto elapsed = std::chrono::steady_clock::now() - started;
   CHECK(run.code == 1);
   CHECK(elapsed < std::chrono::seconds(4));  // the connect timeout alone is 5 s
+}
+
+TEST_CASE("avout --store takes the URL of a Redis or a PostgreSQL store") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string redis_url = avout::testing::shared_redis().url();
+  const std::string postgres_url = avout::testing::shared_postgres().url();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  {
+    avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+    avout::redis::Store redis(redis_url);
+    avout::postgres::Store postgres(postgres_url);
+    (void)client.ref<long>("/in-redis", 41, redis);
+    (void)client.ref<long>("/in-postgres", 43, postgres);
+  }
+  auto in_redis = avout_tool(connect + " show ref /in-redis --store " + redis_url);
+  INFO(in_redis.output);
+  CHECK(in_redis.code == 0);
+  CHECK(in_redis.output.find("41") != std::string::npos);
+  auto in_postgres = avout_tool(connect + " show ref /in-postgres --store '" + postgres_url + "'");
+  INFO(in_postgres.output);
+  CHECK(in_postgres.code == 0);
+  CHECK(in_postgres.output.find("43") != std::string::npos);
+  CHECK(avout_tool(connect + " set atom /pg-counter 5 --store '" + postgres_url + "'").code == 0);
+  CHECK(avout_tool(connect + " show atom /pg-counter --store '" + postgres_url + "'").output.find("5") !=
+        std::string::npos);
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  avout::postgres::Store postgres(postgres_url);
+  CHECK(client.atom<long>("/pg-counter", 0, postgres).deref() == 5);
+  CHECK(avout_tool(connect + " show atom /pg-counter --store zookeeper:").code == 3);
+}
+
+TEST_CASE("avout refuses a store URL of an unregistered scheme with exit code 2, naming the registered schemes but no password") {
+  const std::string connect =
+      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + unique_root();
+  auto run = avout_tool(connect + " show ref /x --store 'mongodb://admin:s3cret-pw@127.0.0.1:27017/db'");
+  INFO(run.output);
+  CHECK(run.code == 2);
+  CHECK(run.output.find("mongodb") != std::string::npos);
+  CHECK(run.output.find("zookeeper") != std::string::npos);
+  CHECK(run.output.find("redis") != std::string::npos);
+  CHECK(run.output.find("postgresql") != std::string::npos);
+  CHECK(run.output.find("s3cret") == std::string::npos);
+  auto gc = avout_tool(connect + " --stores 'mongodb://admin:s3cret-pw@127.0.0.1:27017/db' gc");
+  INFO(gc.output);
+  CHECK(gc.code == 2);
+  CHECK(gc.output.find("s3cret") == std::string::npos);
+}
+
+TEST_CASE("avout gc sweeps the stores AVOUT_STORES names, besides ZooKeeper") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string redis_url = avout::testing::shared_redis().url();
+  const std::string root = unique_root();
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  avout::redis::Store redis(redis_url);
+  (void)client.ref<long>("/swept", 1, redis);
+  // A value no head references, written by a session that never existed (so is not alive).
+  auto values = redis.reference_data(client.ref_value_key("/swept"));
+  values->set(avout::Bytes{'9'}, avout::Point{"00000000deadbeef-1"});
+  const auto orphaned = [&] {
+    const auto points = values->points();
+    return std::count(points.begin(), points.end(), avout::Point{"00000000deadbeef-1"});
+  };
+  const std::string gc = "--zookeeper " + zookeeper + " --root " + root + " gc";
+  auto without = avout_tool(gc);
+  CHECK(without.code == 0);
+  CHECK(without.output.find("values erased 0") != std::string::npos);
+  CHECK(orphaned() == 1);
+  // Space and comma separated, the client's own store named too: each store swept once.
+  auto with = avout_tool(gc, "AVOUT_STORES='zookeeper:, " + redis_url + "'");
+  INFO(with.output);
+  CHECK(with.code == 0);
+  CHECK(with.output.find("values erased 1") != std::string::npos);
+  CHECK(orphaned() == 0);
+  CHECK(client.ref<long>("/swept", 0, redis).deref() == 1);
 }

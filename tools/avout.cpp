@@ -1,32 +1,31 @@
 // avout: the command line of an avout deployment.
 //   avout [options] list atoms|refs|agents|leases|locks
-//   avout [options] show atom|ref|agent|lock NAME [--store zookeeper|redis|postgres]
-//   avout [options] set atom NAME VALUE [--type long|double|string|bool] [--store ...]
-//   avout [options] watch atom|ref NAME [--count N] [--store ...]
-//   avout [options] delete atom|lock NAME [--store ...]
+//   avout [options] show atom|ref|agent|lock NAME [--store URL]
+//   avout [options] set atom NAME VALUE [--type long|double|string|bool] [--store URL]
+//   avout [options] watch atom|ref NAME [--count N] [--store URL]
+//   avout [options] delete atom|lock NAME [--store URL]
 //   avout [options] lock NAME -- COMMAND [ARGUMENTS...]
 //   avout [options] gc [--grace SECONDS]
 //   avout [options] bank [--processes N] [--accounts M] [--seconds S]
-// Options: -o json|table, --zookeeper/--redis/--postgres/--digest (or AVOUT_ZOOKEEPER,
-// AVOUT_REDIS, AVOUT_POSTGRES, AVOUT_DIGEST), --root, --command-timeout SECONDS, --version.
+// Options: -o json|table, --zookeeper/--digest/--stores (or AVOUT_ZOOKEEPER, AVOUT_DIGEST,
+// AVOUT_STORES), --root, --command-timeout SECONDS, --version.
+// Stores are named by URL, any scheme the store registry knows (zookeeper:, redis://,
+// postgresql://, ...): --store picks the one an object's values live in (default zookeeper:),
+// --stores lists the deployment's stores for gc and bank. --redis/--postgres and
+// AVOUT_REDIS/AVOUT_POSTGRES are gone: name those stores by their URLs instead.
 // Exit codes: 0 done, 1 failed (unreachable server, bad data, timeout), 2 usage, 3 not found;
 // `lock` exits with its command's status.
 #include "bank.hpp"
 #include "inspect.hpp"
 #include "run_locked.hpp"
+#include "store_urls.hpp"
 #include "typed_value.hpp"
 #include "watch.hpp"
-
-#include <builtin_stores.hpp>
-
-#include <avout/postgres.hpp>
-#include <avout/redis.hpp>
 
 #include <CLI/CLI.hpp>
 
 #include <csignal>
 #include <iostream>
-#include <memory>
 #include <unistd.h>
 
 namespace {
@@ -35,8 +34,7 @@ struct Connection {
   std::string zookeeper = "127.0.0.1:2181";
   std::string root = "/avout";
   std::string digest;
-  std::string redis;
-  std::string postgres;
+  std::vector<std::string> stores;  ///< URLs of the deployment's stores besides zookeeper:
 
   avout::ClientOptions client_options() const {
     avout::ClientOptions options{.hosts = zookeeper, .connect_timeout = std::chrono::seconds(5),
@@ -44,26 +42,6 @@ struct Connection {
     if (!digest.empty()) options.digest = digest;
     return options;
   }
-};
-
-// The store named on the command line, made by the store registry from the connection's URL.
-class StoreChoice {
- public:
-  StoreChoice(avout::Client& client, const Connection& connection, const std::string& kind)
-      : handle_(make(client, connection, kind)) {}
-  avout::Store& get() { return handle_.get(); }
-
- private:
-  static avout::StoreHandle make(avout::Client& client, const Connection& connection,
-                                 const std::string& kind) {
-    avout::register_builtin_stores();
-    if (kind == "zookeeper") return avout::make_store(client, "zookeeper:");
-    const std::string* url = kind == "redis" ? &connection.redis : kind == "postgres" ? &connection.postgres : nullptr;
-    if (!url) throw CLI::ValidationError("--store", "must be zookeeper, redis or postgres");
-    if (url->empty()) throw CLI::ValidationError("--store " + kind, "needs --" + kind + " URL");
-    return avout::make_store(client, *url);
-  }
-  avout::StoreHandle handle_;
 };
 
 // Ends the process when a short command outlives --command-timeout (watch and lock do not).
@@ -83,16 +61,20 @@ int main(int argc, char** argv) {
   app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port]")->envname("AVOUT_ZOOKEEPER");
   app.add_option("--root", connection.root, "avout's root node");
   app.add_option("--digest", connection.digest, "ZooKeeper digest credentials user:password")->envname("AVOUT_DIGEST");
-  app.add_option("--redis", connection.redis, "Redis store URL tcp://[:password@]host:port")->envname("AVOUT_REDIS");
-  app.add_option("--postgres", connection.postgres, "PostgreSQL store URL postgresql://...")->envname("AVOUT_POSTGRES");
+  app.add_option("--stores", connection.stores,
+                 "URL of a store the deployment keeps values in, for gc and bank (repeatable; zookeeper: is "
+                 "always one; AVOUT_STORES: URLs separated by spaces or commas). Replaces --redis/--postgres")
+      ->envname("AVOUT_STORES")
+      ->allow_extra_args(false);
   std::string output = "table";
   app.add_option("-o,--output", output, "output format")->check(CLI::IsMember({"json", "table"}));
   int command_timeout = 0;
   app.add_option("--command-timeout", command_timeout, "give up on a command (not watch or lock) after this many seconds; 0: never")
       ->check(CLI::NonNegativeNumber);
 
-  std::string kind, name, value, type, store = "zookeeper";
-  const auto stores = CLI::IsMember({"zookeeper", "redis", "postgres"});
+  std::string kind, name, value, type, store = "zookeeper:";
+  const std::string store_help = "URL of the store its values live in: zookeeper: (default), redis://..., "
+                                 "postgresql://... or any registered scheme";
   auto* list = app.add_subcommand("list", "list atoms, refs, agents or leases");
   list->add_option("kind", kind, "atoms|refs|agents|leases|locks")->required()
       ->check(CLI::IsMember({"atoms", "refs", "agents", "leases", "locks"}));
@@ -100,34 +82,34 @@ int main(int argc, char** argv) {
   show->add_option("kind", kind, "atom|ref|agent|lock")->required()
       ->check(CLI::IsMember({"atom", "ref", "agent", "lock"}));
   show->add_option("name", name, "its name, e.g. /counter")->required();
-  show->add_option("--store", store, "where its values live")->check(stores);
+  show->add_option("--store", store, store_help);
   auto* set = app.add_subcommand("set", "set an atom's value");
   set->add_option("kind", kind, "atom")->required()->check(CLI::IsMember({"atom"}));
   set->add_option("name", name, "its name")->required();
   set->add_option("value", value, "the new value")->required();
   set->add_option("--type", type, "the value's type (default: the stored value's, else long)")
       ->check(CLI::IsMember({"long", "double", "string", "bool"}));
-  set->add_option("--store", store, "where its value lives")->check(stores);
+  set->add_option("--store", store, store_help);
   std::size_t count = 0;
   auto* watch = app.add_subcommand("watch", "print each new value of an atom or ref until Ctrl-C");
   watch->add_option("kind", kind, "atom|ref")->required()->check(CLI::IsMember({"atom", "ref"}));
   watch->add_option("name", name, "its name")->required();
   watch->add_option("--count", count, "stop after this many values")->check(CLI::PositiveNumber);
-  watch->add_option("--store", store, "where its values live")->check(stores);
+  watch->add_option("--store", store, store_help);
   auto* erase = app.add_subcommand("delete", "delete an atom (value in ZooKeeper) or a free lock");
   erase->add_option("kind", kind, "atom|lock (refs and agents cannot be deleted safely)")->required()
       ->check(CLI::IsMember({"atom", "lock"}));
   erase->add_option("name", name, "its name")->required();
-  erase->add_option("--store", store, "where its value lives")->check(stores);
+  erase->add_option("--store", store, store_help);
   std::vector<std::string> command;
   auto* lock = app.add_subcommand("lock", "run a command while holding a lock; its fencing token is in AVOUT_FENCING_TOKEN");
   lock->add_option("name", name, "the lock's name")->required();
   lock->add_option("command", command, "the command and its arguments, after --")->required();
   int grace_seconds = 600;
-  auto* gc = app.add_subcommand("gc", "erase values no ref references whose writers are dead");
+  auto* gc = app.add_subcommand("gc", "erase values no ref references whose writers are dead, in zookeeper: and the --stores");
   gc->add_option("--grace", grace_seconds, "keep commit markers younger than this (seconds; at least the commit resolution window, 120 s by default)")->check(CLI::PositiveNumber);
   avout::tool::BankSettings bank;
-  auto* bank_command = app.add_subcommand("bank", "transfer between accounts from N processes; print the total");
+  auto* bank_command = app.add_subcommand("bank", "transfer between accounts in zookeeper: and the --stores from N processes; print the total");
   bank_command->add_option("--processes", bank.processes)->check(CLI::Range(1, 64));
   bank_command->add_option("--accounts", bank.accounts)->check(CLI::Range(2, 10000));
   bank_command->add_option("--seconds", bank.seconds)->check(CLI::Range(1, 3600));
@@ -141,8 +123,7 @@ int main(int argc, char** argv) {
   try {
     if (bank_command->parsed()) {
       bank.client = connection.client_options();
-      bank.redis = connection.redis;
-      bank.postgres = connection.postgres;
+      bank.stores = avout::tool::split_store_urls(connection.stores);
       return avout::tool::run_bank(bank);
     }
     if (!name.empty()) avout::validate_path(name);  // InvalidName (exit 2) before connecting
@@ -166,11 +147,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (gc->parsed()) {
-      std::unique_ptr<avout::redis::Store> redis;
-      std::unique_ptr<avout::postgres::Store> postgres;
-      std::vector<std::reference_wrapper<avout::Store>> stores;
-      if (!connection.redis.empty()) stores.emplace_back(*(redis = std::make_unique<avout::redis::Store>(connection.redis)));
-      if (!connection.postgres.empty()) stores.emplace_back(*(postgres = std::make_unique<avout::postgres::Store>(connection.postgres)));
+      const auto handles = avout::tool::deployment_stores(client, avout::tool::split_store_urls(connection.stores));
+      std::vector<std::reference_wrapper<avout::Store>> stores;  // gc sweeps the client's own store anyway
+      for (const auto& handle : handles) {
+        if (&handle.get() != &client.default_store()) stores.emplace_back(handle.get());
+      }
       auto report = client.gc(stores, std::chrono::seconds(grace_seconds));
       if (json) {
         std::cout << nlohmann::ordered_json{{"refs_scanned", report.refs_scanned},
@@ -188,7 +169,7 @@ int main(int argc, char** argv) {
       else avout::tool::print(avout::tool::show_lock(client, name), json, std::cout);
       return 0;
     }
-    StoreChoice chosen(client, connection, store);
+    const auto chosen = avout::tool::store_from_url(client, store);
     if (set->parsed()) {
       auto stored = avout::tool::stored_atom_value(client, chosen.get(), name);
       if (!parsed) parsed = avout::tool::parse_value(value, stored ? avout::tool::type_of(*stored) : "long");

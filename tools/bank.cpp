@@ -1,6 +1,6 @@
 #include "bank.hpp"
 
-#include <builtin_stores.hpp>
+#include "store_urls.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,10 +24,7 @@ struct Accounts {
   std::vector<Ref<long>> refs;
 
   explicit Accounts(const BankSettings& settings) : client(settings.client) {
-    register_builtin_stores();
-    for (const std::string& url : {std::string("zookeeper:"), settings.redis, settings.postgres}) {
-      if (!url.empty()) stores.push_back(make_store(client, url));
-    }
+    stores = deployment_stores(client, settings.stores);
     for (int i = 0; i < settings.accounts; ++i) {
       refs.push_back(client.ref<long>("/bank/account-" + std::to_string(i), initial_balance,
                                       *stores[static_cast<std::size_t>(i) % stores.size()]));

@@ -1,18 +1,18 @@
 #pragma once
 // `avout bank`: processes transferring money between refs spread over the given stores,
-// while the parent prints the total (which must never change) once a second.
+// named by URL, while the parent prints the total (which must never change) once a second.
 
 #include <avout/avout.hpp>
 
 #include <string>
+#include <vector>
 
 namespace avout::tool {
 
 /// Settings of the bank demo.
 struct BankSettings {
   ClientOptions client;    ///< where ZooKeeper is
-  std::string redis;       ///< Redis URL; empty: no Redis accounts
-  std::string postgres;    ///< PostgreSQL URL; empty: no PostgreSQL accounts
+  std::vector<std::string> stores;  ///< URLs of the stores besides zookeeper: (always one)
   int processes = 4;       ///< transferring processes
   int accounts = 12;       ///< accounts, spread round-robin over the stores
   int seconds = 10;        ///< how long to run

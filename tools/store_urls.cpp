@@ -1,0 +1,63 @@
+#include "store_urls.hpp"
+
+#include <builtin_stores.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+namespace avout::tool {
+
+namespace {
+
+// True when `text` starts with "<scheme>:" for a registered scheme (compared without case).
+bool starts_with_registered_scheme(const std::string& text, const std::vector<std::string>& schemes) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  std::string scheme = text.substr(0, colon);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::binary_search(schemes.begin(), schemes.end(), scheme);
+}
+
+}  // namespace
+
+std::vector<std::string> split_store_urls(const std::vector<std::string>& lists) {
+  register_builtin_stores();
+  const auto schemes = store_schemes();
+  std::vector<std::string> urls;
+  for (const auto& list : lists) {
+    std::istringstream words(list);
+    for (std::string word; words >> word;) {
+      std::size_t start = 0;
+      for (auto comma = word.find(','); comma != std::string::npos; comma = word.find(',', comma + 1)) {
+        const std::string rest = word.substr(comma + 1);
+        if (!rest.empty() && !starts_with_registered_scheme(rest, schemes)) continue;
+        if (comma > start) urls.push_back(word.substr(start, comma - start));
+        start = comma + 1;
+      }
+      if (start < word.size()) urls.push_back(word.substr(start));
+    }
+  }
+  return urls;
+}
+
+StoreHandle store_from_url(Client& client, const std::string& url) {
+  register_builtin_stores();
+  return make_store(client, url);
+}
+
+std::vector<StoreHandle> deployment_stores(Client& client, const std::vector<std::string>& urls) {
+  std::vector<StoreHandle> stores;
+  stores.push_back(StoreHandle::borrowed(client.default_store()));
+  std::set<std::string> seen;
+  for (const auto& url : urls) {
+    if (!seen.insert(url).second) continue;
+    StoreHandle store = store_from_url(client, url);
+    if (&store.get() != &client.default_store()) stores.push_back(std::move(store));
+  }
+  return stores;
+}
+
+}  // namespace avout::tool
