@@ -1,6 +1,7 @@
 #pragma once
 // What many tests make in every process: a client of the shared ZooKeeper and one store of
-// each kind (ZooKeeper, Redis, PostgreSQL), and accounts spread over them.
+// each kind the tests use (ZooKeeper, Redis, PostgreSQL: shared_store_urls()), and accounts
+// spread over them.
 
 #include <avout/avout.hpp>
 
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,9 +23,16 @@ inline std::string unique_name(const std::string& folder, const std::string& ste
   return folder + "/" + stem + "-" + std::to_string(random() % 1000000000);
 }
 
-/// The URLs of the shared servers' stores: ZooKeeper, Redis, PostgreSQL.
-inline std::vector<std::string> shared_store_urls() {
-  return {"zookeeper:", shared_redis().url(), shared_postgres().url()};
+/// One store the tests use: the name tests pick it by and its URL.
+struct StoreUrl {
+  std::string name;
+  std::string url;
+};
+
+/// The shared servers' stores, in the order ThreeStores::store(index) takes them: the one
+/// list of stores the tests name (each made by the store registry from its URL).
+inline std::vector<StoreUrl> shared_store_urls() {
+  return {{"zookeeper", "zookeeper:"}, {"redis", shared_redis().url()}, {"postgres", shared_postgres().url()}};
 }
 
 /// Starts the shared servers (in the parent, before any fork, so children only connect).
@@ -36,29 +45,39 @@ inline void start_shared_servers() {
 inline std::vector<avout::StoreHandle> shared_stores(avout::Client& client) {
   avout::register_builtin_stores();
   std::vector<avout::StoreHandle> made;
-  for (const auto& url : shared_store_urls()) made.push_back(avout::make_store(client, url));
+  for (const auto& store : shared_store_urls()) made.push_back(avout::make_store(client, store.url));
   return made;
 }
 
-/// A client with one store of each kind, made from their URLs.
+/// A client with each store of shared_store_urls(), made from their URLs.
 struct ThreeStores {
   avout::Client client;
   std::vector<avout::StoreHandle> handles = shared_stores(client);
-  avout::Store& redis = *handles[1];     ///< the Redis store
-  avout::Store& postgres = *handles[2];  ///< the PostgreSQL store
+  avout::Store& redis = named("redis");        ///< the Redis store
+  avout::Store& postgres = named("postgres");  ///< the PostgreSQL store
 
   explicit ThreeStores(std::chrono::milliseconds session_timeout = std::chrono::milliseconds(6000))
       : client(avout::ClientOptions{.hosts = shared_zookeeper().connect_string(),
                                     .session_timeout = session_timeout}) {}
 
-  /// 0: ZooKeeper, 1: Redis, 2: PostgreSQL (by index modulo 3).
+  /// The store at `index` modulo their number, in shared_store_urls()'s order (0: ZooKeeper,
+  /// 1: Redis, 2: PostgreSQL).
   avout::Store& store(int index) { return *handles[static_cast<std::size_t>(index) % handles.size()]; }
+
+  /// The store shared_store_urls() names `name`.
+  avout::Store& named(const std::string& name) {
+    const auto urls = shared_store_urls();
+    for (std::size_t i = 0; i < urls.size(); ++i) {
+      if (urls[i].name == name) return *handles[i];
+    }
+    throw std::invalid_argument("no shared store named " + name);
+  }
 
   /// The name of account `index` below `prefix`.
   static std::string account_name(const std::string& prefix, int index) {
     return prefix + "/account-" + std::to_string(index);
   }
-  /// `count` accounts below `prefix`, spread round-robin over the three stores.
+  /// `count` accounts below `prefix`, spread round-robin over the stores.
   std::vector<avout::Ref<long>> accounts(const std::string& prefix, int count, long initial) {
     std::vector<avout::Ref<long>> refs;
     for (int i = 0; i < count; ++i) refs.push_back(client.ref<long>(account_name(prefix, i), initial, store(i)));
