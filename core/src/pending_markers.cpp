@@ -120,8 +120,11 @@ void PendingMarkers::remove_all() noexcept {
     count_ = 0;
   }
   std::sort(all.begin(), all.end(), [](const Waiting& a, const Waiting& b) { return a.order < b.order; });
+  if (all.empty()) return;
   std::size_t left = all.size();
   try {
+    // A closing client does not wait out an outage for them.
+    if (!session_.connected()) throw ConnectionLoss("the ZooKeeper session is not connected");
     for (std::size_t start = 0; start < all.size(); start += close_batch) {
       std::vector<Operation> batch;
       for (std::size_t i = start; i < std::min(all.size(), start + close_batch); ++i) {
