@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -171,4 +172,30 @@ TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {
     CHECK(agent.deref() == 3);
   }
   CHECK(markers_after_close(root).empty());
+}
+
+TEST_CASE("an agent's carried markers removed meanwhile neither fail its next batches nor run their actions again") {
+  avout::testing::start_shared_servers();
+  const std::string root = avout::testing::unique_name("/zk-writes-test", "agent-gone");
+  avout::Client client(options(root));
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  auto agent = client.agent<long>("/counted", 0, redis);
+  std::atomic<int> runs{0};
+  auto count = [&](long v) {
+    ++runs;
+    return v + 1;
+  };
+  // Batches run on the fixed pool (one worker per core): once there were more batches than
+  // workers, some worker's batch carries a marker of its own removed meanwhile.
+  const int batches = static_cast<int>(std::max(2u, std::thread::hardware_concurrency())) + 2;
+  for (int i = 0; i < batches; ++i) {
+    agent.send(count);
+    agent.await(scaled(30s));
+    const auto left = markers(client);
+    CHECK(left.size() == 1);  // its worker's previous marker went with this batch or before
+    for (const auto& marker : left) client.session().remove(root + "/stm/markers/" + marker, 0);
+  }
+  CHECK(runs == batches);
+  CHECK(agent.deref() == batches);
+  CHECK(!agent.error());
 }
