@@ -794,9 +794,10 @@ namespace {
 using ThreadSequences = std::vector<std::vector<std::pair<std::string, std::vector<std::string>>>>;
 
 // A slice of the workload in this process: `threads` named workload threads of process 0,
-// `operations` each, run one thread after another in `order`. Threads alone on their
-// objects make every operation's requests a function of its choices and faults, so the
-// sequences can be compared; the order shows they do not depend on which thread draws first.
+// `operations` each, run one thread after another in `order`, each on a client of its own.
+// Threads alone on their objects make every operation's requests a function of its choices
+// and faults, so the sequences can be compared; the order shows they do not depend on which
+// thread draws first.
 ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, int operations) {
   Settings settings = settings_for(seed);
   settings.workload = {"refs", "atoms", "locks"};
@@ -809,18 +810,22 @@ ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, 
   ThreadSequences sequences(order.size());
   {
     SharedHistory history((directory / "0").string(), 0);
-    std::unique_ptr<Node> made;
-    while (!made) {  // its stores inject faults from the start
-      try {
-        made = std::make_unique<Node>(prefix, settings, seed);
-      } catch (const avout::Error&) {
+    // A client per thread: what a client keeps (cached heads and values, the markers its
+    // threads' commits left) would otherwise make one thread's requests depend on what the
+    // threads before it did, e.g. a head another thread's commit read ahead costs no get.
+    std::vector<std::unique_ptr<Node>> nodes(order.size());
+    for (auto& made : nodes) {
+      while (!made) {  // its stores inject faults from the start
+        try {
+          made = std::make_unique<Node>(prefix, settings, seed);
+        } catch (const avout::Error&) {
+        }
       }
     }
-    Node& node = *made;
-    Workload workload{node, history, settings, prefix, 0};
-    node.faults(true);
+    for (auto& node : nodes) node->faults(true);
     for (const int thread : order) {
       std::thread([&] {
+        Workload workload{*nodes[static_cast<std::size_t>(thread)], history, settings, prefix, 0};
         auto random = thread_choices(seed, 0, thread);
         ThreadObjects objects;
         for (int operation = 0; operation < operations; ++operation) {
@@ -829,7 +834,7 @@ ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, 
         }
       }).join();
     }
-    node.faults(false);
+    for (auto& node : nodes) node->faults(false);
   }
   fs::remove_all(directory);
   return sequences;

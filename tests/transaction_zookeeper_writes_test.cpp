@@ -1,5 +1,6 @@
-// What a commit costs ZooKeeper: its multi and the removal of its marker (two zxids), the
-// removal of the versions it trims riding in the multi; no marker outlives its commit.
+// What a commit costs ZooKeeper: one write, its multi (rule 16). The versions it trims and
+// the marker of the thread's previous commit ride in that multi; a client's last markers go
+// when it closes.
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
@@ -8,9 +9,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <functional>
+#include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
+using avout::testing::scaled;
 
 namespace {
 
@@ -36,42 +42,160 @@ std::vector<std::string> markers(avout::Client& client) {
   return client.session().children(client.options().root + "/stm/markers");
 }
 
+// The markers left under `root` once the client that committed there has closed.
+std::vector<std::string> markers_after_close(const std::string& root) {
+  avout::Client observer(options(root));
+  return markers(observer);
+}
+
 }  // namespace
 
-TEST_CASE("a commit costs ZooKeeper its multi and its marker's removal, trimmed versions riding in the multi") {
+TEST_CASE("a commit costs ZooKeeper one write, trimmed versions and the previous marker riding in its multi") {
   avout::testing::start_shared_servers();
   avout::Client client(options());
   avout::redis::Store redis(avout::testing::shared_redis().url());
   const std::string zookeeper_name = avout::testing::unique_name("/zk-writes-test", "zk");
   auto in_zookeeper = client.ref<long>(zookeeper_name, 0);
   auto in_redis = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "redis"), 0, redis);
-  for (long v = 1; v <= 2; ++v) {  // versions to trim
+  for (long v = 1; v <= 2; ++v) {  // versions to trim, and a marker to carry
     client.dosync([&] {
       in_zookeeper.ref_set(v);
       in_redis.ref_set(v);
     });
   }
-  CHECK(zookeeper_writes(client, [&] { client.dosync([&] { in_zookeeper.ref_set(3); }); }) == 2);
-  CHECK(zookeeper_writes(client, [&] { client.dosync([&] { in_redis.ref_set(3); }); }) == 2);
+  CHECK(zookeeper_writes(client, [&] { client.dosync([&] { in_zookeeper.ref_set(3); }); }) == 1);
+  CHECK(zookeeper_writes(client, [&] { client.dosync([&] { in_redis.ref_set(3); }); }) == 1);
   CHECK(zookeeper_writes(client, [&] {
           client.dosync([&] {
             in_zookeeper.ref_set(4);
             in_redis.ref_set(4);
           });
-        }) == 2);
+        }) == 1);
   CHECK(in_zookeeper.deref() == 4);
   CHECK(in_redis.deref() == 4);
   // The trimmed ZooKeeper-held versions went with their commits: only the newest is left.
   CHECK(client.default_store().reference_data(client.ref_value_key(zookeeper_name))->points().size() == 1);
 }
 
-TEST_CASE("a landed commit leaves no marker behind") {
+TEST_CASE("a thread keeps only its last commit's marker, and closing the client removes it") {
   avout::testing::start_shared_servers();
   const std::string root = avout::testing::unique_name("/zk-writes-test", "markers");
+  {
+    avout::Client client(options(root));
+    auto ref = client.ref<long>("/counted", 0);
+    for (int i = 0; i < 3; ++i) client.dosync([&] { ref.alter([](long v) { return v + 1; }); });
+    // Each commit took its predecessor's marker (the ref's creation's too) with it.
+    CHECK(markers(client).size() == 1);
+    CHECK(ref.deref() == 3);
+  }
+  CHECK(markers_after_close(root).empty());
+}
+
+TEST_CASE("a carried marker removed meanwhile neither fails the next commit nor runs its body again") {
+  avout::testing::start_shared_servers();
+  const std::string root = avout::testing::unique_name("/zk-writes-test", "gone");
   avout::Client client(options(root));
   auto ref = client.ref<long>("/counted", 0);
-  for (int i = 0; i < 3; ++i) client.dosync([&] { ref.alter([](long v) { return v + 1; }); });
-  // The removals were sent without waiting; the session applies this read after them.
-  CHECK(markers(client).empty());
-  CHECK(ref.deref() == 3);
+  client.dosync([&] { ref.alter([](long v) { return v + 1; }); });
+  const auto left = markers(client);
+  REQUIRE(left.size() == 1);
+  // As gc does once its grace has passed, or a commit whose reply was lost took it.
+  client.session().remove(root + "/stm/markers/" + left.front(), 0);
+  const auto [commits_before, retries_before] = client.transaction_counts();
+  int runs = 0;
+  client.dosync([&] {
+    ++runs;
+    ref.alter([](long v) { return v + 1; });
+  });
+  CHECK(runs == 1);
+  CHECK(ref.deref() == 2);
+  const auto [commits_after, retries_after] = client.transaction_counts();
+  CHECK(commits_after == commits_before + 1);
+  CHECK(retries_after == retries_before);
+  CHECK(markers(client).size() == 1);  // the new commit's own
+}
+
+TEST_CASE("threads of one client committing at once each land every commit exactly once and leave no marker after close") {
+  avout::testing::start_shared_servers();
+  const std::string root = avout::testing::unique_name("/zk-writes-test", "threads");
+  constexpr int threads = 4;
+  constexpr int commits = 15;
+  {
+    avout::Client client(options(root));
+    avout::redis::Store redis(avout::testing::shared_redis().url());
+    auto shared = client.ref<long>("/shared", 0);
+    auto appended = client.ref<std::vector<long>>("/appended", {}, redis);
+    std::vector<std::thread> running;
+    for (int t = 0; t < threads; ++t) {
+      running.emplace_back([&, t] {
+        auto own = client.ref<long>("/own-" + std::to_string(t), 0);
+        for (int i = 0; i < commits; ++i) {
+          client.dosync([&] {
+            shared.alter([](long v) { return v + 1; });
+            appended.alter([&](std::vector<long> log) {
+              log.push_back(t * 1000 + i);
+              return log;
+            });
+            own.commute([](long v) { return v + 1; });
+          });
+        }
+      });
+    }
+    for (auto& thread : running) thread.join();
+    CHECK(shared.deref() == threads * commits);
+    auto log = appended.deref();
+    std::sort(log.begin(), log.end());
+    CHECK(std::adjacent_find(log.begin(), log.end()) == log.end());  // each commit once
+    CHECK(log.size() == static_cast<std::size_t>(threads * commits));
+    for (int t = 0; t < threads; ++t) CHECK(client.ref<long>("/own-" + std::to_string(t), 0).deref() == commits);
+    // At most one marker per thread that committed (the main thread created the refs).
+    CHECK(markers(client).size() <= static_cast<std::size_t>(threads + 1));
+  }
+  CHECK(markers_after_close(root).empty());
+}
+
+TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {
+  avout::testing::start_shared_servers();
+  const std::string root = avout::testing::unique_name("/zk-writes-test", "agent");
+  {
+    avout::Client client(options(root));
+    avout::redis::Store redis(avout::testing::shared_redis().url());  // its value writes are not ZooKeeper's
+    auto agent = client.agent<long>("/counted", 0, redis);
+    for (int i = 0; i < 2; ++i) {  // a marker for the worker thread to carry
+      agent.send([](long v) { return v + 1; });
+      agent.await(scaled(30s));
+    }
+    CHECK(zookeeper_writes(client, [&] {
+            agent.send([](long v) { return v + 1; });
+            agent.await(scaled(30s));
+          }) == 2);
+    CHECK(agent.deref() == 3);
+  }
+  CHECK(markers_after_close(root).empty());
+}
+
+TEST_CASE("an agent's carried markers removed meanwhile neither fail its next batches nor run their actions again") {
+  avout::testing::start_shared_servers();
+  const std::string root = avout::testing::unique_name("/zk-writes-test", "agent-gone");
+  avout::Client client(options(root));
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  auto agent = client.agent<long>("/counted", 0, redis);
+  std::atomic<int> runs{0};
+  auto count = [&](long v) {
+    ++runs;
+    return v + 1;
+  };
+  // Batches run on the fixed pool (one worker per core): once there were more batches than
+  // workers, some worker's batch carries a marker of its own removed meanwhile.
+  const int batches = static_cast<int>(std::max(2u, std::thread::hardware_concurrency())) + 2;
+  for (int i = 0; i < batches; ++i) {
+    agent.send(count);
+    agent.await(scaled(30s));
+    const auto left = markers(client);
+    CHECK(left.size() == 1);  // its worker's previous marker went with this batch or before
+    for (const auto& marker : left) client.session().remove(root + "/stm/markers/" + marker, 0);
+  }
+  CHECK(runs == batches);
+  CHECK(agent.deref() == batches);
+  CHECK(!agent.error());
 }

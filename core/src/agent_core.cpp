@@ -3,6 +3,7 @@
 #include "log.hpp"
 #include "multi_size.hpp"
 #include "node_cache.hpp"
+#include "pending_markers.hpp"
 #include "runtime.hpp"
 #include "stm.hpp"
 #include "wire.hpp"
@@ -22,7 +23,8 @@ constexpr std::uint8_t agent_head_format = 1;
 // The most actions one commit applies: a batch holds the queue for its run, and one whose
 // outcome is in doubt runs again whole.
 constexpr std::size_t max_batch = 512;
-// A batch's multi: the marker, the head, then one delete per send node.
+// A batch's multi: the marker, the head, one delete per send node, then the markers of the
+// worker thread's earlier commits (rule 16).
 constexpr std::size_t first_send_op = 2;
 
 // Sends made by the action running on this thread: they go out once its value is stored.
@@ -387,9 +389,13 @@ std::vector<AgentCore::Pending*> AgentCore::gather_batch() {
   // as they follow one another in the queue: another process's send in between must see the
   // value of those before it, so the batch ends there.
   const std::size_t chroot = session_.options().chroot.size();
-  // The marker and the head (its error message included) fit in the first few KB.
-  const std::size_t fixed = serialized_size(op::SetData{head_path_, Bytes(4096), 0}, chroot) +
-                            serialized_size(op::Create{runtime_.layout().markers(), {}}, chroot) + 64;
+  // The marker and the head (its error message included) fit in the first few KB; the
+  // carried markers (rule 16) take their most, one point id each.
+  const std::size_t fixed =
+      serialized_size(op::SetData{head_path_, Bytes(4096), 0}, chroot) +
+      serialized_size(op::Create{runtime_.layout().markers(), {}}, chroot) + 64 +
+      PendingMarkers::per_thread *
+          serialized_size(op::Remove{runtime_.layout().marker(std::string(64, '0')), 0}, chroot);
   for (bool listed = false;; listed = true) {
     std::vector<Pending*> batch;
     bool more_of_ours = false;
@@ -500,6 +506,7 @@ AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) 
     if (!landed) return Step::retry_later;
     if (*landed) {
       done = front.in_doubt->nodes;
+      runtime_.markers().landed(front.in_doubt->marker);
       complete(*front.in_doubt);
       return Step::finished;
     }
@@ -524,7 +531,6 @@ void AgentCore::complete(InDoubt& landed) {
     std::lock_guard lock(mutex_);
     for (const auto& node : landed.nodes) std::erase(known_queue_, last_segment(node));
   }
-  (void)session_.remove_async(landed.marker, 0);
   if (landed.written) erase_quietly(landed.previous);
   runtime_.nodes().refresh(head_path_);
   for (auto& go : landed.later_sends) {
@@ -596,7 +602,9 @@ void AgentCore::apply(std::vector<Pending*> batch, std::vector<std::string>& don
     }
 
     MultiResult result;
-    const auto landed = commit_with_marker(session_, operations, commit.marker, &result);
+    // Markers it carries stay waiting while its outcome is in doubt: one a later commit finds
+    // gone is dropped then.
+    const auto landed = runtime_.markers().commit(operations, commit.marker, &result);
     if (!landed) {
       front.in_doubt = std::move(commit);  // resolved before anything else is tried
       return;
@@ -651,14 +659,13 @@ void AgentCore::restart(const Bytes& value) {
         op::Create{marker, {}, CreateMode::persistent},
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),
                     head_node.stat.version}};
-    const auto landed = commit_with_marker(session_, operations, marker);
+    const auto landed = runtime_.markers().commit(operations, marker);
     if (!landed) {
       // The new point may be referenced: it stays for gc to judge, like the marker.
       throw OutcomeUnknown("agent " + name_ + ": restart: outcome unknown (ZooKeeper "
                            "unreachable); marker " + marker);
     }
     if (*landed) {
-      (void)session_.remove_async(marker, 0);
       data_->erase(head.point);
       return;
     }

@@ -3,6 +3,7 @@
 #include "callback_executor.hpp"
 #include "hex.hpp"
 #include "node_cache.hpp"
+#include "pending_markers.hpp"
 #include "unique_ids.hpp"
 
 #include <avout/errors.hpp>
@@ -19,14 +20,15 @@ Runtime::Runtime(ZooKeeperSession& session, const ClientOptions& options,
       options_(options),
       layout_(options.chroot, options.root),
       callbacks_(std::move(callbacks)),
-      nodes_(std::make_unique<NodeCache>(session)) {
+      nodes_(std::make_unique<NodeCache>(session)),
+      markers_(std::make_unique<PendingMarkers>(session, options.logger)) {
   session_.create_recursive(layout_.stm_clock());
   session_.create_recursive(layout_.markers());
   session_.create_recursive(layout_.sessions());
   announce_session();
 }
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() { markers_->remove_all(); }
 
 Point Runtime::new_point() {
   return Point{session_hex(session_.session_id()) + "-" + unique_uuid()};

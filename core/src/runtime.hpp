@@ -1,7 +1,8 @@
 #pragma once
 // detail::Runtime: what every engine of one client shares (the STM, agents, locks, atoms):
 // the session, the callback thread, the node cache, the path layout, unique point ids,
-// session liveness, the cache of immutable values, and the client's settings.
+// session liveness, the cache of immutable values, the markers waiting to ride in a later
+// commit, and the client's settings.
 
 #include "layout.hpp"
 
@@ -20,6 +21,7 @@ namespace avout::detail {
 
 class CallbackExecutor;
 class NodeCache;
+class PendingMarkers;
 
 /// The shared state of one client's engines. Thread safe.
 class Runtime {
@@ -27,6 +29,7 @@ class Runtime {
   /// Creates the deployment's STM folders and announces this session.
   Runtime(ZooKeeperSession& session, const ClientOptions& options,
           std::shared_ptr<CallbackExecutor> callbacks);
+  /// Removes the markers still waiting for a commit (best effort; gc removes what is left).
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -39,6 +42,8 @@ class Runtime {
   const Layout& layout() const { return layout_; }
   /// Heads and tags this client has read, kept valid by watches (docs/transactions.md rule 12).
   NodeCache& nodes() { return *nodes_; }
+  /// Landed commits' markers, per thread, until a later commit removes them (rule 16).
+  PendingMarkers& markers() { return *markers_; }
   /// The thread user callbacks run on.
   std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
   /// Where the library's messages go (empty: the default logger).
@@ -64,6 +69,7 @@ class Runtime {
   Layout layout_;
   std::shared_ptr<CallbackExecutor> callbacks_;
   std::unique_ptr<NodeCache> nodes_;
+  std::unique_ptr<PendingMarkers> markers_;
 
   std::mutex announce_mutex_;
   std::uint64_t announced_generation_ = ~std::uint64_t{0};

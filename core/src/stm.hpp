@@ -186,6 +186,16 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
                                        const std::string& marker, MultiResult* result = nullptr);
 
+/// commit_with_marker for a multi whose operations from `first_cleanup` on are clean-up
+/// (rule 16): removals at version 0 of nodes that may be gone already (earlier commits'
+/// markers, trimmed ZooKeeper-held values). A failing one is no conflict (ZooKeeper reports
+/// the first failing op, so every op before it succeeded): `gone` hears its path and the
+/// multi goes again without it; nothing else is retried. `result` tells a failure's op.
+std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<Operation> operations,
+                                        std::size_t first_cleanup, const std::string& marker,
+                                        MultiResult& result,
+                                        const std::function<void(const std::string&)>& gone);
+
 /// The least age of a commit marker gc removes: the longest time an owner may still be
 /// resolving it (rule 6), whatever grace a caller asks for.
 std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session);

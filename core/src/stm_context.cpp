@@ -1,5 +1,6 @@
 #include "background_erasure.hpp"
 #include "hex.hpp"
+#include "pending_markers.hpp"
 #include "stm.hpp"
 #include "wire.hpp"
 
@@ -230,9 +231,9 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     const std::string marker = runtime_.layout().marker(runtime_.new_point().id);
     Operation write_head = op::Create{head, record, CreateMode::persistent};
     if (stat) write_head = op::SetData{head, record, stat->version};
-    const std::optional<bool> landed = commit_with_marker(
-        runtime_.session(), {op::Create{marker, {}, CreateMode::persistent}, write_head,
-                   op::SetData{runtime_.layout().stm_clock(), {}, -1}},
+    const std::optional<bool> landed = runtime_.markers().commit(
+        {op::Create{marker, {}, CreateMode::persistent}, write_head,
+         op::SetData{runtime_.layout().stm_clock(), {}, -1}},
         marker);
     if (!landed) {
       // The point may be referenced: it stays for gc to judge.
@@ -241,7 +242,6 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     }
     if (*landed) {
       runtime_.remember(point, initial);
-      (void)runtime_.session().remove_async(marker, 0);
       return;
     }
     ref.data().erase(point);  // another process wrote the head first: look again

@@ -2,6 +2,7 @@
 #include "barging.hpp"
 #include "multi_size.hpp"
 #include "node_cache.hpp"
+#include "pending_markers.hpp"
 #include "stm.hpp"
 #include "value_batches.hpp"
 #include "zookeeper_held_values.hpp"
@@ -58,6 +59,24 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
     return resolve_commit(session, marker);
   } catch (const SessionExpired&) {
     return resolve_commit(session, marker);
+  }
+}
+
+std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<Operation> operations,
+                                        std::size_t first_cleanup, const std::string& marker,
+                                        MultiResult& result,
+                                        const std::function<void(const std::string&)>& gone) {
+  while (true) {
+    // A lost reply resolved as not landed names no failing op: none from an earlier send.
+    result = MultiResult{};
+    const std::optional<bool> landed = commit_with_marker(session, operations, marker, &result);
+    if (!landed || *landed || result.failed_index < first_cleanup ||
+        result.failed_index >= operations.size()) {
+      return landed;
+    }
+    const auto at = operations.begin() + static_cast<std::ptrdiff_t>(result.failed_index);
+    gone(std::get<op::Remove>(*at).path);
+    operations.erase(at);
   }
 }
 
@@ -259,7 +278,10 @@ struct Transaction::Commit {
   std::vector<Staged> recomputed;      // values of commuted refs, stored again each round
   std::vector<NodeStat> commuted_stats;  // the commuted heads this round recomputed from
   MultiResult result;                  // the multi's reply
-  // Rule 16: trimmed value nodes the multi found gone already, left out of later rounds.
+  // Rule 16: markers of this thread's earlier commits, removed by this commit's multi.
+  std::vector<std::string> carried;
+  // Rule 16: trimmed value nodes and carried markers the multi found gone already, left out
+  // of later rounds.
   std::set<std::string> gone;
 
   // Stores `value` under a fresh point for `target`, whose head is `head` at `head_stat`.
@@ -345,10 +367,8 @@ struct Transaction::Multi {
   std::vector<Operation> operations;
   std::size_t first_commuted = 0;   // the commuted heads
   std::size_t first_addition = 0;   // agent sends, lock guards
-  std::size_t after_additions = 0;  // the values created in the multi
-  std::size_t first_cleanup = 0;    // trimmed ZooKeeper-held values, then old markers
-  std::size_t clock = 0;            // the clock, last
-  std::vector<std::string> cleanup;  // the paths the clean-up operations remove, in order
+  std::size_t after_additions = 0;  // the values created in the multi, then the clock
+  std::size_t first_cleanup = 0;    // after the clock: trimmed ZooKeeper-held values, old markers
   std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
 };
 
@@ -404,6 +424,9 @@ bool Transaction::plan_commit(Commit& commit) {
                         " bytes, over the " + std::to_string(multi_limit) +
                         " ZooKeeper accepts in one request; nothing was written");
   }
+  // Rule 16: the markers this thread's earlier commits left ride in this multi, counted in
+  // its size like everything in it; the values ZooKeeper holds get what room is left.
+  commit.carried = runtime_.markers().carry(bytes);
   return true;
 }
 
@@ -460,7 +483,8 @@ bool Transaction::stage_commuted(Commit& commit) {
 }
 
 // Rule 5: marker, written/ensured heads, commuted heads, barging tags, additions, clock.
-// Values created by the multi (rule 11) cannot fail (fresh points) and go last but the clock.
+// Values created by the multi (rule 11) cannot fail (fresh points) and go right before the
+// clock; clean-up (rule 16) goes last.
 Transaction::Multi Transaction::build_multi(Commit& commit) {
   Multi multi;
   auto& operations = multi.operations;
@@ -494,19 +518,20 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
       if (s.in_multi) operations.push_back(*s.in_multi);
     }
   }
-  // Rule 16: trimmed ZooKeeper-held values go with the commit. Value nodes are created once
-  // and never changed, so version 0 is theirs.
+  operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
+  // Rule 16: trimmed ZooKeeper-held values and this thread's earlier markers go with the
+  // commit. Value nodes and markers are created once and never changed: version 0 is theirs.
   multi.first_cleanup = operations.size();
   for (auto* staged : {&commit.written, &commit.recomputed}) {
     for (auto& s : *staged) {
       for (const auto& node : s.trimmed_nodes) {
-        if (!commit.gone.contains(node)) multi.cleanup.push_back(node);
+        if (!commit.gone.contains(node)) operations.push_back(op::Remove{node, 0});
       }
     }
   }
-  for (const auto& path : multi.cleanup) operations.push_back(op::Remove{path, 0});
-  multi.clock = operations.size();
-  operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
+  for (const auto& marker : commit.carried) {
+    if (!commit.gone.contains(marker)) operations.push_back(op::Remove{marker, 0});
+  }
   return multi;
 }
 
@@ -524,8 +549,14 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     throw;
   }
   MultiResult& result = commit.result;
-  const std::optional<bool> landed =
-      commit_with_marker(runtime_.session(), multi.operations, marker_path_, &result);
+  const std::optional<bool> landed = commit_with_cleanup(
+      runtime_.session(), multi.operations, multi.first_cleanup, marker_path_, result,
+      [&](const std::string& path) {
+        commit.gone.insert(path);
+        if (std::find(commit.carried.begin(), commit.carried.end(), path) != commit.carried.end()) {
+          runtime_.markers().removed({path});
+        }
+      });
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
     throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
@@ -536,12 +567,6 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     return true;
   }
   Commit::discard(commit.recomputed);
-  if (result.failed_index >= multi.first_cleanup && result.failed_index < multi.clock) {
-    // A trimmed value was gone already: every operation before it succeeded, so this is no
-    // conflict; the multi goes again without it.
-    commit.gone.insert(multi.cleanup[result.failed_index - multi.first_cleanup]);
-    return false;
-  }
   if (result.failed_index >= multi.first_addition && result.failed_index < multi.after_additions) {
     std::size_t at = multi.first_addition;
     for (const auto& addition : additions_) {
@@ -569,9 +594,10 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
   stm_.count_commit();
-  // The marker has answered all it had to: removed without waiting (gc removes it if this
-  // removal is lost).
-  (void)runtime_.session().remove_async(marker_path_, 0);
+  // Rule 16: the carried markers went with the multi; this one has answered all it had to
+  // and goes with this thread's next commit (or at close, or by gc).
+  runtime_.markers().removed(commit.carried);
+  runtime_.markers().landed(marker_path_);
   std::string failure;
   auto step = [&](const char* what, const auto& work) {
     try {

@@ -1,0 +1,68 @@
+#pragma once
+// The markers of a client's landed commits, waiting to ride in a later commit multi (rule 16:
+// a commit costs ZooKeeper one write, so its marker is not removed by a write of its own).
+// Kept per thread: a marker rides in the next commit of the thread whose commit made it, so
+// what one thread's commit sends never depends on what other threads committed (a seed
+// replays each thread's requests). A marker only matters while its owner may still resolve
+// its commit's outcome (rule 6); one that waits longer is removed by gc, and a commit that
+// finds its carried marker gone drops it and sends its multi again.
+
+#include <avout/logger.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace avout::detail {
+
+/// Landed commits' markers per thread, until a later commit of that thread removes them.
+/// Thread safe.
+class PendingMarkers {
+ public:
+  /// At most this many markers wait per thread; beyond, the oldest is removed on its own.
+  static constexpr std::size_t per_thread = 64;
+  /// At most this many wait in all (a thread that ended leaves its last ones until close).
+  static constexpr std::size_t in_all = 1024;
+
+  /// Markers of commits made on `session`; `logger` hears what close could not remove.
+  PendingMarkers(ZooKeeperSession& session, Logger logger);
+
+  /// The calling thread's markers, oldest first, as many as still fit in a multi that
+  /// weighs `bytes` so far (rule 11); their removals' weight is added to `bytes`.
+  std::vector<std::string> carry(std::size_t& bytes);
+  /// The commit marked by `marker` landed: its marker waits for the thread's next commit.
+  void landed(const std::string& marker);
+  /// `markers` are gone (a commit carrying them landed, or found them gone already).
+  void removed(const std::vector<std::string>& markers);
+  /// Sends a commit multi whose op 0 creates `marker` (commit_with_marker) with the calling
+  /// thread's waiting markers riding last; once it landed they are gone and `marker` waits
+  /// in their place. One found gone already is dropped and the multi sent again (no conflict).
+  std::optional<bool> commit(std::vector<Operation> operations, const std::string& marker,
+                             MultiResult* result = nullptr);
+  /// Removes every waiting marker, one multi per batch, when the client closes. Best
+  /// effort and never throws: what it cannot remove, gc removes after its grace period.
+  void remove_all() noexcept;
+
+ private:
+  struct Waiting {
+    std::uint64_t order;  // when it landed, across threads (the oldest goes first)
+    std::string path;
+  };
+  void evict_over_limits(std::deque<Waiting>& own, std::vector<std::string>& evicted);
+
+  ZooKeeperSession& session_;
+  Logger logger_;
+  std::mutex mutex_;  // guards the members below
+  std::unordered_map<std::thread::id, std::deque<Waiting>> waiting_;
+  std::size_t count_ = 0;
+  std::uint64_t next_order_ = 0;
+};
+
+}  // namespace avout::detail
