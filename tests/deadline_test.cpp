@@ -1,10 +1,12 @@
-// Deadlines and cancellation (avout::Deadline): dosync, atom swaps and locks give up with
-// Timeout in time, name what gave up, and leave nothing behind (no claim, no request node).
+// Deadlines and cancellation (avout::Deadline): dosync, atom swaps, locks and agent sends give
+// up with Timeout in time, name what gave up, and leave nothing behind (no claim, no request
+// node, no send node).
 #include <avout/avout.hpp>
 #include <avout/postgres.hpp>
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
 
 #include <doctest/doctest.h>
 
@@ -47,6 +49,32 @@ std::string expect_timeout(std::chrono::milliseconds limit, Call call) {
   CHECK(took >= limit);
   CHECK(took < limit + scaled(2s));
   return message;
+}
+
+// The send nodes in the queue of the agent `name`, read by a client that reaches the server.
+std::size_t send_nodes(avout::Client& observer, const std::string& name) {
+  return observer.session().children(avout::inspect::agent_queue_path(observer, name)).size();
+}
+
+// Waits until the queue of the agent `name` holds `count` send nodes; false at `limit`.
+bool queue_reaches(avout::Client& observer, const std::string& name, std::size_t count,
+                   std::chrono::milliseconds limit) {
+  const auto until = Clock::now() + limit;
+  while (send_nodes(observer, name) != count) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// Makes the agent `name` and runs one action (+1) on it, then reads it: a round trip after
+// which its head is cached, so a send is one create.
+avout::Agent<long> agent_with_cached_head(avout::Client& client, const std::string& name) {
+  auto agent = client.agent<long>(name, 0);
+  agent.send([](long value) { return value + 1; });
+  REQUIRE(agent.await_for(scaled(20s)));
+  REQUIRE(agent.deref() == 1);
+  return agent;
 }
 
 // The lock folder's request nodes (writers of a plain Lock).
@@ -242,4 +270,77 @@ TEST_CASE("Agent::await gives up at its deadline or on a stop request while an a
   canceller.join();
   agent.await(avout::Deadline::after(scaled(20s)));
   CHECK(agent.deref() == 1);
+}
+
+TEST_CASE("ClientOptions::operation_timeout bounds a plain Agent::send whose reply is lost, and removes its node") {
+  avout::testing::TcpRelay relay(zookeeper().port());
+  auto bounded = options();
+  bounded.hosts = relay.connect_string();
+  bounded.operation_timeout = 500ms;
+  avout::Client client(bounded);
+  avout::Client observer(options());
+  const std::string name = "/deadline-test/agent-send-default";
+  auto agent = agent_with_cached_head(client, name);
+
+  relay.lose_replies();  // the create lands, its reply never comes
+  const auto message = expect_timeout(500ms, [&] { agent.send([](long value) { return value + 10; }); });
+  CHECK(message == "agent " + name + ": send: deadline passed");
+  CHECK(send_nodes(observer, name) == 1);  // the create landed
+  relay.cut();  // the link comes back on the same session: the node is found and removed
+  CHECK(queue_reaches(observer, name, 0, scaled(15s)));
+  agent.send([](long value) { return value + 100; });  // the queue is not blocked
+  REQUIRE(agent.await_for(scaled(20s)));
+  CHECK(agent.deref() == 101);
+}
+
+TEST_CASE("Agent::send with an expired deadline is Timeout and leaves no send node") {
+  avout::Client client(options());
+  const std::string name = "/deadline-test/agent-send-expired";
+  auto agent = client.agent<long>(name, 0);
+  const auto passed = avout::Deadline::at(Clock::now() - 1ms);
+  CHECK_THROWS_WITH_AS(agent.send(passed, [](long value) { return value + 1; }),
+                       ("agent " + name + ": send: deadline passed").c_str(), avout::Timeout);
+  std::stop_source stop;
+  stop.request_stop();
+  CHECK_THROWS_WITH_AS(agent.send_off(stop.get_token(), [](long value) { return value + 1; }),
+                       ("agent " + name + ": send: cancelled").c_str(), avout::Timeout);
+  CHECK(send_nodes(client, name) == 0);
+  agent.send(avout::Deadline::after(scaled(10s)), [](long value) { return value + 5; });
+  REQUIRE(agent.await_for(scaled(20s)));
+  CHECK(agent.deref() == 5);  // only the send that was made ran
+}
+
+TEST_CASE("a stop request cancels an Agent::send held up by a ZooKeeper outage, and nothing of it stays queued") {
+  avout::testing::TcpRelay relay(zookeeper().port());
+  auto through_relay = options();
+  through_relay.hosts = relay.connect_string();
+  avout::Client client(through_relay);
+  avout::Client observer(options());
+  const std::string name = "/deadline-test/agent-send-outage";
+  auto agent = agent_with_cached_head(client, name);
+
+  relay.lose_replies();  // the create lands, its reply never comes
+  std::stop_source stop;
+  auto sent = std::async(std::launch::async, [&] {
+    try {
+      agent.send(stop.get_token(), [](long value) { return value + 10; });
+      return std::string("sent");
+    } catch (const avout::Timeout& error) {
+      return std::string(error.what());
+    }
+  });
+  REQUIRE(queue_reaches(observer, name, 1, scaled(5s)));  // the create landed
+  const auto asked = Clock::now();
+  stop.request_stop();
+  REQUIRE(sent.wait_for(scaled(2s)) == std::future_status::ready);
+  CHECK(Clock::now() - asked < scaled(1s));
+  CHECK(sent.get() == "agent " + name + ": send: cancelled");
+
+  relay.cut();  // the link comes back on the same session: the node is found and removed
+  CHECK(queue_reaches(observer, name, 0, scaled(15s)));
+  avout::Client other(options());  // nobody else is held up behind it either
+  auto other_agent = other.agent<long>(name, 0);
+  other_agent.send([](long value) { return value + 100; });
+  REQUIRE(other_agent.await_for(scaled(20s)));
+  CHECK(agent.deref() == 101);  // the cancelled action never ran
 }

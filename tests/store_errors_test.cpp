@@ -10,23 +10,34 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 using namespace std::chrono_literals;
 
-TEST_CASE("a stopped Redis server gives StoreUnavailable for reads and writes") {
-  avout::testing::RedisServer server;
-  avout::redis::Store store(avout::redis::StoreOptions{
-      .url = server.url(), .connect_timeout = 1000ms, .command_timeout = 2000ms});
+namespace {
+
+// Stores a value through `store`, stops its server with `stop_server`, and checks that an
+// atom's read and write and a batch of ref values each give StoreUnavailable.
+void check_unavailable_once_stopped(avout::Store& store, const std::function<void()>& stop_server) {
   auto cell = store.atom_state("/unavailable");
   REQUIRE(cell->compare_and_set(avout::Versioned{}, avout::to_bytes("kept")));
   const auto before = cell->get();
-  server.stop();
+  stop_server();
   CHECK_THROWS_AS(cell->get(), avout::StoreUnavailable);
   CHECK_THROWS_AS(cell->compare_and_set(before, avout::to_bytes("lost")), avout::StoreUnavailable);
   auto data = store.reference_data("/unavailable-ref");
   const avout::PointValue value{data.get(), avout::Point{"p"}, avout::to_bytes("v")};
   CHECK_THROWS_AS(store.set_values({&value, 1}), avout::StoreUnavailable);
+}
+
+}  // namespace
+
+TEST_CASE("a stopped Redis server gives StoreUnavailable for reads and writes") {
+  avout::testing::RedisServer server;
+  avout::redis::Store store(avout::redis::StoreOptions{
+      .url = server.url(), .connect_timeout = 1000ms, .command_timeout = 2000ms});
+  check_unavailable_once_stopped(store, [&] { server.stop(); });
 }
 
 TEST_CASE("a Redis server that refuses the password gives StoreRefused and applies nothing") {
@@ -49,15 +60,7 @@ TEST_CASE("a stopped PostgreSQL server gives StoreUnavailable for reads and writ
   avout::testing::PostgresServer server;
   avout::postgres::Store store(
       avout::postgres::StoreOptions{.url = server.url(), .connect_timeout = 2s});
-  auto cell = store.atom_state("/unavailable");
-  REQUIRE(cell->compare_and_set(avout::Versioned{}, avout::to_bytes("kept")));
-  const auto before = cell->get();
-  server.stop();
-  CHECK_THROWS_AS(cell->get(), avout::StoreUnavailable);
-  CHECK_THROWS_AS(cell->compare_and_set(before, avout::to_bytes("lost")), avout::StoreUnavailable);
-  auto data = store.reference_data("/unavailable-ref");
-  const avout::PointValue value{data.get(), avout::Point{"p"}, avout::to_bytes("v")};
-  CHECK_THROWS_AS(store.set_values({&value, 1}), avout::StoreUnavailable);
+  check_unavailable_once_stopped(store, [&] { server.stop(); });
 }
 
 TEST_CASE("a PostgreSQL server that refuses a write gives StoreRefused and applies nothing") {

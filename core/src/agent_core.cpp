@@ -11,8 +11,9 @@
 #include <avout/errors.hpp>
 
 #include <algorithm>
-#include <utility>
+#include <stop_token>
 #include <thread>
+#include <utility>
 
 namespace avout::detail {
 
@@ -166,94 +167,199 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
   }
 }
 
-std::string AgentCore::create_send(const std::string& tag) {
+std::string AgentCore::create_send(const std::string& tag, const Deadline& deadline) {
   // Threads that send at once share one multi of creates: their nodes come out next to one
   // another in the queue, so their actions run in one batch. A send begun after another
   // returned goes in a later multi, so it still comes later in the queue.
-  Creating mine{tag, {}, {}, false};
+  auto mine = std::make_shared<Creating>(Creating{tag, {}, {}, false, false, false});
+  // A stop request wakes this thread's waits (made before the lock: it may run at once).
+  std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
+    std::lock_guard lock(create_mutex_);
+    created_.notify_all();
+  });
   std::unique_lock lock(create_mutex_);
-  to_create_.push_back(&mine);
-  while (!mine.done) {
-    if (creating_) {
-      created_.wait(lock);
+  to_create_.push_back(mine);
+  while (!mine->done) {
+    if (!mine->taken && !creating_) {
+      creating_ = true;
+      // Bounded like a batch, which keeps the multi far under rule 11's size.
+      const auto taken = to_create_.begin() +
+                         static_cast<std::ptrdiff_t>(std::min(to_create_.size(), max_batch));
+      const Group group(to_create_.begin(), taken);
+      to_create_.erase(to_create_.begin(), taken);
+      for (const auto& one : group) one->taken = true;
+      lock.unlock();
+      create_together(group, deadline);  // settled, or handed to a worker when late
+      lock.lock();
+      creating_ = false;
+      created_.notify_all();
       continue;
     }
-    creating_ = true;
-    // Bounded like a batch, which keeps the multi far under rule 11's size.
-    const auto taken = to_create_.begin() +
-                       static_cast<std::ptrdiff_t>(std::min(to_create_.size(), max_batch));
-    const std::vector<Creating*> group(to_create_.begin(), taken);
-    to_create_.erase(to_create_.begin(), taken);
-    lock.unlock();
-    create_together(group);
-    lock.lock();
-    for (Creating* one : group) one->done = true;  // its thread reads it under the lock
-    creating_ = false;
-    created_.notify_all();
+    if (deadline.expired()) {
+      // Not sent yet: nothing to undo. Sent: whoever settles its create deletes the node.
+      if (mine->taken) mine->abandoned = true;
+      else std::erase(to_create_, mine);
+      lock.unlock();
+      deadline.expire("agent " + name_ + ": send");
+    }
+    created_.wait_until(lock, deadline.time_or_far(), [&] {
+      return mine->done || (!mine->taken && !creating_) || deadline.stop_requested();
+    });
   }
-  if (mine.error) std::rethrow_exception(mine.error);
-  return mine.node;
+  if (mine->error) std::rethrow_exception(mine->error);
+  return mine->node;
 }
 
-void AgentCore::create_together(const std::vector<Creating*>& group) {
-  auto settle = [&](Creating& one, auto&& make) {
-    try {
-      one.node = make(one.tag);
-    } catch (...) {
-      one.error = std::current_exception();
+void AgentCore::create_together(const Group& group, const Deadline& deadline) {
+  CreateReply reply;
+  if (group.size() == 1) {
+    auto created = session_.create_async(send_prefix(group.front()->tag), {},
+                                         CreateMode::ephemeral_sequential).share();
+    reply = [this, created](const Deadline& by) -> std::optional<std::vector<std::string>> {
+      auto path = session_.wait(created, by);
+      if (!path) return std::nullopt;
+      return std::vector<std::string>{std::move(*path)};
+    };
+  } else {
+    std::vector<Operation> operations;
+    for (const auto& one : group) {
+      operations.push_back(op::Create{send_prefix(one->tag), {}, CreateMode::ephemeral_sequential});
+    }
+    auto committed = session_.multi_async(operations).share();
+    reply = [this, committed, operations](const Deadline& by) -> std::optional<std::vector<std::string>> {
+      auto result = session_.wait(committed, by);
+      if (!result) return std::nullopt;
+      result->throw_if_failed(operations);
+      std::vector<std::string> paths;
+      for (const auto& created : result->results) paths.push_back(created.created_path);
+      return paths;
+    };
+  }
+  if (!deadline.bounded()) return settle(group, reply);
+  try {
+    if (auto paths = reply(deadline)) {
+      for (std::size_t i = 0; i < group.size(); ++i) finish_create(*group[i], (*paths)[i], {});
+      return;
+    }
+  } catch (...) {
+    // settle() reads the same reply again and handles what it threw.
+  }
+  // Late or lost: a worker settles the group, so that this sender can give up in time.
+  workers_->post(true, [self = shared_from_this(), group, reply] { self->settle(group, reply); });
+}
+
+void AgentCore::settle(const Group& group, const CreateReply& reply) {
+  auto settle_each = [&](auto&& make) {
+    for (const auto& one : group) {
+      try {
+        finish_create(*one, make(*one), {});
+      } catch (...) {
+        finish_create(*one, std::nullopt, std::current_exception());
+      }
     }
   };
-  auto alone = [this](const std::string& tag) { return create_one_send(tag); };
-  if (group.size() == 1) return settle(*group.front(), alone);
-  std::vector<Operation> operations;
-  for (const Creating* one : group) {
-    operations.push_back(op::Create{send_prefix(one->tag), {}, CreateMode::ephemeral_sequential});
-  }
   try {
-    const auto reply = session_.multi(operations);
-    reply.throw_if_failed(operations);
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      settle(*group[i], [&](const std::string&) { return reply.results[i].created_path; });
-    }
+    const auto paths = reply(Deadline{});
+    for (std::size_t i = 0; i < group.size(); ++i) finish_create(*group[i], (*paths)[i], {});
   } catch (const ConnectionLoss&) {
-    // The multi may have landed, all of it or none: each send finds its node or makes it.
+    // The creates may have landed, all of them or none: each send finds its node, or makes
+    // it unless its sender gave up.
     const auto deadline =
         std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
-    for (Creating* one : group) {
-      settle(*one, [&](const std::string& tag) {
-        if (auto found = locate_send(tag, deadline)) return *found;
-        return create_one_send(tag);
-      });
-    }
+    settle_each([&](const Creating& one) {
+      if (auto found = locate_send(one.tag, deadline)) return found;
+      return create_one_send(one);
+    });
   } catch (const SessionExpired&) {
-    for (Creating* one : group) settle(*one, alone);  // nothing of it is left
+    settle_each([&](const Creating& one) { return create_one_send(one); });  // nothing is left
   } catch (...) {
-    for (Creating* one : group) one->error = std::current_exception();
+    for (const auto& one : group) finish_create(*one, std::nullopt, std::current_exception());
   }
 }
 
-std::string AgentCore::create_one_send(const std::string& tag) {
+void AgentCore::finish_create(Creating& one, std::optional<std::string> node,
+                              std::exception_ptr error) {
+  bool orphan = false;
+  {
+    std::lock_guard lock(create_mutex_);
+    if (node) one.node = *node;
+    one.error = std::move(error);
+    one.done = true;
+    orphan = one.abandoned && node;
+    created_.notify_all();
+  }
+  // Nobody will run its action, and it would hold the queue for everyone behind it.
+  if (orphan) {
+    workers_->post(true, [self = shared_from_this(), node = *node] { self->remove_abandoned(node); });
+  }
+}
+
+bool AgentCore::gave_up(const Creating& one) {
+  std::lock_guard lock(create_mutex_);
+  return one.abandoned;
+}
+
+void AgentCore::remove_abandoned(const std::string& node) {
   const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
   while (true) {
     try {
-      return session_.create(send_prefix(tag), {}, CreateMode::ephemeral_sequential);
+      session_.remove(node, 0);  // send nodes are never changed: version 0
+      return;
+    } catch (const NoNode&) {
+      return;
+    } catch (const SessionExpired&) {
+      return;  // the node went with the session
+    } catch (const ConnectionLoss&) {
+    }
+    // Unreachable for three session timeouts: the server has expired the session, and the
+    // node with it.
+    if (std::chrono::steady_clock::now() > deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
+  const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+  while (true) {
+    if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
+    try {
+      return session_.create(send_prefix(one.tag), {}, CreateMode::ephemeral_sequential);
     } catch (const ConnectionLoss&) {
       // The create may have landed: find it before creating again, so no orphan is left.
-      if (auto found = locate_send(tag, deadline)) return *found;
+      if (auto found = locate_send(one.tag, deadline)) return found;
     } catch (const SessionExpired&) {
       // A create that landed went with the session: nothing of this send is left.
     }
     if (std::chrono::steady_clock::now() > deadline) {
       throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
-                           send_prefix(tag) + "* left behind)");
+                           send_prefix(one.tag) + "* left behind)");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 
-void AgentCore::send(AgentAction action, bool blocking) {
+Deadline AgentCore::default_deadline() const {
+  const auto& timeout = runtime_.options().operation_timeout;
+  return timeout ? Deadline::after(*timeout) : Deadline{};
+}
+
+void AgentCore::send(AgentAction action, bool blocking, const Deadline& deadline) {
+  // Inside dosync or an action the send is part of that commit: no deadline of its own.
+  const Deadline bound =
+      Transaction::current() != nullptr || in_action() ? Deadline{} : deadline;
+  const std::string what = "agent " + name_ + ": send";
+  if (bound.expired()) bound.expire(what);
   // A failed agent refuses sends until restart (its head is usually cached: no round trip).
   auto lookup = runtime_.nodes().begin(head_path_);
+  if (!lookup.known && bound.bounded()) {
+    bool arrived = true;
+    try {
+      arrived = session_.wait(lookup.reply, bound).has_value();
+    } catch (const Error&) {
+      // finish() throws it again, once it dropped the failed read from the cache.
+    }
+    if (!arrived) bound.expire(what);  // nothing sent yet
+  }
   auto head = decode_agent_head(runtime_.nodes().finish(lookup).data, head_path_);
   if (head.error) {
     throw AgentFailed("agent " + name_ + " failed (" + *head.error + "); restart it first");
@@ -282,8 +388,8 @@ void AgentCore::send(AgentAction action, bool blocking) {
   }
   // The send waits for its node: once send() returns its place in the global order is fixed,
   // so a send that returned before another began runs first.
-  auto go = [self, tag, action = std::move(action), blocking]() mutable {
-    self->enqueue(self->create_send(tag), std::move(action), blocking);
+  auto go = [self, tag, action = std::move(action), blocking, bound]() mutable {
+    self->enqueue(self->create_send(tag, bound), std::move(action), blocking);
   };
   if (sends_of_running_action != nullptr) {
     sends_of_running_action->push_back(std::move(go));  // after the action's value is stored

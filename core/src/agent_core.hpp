@@ -13,6 +13,7 @@
 // the store or ZooKeeper failed, only when its node vanished with an expired session.
 
 #include <avout/backend.hpp>
+#include <avout/deadline.hpp>
 #include <avout/detail/agent_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
@@ -63,8 +64,11 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// The newest stored value.
   Bytes read_latest() override;
   /// Queues `action`: inside dosync it goes out with the commit, inside an action after that
-  /// action's value is stored, else at once. `blocking` picks the send_off workers.
-  void send(AgentAction action, bool blocking) override;
+  /// action's value is stored (`deadline` ignored), else at once, or Timeout by `deadline`
+  /// (a create already sent is settled later: its node is deleted). `blocking` picks the
+  /// send_off workers.
+  void send(AgentAction action, bool blocking, const Deadline& deadline) override;
+  Deadline default_deadline() const override;
   /// Waits until every action this process sent so far has run; false on timeout. Throws
   /// SessionExpired when some of them were dropped because their send vanished with an
   /// expired session (reported once).
@@ -99,12 +103,19 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     std::optional<InDoubt> in_doubt;
   };
   // A send waiting for its node: the sends of several threads are created in one multi.
+  // Guarded by create_mutex_ once shared.
   struct Creating {
     std::string tag;
     std::string node;
     std::exception_ptr error;
-    bool done = false;
+    bool taken = false;      // in a group whose create went out
+    bool done = false;       // node or error is set
+    bool abandoned = false;  // its sender gave up (Timeout): a node made for it is deleted
   };
+  using Group = std::vector<std::shared_ptr<Creating>>;
+  // The created paths of a group's reply, in group order; nullopt when the deadline expired
+  // first. Throws what the create(s) failed with.
+  using CreateReply = std::function<std::optional<std::vector<std::string>>(const Deadline&)>;
   // What one look at the oldest pending send came to.
   enum class Step { finished, dropped, waiting, retry_later };
 
@@ -122,9 +133,13 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
-  std::string create_send(const std::string& tag);
-  std::string create_one_send(const std::string& tag);
-  void create_together(const std::vector<Creating*>& group);
+  std::string create_send(const std::string& tag, const Deadline& deadline);
+  std::optional<std::string> create_one_send(const Creating& one);
+  void create_together(const Group& group, const Deadline& deadline);
+  void settle(const Group& group, const CreateReply& reply);
+  void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
+  bool gave_up(const Creating& one);
+  void remove_abandoned(const std::string& node);
   std::optional<std::string> locate_send(const std::string& tag,
                                          std::chrono::steady_clock::time_point deadline);
 
@@ -153,7 +168,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
 
   std::mutex create_mutex_;  // guards the members below
   std::condition_variable created_;
-  std::vector<Creating*> to_create_;  // sends waiting for the multi in flight to return
+  Group to_create_;                   // sends waiting for the multi in flight to return
   bool creating_ = false;             // a thread is creating a group of sends
 };
 

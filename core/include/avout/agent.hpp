@@ -8,8 +8,10 @@
 // What the calls throw (all derive from avout::Error): ConnectionLoss or SessionExpired when
 // ZooKeeper is unreachable and nothing was changed (safe to call again); OutcomeUnknown (a
 // ConnectionLoss) when a write may have landed and ZooKeeper stayed unreachable while avout
-// tried to find out (Client::agent and restart); BackendError when the value's store fails;
-// CodecError when the stored bytes are not a T. Each call below names the others.
+// tried to find out (Client::agent and restart); Timeout when a send's or await's deadline
+// (or ClientOptions::operation_timeout for a send) expired, leaving no send behind;
+// BackendError when the value's store fails; CodecError when the stored bytes are not a T.
+// Each call below names the others.
 
 #include <avout/codec.hpp>
 #include <avout/deadline.hpp>
@@ -23,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace avout {
@@ -42,17 +45,36 @@ class Agent {
   /// ZooKeeper round trip), without waiting for it to run; it runs on the fixed worker pool.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
   /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
+  /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
   /// ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
   /// was not made and nothing of it is left: sending again is safe), or SessionExpired.
   /// Inside dosync, failures are the transaction's (OutcomeUnknown from its commit).
   template <typename F, typename... Args>
+    requires(!std::is_convertible_v<F &&, Deadline>)
   void send(F&& f, Args&&... args) {
-    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false);
+    send(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...);
+  }
+  /// Like send, giving up with Timeout ("agent NAME: send: deadline passed", or "cancelled"
+  /// once its stop token was stopped, noticed within 50 ms) when `deadline` expires before
+  /// the send node's create was answered. A Timeout means the action will not run: a create
+  /// already sent is settled in the background (its node, found by the send's unique tag
+  /// once ZooKeeper answers, is deleted; a session that ends takes it along), so nothing
+  /// waits in the queue for an action nobody will run. Inside dosync or an action the send
+  /// is part of that commit and the deadline is ignored (the dosync's own deadline bounds it).
+  template <typename F, typename... Args>
+  void send(const Deadline& deadline, F&& f, Args&&... args) {
+    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false, deadline);
   }
   /// Like send, for actions that block (I/O): they run on a pool that grows as needed.
   template <typename F, typename... Args>
+    requires(!std::is_convertible_v<F &&, Deadline>)
   void send_off(F&& f, Args&&... args) {
-    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), true);
+    send_off(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...);
+  }
+  /// Like send(deadline, f, args...), for actions that block (see send_off).
+  template <typename F, typename... Args>
+  void send_off(const Deadline& deadline, F&& f, Args&&... args) {
+    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), true, deadline);
   }
 
   /// Blocks until every action this process sent so far has run. Throws Error inside an

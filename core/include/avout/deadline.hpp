@@ -1,12 +1,13 @@
 #pragma once
-// avout::Deadline: when a blocking call (dosync, Atom::swap, Lock::lock, Agent::await, ...)
+// avout::Deadline: when a blocking call (dosync, Atom::swap, Lock::lock, Agent::send, ...)
 // gives up with Timeout: a steady_clock time point, a std::stop_token, both, or neither.
 //
 // The deadline is checked between attempts and bounds every wait (condition waits, back-off
 // sleeps); a round trip already sent to ZooKeeper or a store is never cut short, so a call
-// may return up to one round trip after its deadline. A call that gives up leaves nothing
-// half-done (no lock request node, no claim); a commit whose outcome is still unknown when
-// the deadline passes is OutcomeUnknown, never Timeout.
+// may return up to one round trip after its deadline (an agent send's create is the one
+// exception: its reply is settled in the background). A call that gives up leaves nothing
+// half-done (no lock request node, no claim, no send node); a commit whose outcome is still
+// unknown when the deadline passes is OutcomeUnknown, never Timeout.
 
 #include <chrono>
 #include <optional>

@@ -9,8 +9,10 @@
 // reaches the C client.
 
 #include <avout/bytes.hpp>
+#include <avout/deadline.hpp>
 #include <avout/logger.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -228,6 +230,26 @@ class ZooKeeperSession {
     if (reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) note_round_trip();
     if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
     return reply.get();
+  }
+
+  /// Like wait(reply), but gives up when `deadline` expires first: nullopt then, and the
+  /// request stays in flight (its reply reaches nobody). A stop request is noticed within
+  /// 50 ms. An unbounded deadline is wait(reply).
+  template <typename T>
+  std::optional<T> wait(const std::shared_future<T>& reply, const Deadline& deadline) const {
+    if (!deadline.bounded()) return wait(reply);
+    if (reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) note_round_trip();
+    const auto no_reply_at = Deadline::Clock::now() + reply_timeout();
+    while (true) {
+      // A stop token is looked at between slices of the wait; a time alone needs one wait.
+      auto until = std::min(deadline.time_or_far(), no_reply_at);
+      if (deadline.stop_token().stop_possible()) {
+        until = std::min(until, Deadline::Clock::now() + std::chrono::milliseconds(50));
+      }
+      if (reply.wait_until(until) == std::future_status::ready) return reply.get();
+      if (deadline.expired()) return std::nullopt;
+      if (Deadline::Clock::now() >= no_reply_at) throw_no_reply();
+    }
   }
 
   /// Watches a node for as long as the returned handle lives: the callback gets every

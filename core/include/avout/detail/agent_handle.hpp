@@ -3,6 +3,7 @@
 // records and workers live in the library's sources).
 
 #include <avout/bytes.hpp>
+#include <avout/deadline.hpp>
 
 #include <chrono>
 #include <functional>
@@ -24,8 +25,11 @@ class AgentHandle {
   virtual void create_if_absent(const Bytes& initial) = 0;
   /// The newest stored value.
   virtual Bytes read_latest() = 0;
-  /// Queues `action`; `blocking` picks the send_off workers.
-  virtual void send(AgentAction action, bool blocking) = 0;
+  /// Queues `action` by `deadline` (ignored inside dosync or an action); `blocking` picks
+  /// the send_off workers.
+  virtual void send(AgentAction action, bool blocking, const Deadline& deadline) = 0;
+  /// The deadline of a send given none: the client's operation_timeout from now, or none.
+  virtual Deadline default_deadline() const = 0;
   /// Waits until every action this process sent so far has run; false on timeout.
   virtual bool await_for(std::chrono::milliseconds timeout) = 0;
   /// The error of the failed action that stopped the agent, if any.
