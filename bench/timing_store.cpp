@@ -41,9 +41,6 @@ class TimingData final : public ReferenceData {
     inner->erase(point);
   }
   std::vector<Point> points() override { return inner->points(); }
-  std::optional<op::Create> commit_operation(const Bytes& value, const Point& point) override {
-    return inner->commit_operation(value, point);
-  }
   /// The wrapped version set (the inner store's batch calls take its own).
   std::unique_ptr<ReferenceData> inner;
 
