@@ -1,5 +1,6 @@
 #include "workloads.hpp"
 
+#include <cstdio>
 #include <random>
 
 namespace avout::bench {
@@ -7,6 +8,20 @@ namespace avout::bench {
 namespace {
 std::string unique(const std::string& stem) {
   return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
+}
+
+// `count` swaps(+1) of `counter`; the report's retries are the compare-and-sets that lost
+// (swap's function runs once per attempt).
+ProcessReport swaps(Client& client, Atom<long>& counter, int count) {
+  double attempts = 0;
+  auto report = measure_client(client, count, [&] {
+    counter.swap([&](long v) {
+      ++attempts;
+      return v + 1;
+    });
+  });
+  report.retries = attempts - count;
+  return report;
 }
 }  // namespace
 
@@ -18,10 +33,7 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
     {
       Stores stores(servers);
       auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));
-      Result row = summarize("swap, 1 process, " + of.name,
-                             measure_client(stores.client, n, [&] {
-                               counter.swap([](long v) { return v + 1; });
-                             }));
+      Result row = summarize("swap, 1 process, " + of.name, swaps(stores.client, counter, n));
       row.floor_ms = floors.*of.floor;
       row.floor_name = of.name + " get+set";
       rows.push_back(row);
@@ -30,14 +42,15 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
         "swap, 8 processes, " + of.name, 8, [&](int) {
           Stores stores(servers);
           auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));
-          return measure_client(stores.client, n / 4,
-                                [&] { counter.swap([](long v) { return v + 1; }); });
+          return swaps(stores.client, counter, n / 4);
         });
     contended.floor_ms = floors.*of.floor;
     contended.floor_name = of.name + " get+set";
     rows.push_back(contended);
   }
   print_table("atom: swap(+1)", rows);
+  std::printf("(retries: compare-and-sets lost per swap)\n");
+  for (const auto& row : rows) std::printf("%-40s slept %.3f ms per swap\n", row.workload.c_str(), row.slept_ms);
 }
 
 }  // namespace avout::bench

@@ -1,6 +1,6 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), measures
 // the raw floors, then each workload beside them, then avout and its peers side by side.
-// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank] [--json FILE] [--plot FILE.png]
+// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank]... [--json FILE] [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
 #include "comparison.hpp"
 #include "external_peers.hpp"
@@ -11,18 +11,20 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <vector>
 
 int main(int argc, char** argv) {
   avout::bench::Settings settings;
   avout::bench::Servers servers;
-  std::string only;
+  std::vector<std::string> only;
   std::string json_path;
   std::string plot_path;
   CLI::App app{"avout-bench: avout's workloads measured beside the raw floors of the same run"};
   app.add_flag("--quick", settings.quick, "shorter runs (a smoke test, not a measurement)");
-  app.add_option("--only", only, "run only this group of workloads (the floors always run)")
+  app.add_option("--only", only, "run only these groups of workloads (repeatable; the floors always run)")
       ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank"}));
   app.add_option("--json", json_path, "write every measurement to this JSON file");
   app.add_option("--plot", plot_path, "draw the measurements into this PNG file");
@@ -34,22 +36,25 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
   }
+  auto runs = [&](const std::string& group) {
+    return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
+  };
   try {
     if (servers.zookeeper.empty()) servers.zookeeper = avout::testing::shared_zookeeper().connect_string();
     if (servers.redis.empty()) servers.redis = avout::testing::shared_redis().url();
     if (servers.postgres.empty()) servers.postgres = avout::testing::shared_postgres().url();
     const auto floors =
         avout::bench::measure_floors(settings, servers.zookeeper, servers.redis, servers.postgres);
-    if (only.empty() || only == "atom") avout::bench::run_atom_workloads(settings, servers, floors);
-    if (only.empty() || only == "stm") avout::bench::run_stm_workloads(settings, servers, floors);
-    if (only.empty() || only == "agent") avout::bench::run_agent_workloads(settings, servers, floors);
-    if (only.empty() || only == "peers") {
+    if (runs("atom")) avout::bench::run_atom_workloads(settings, servers, floors);
+    if (runs("stm")) avout::bench::run_stm_workloads(settings, servers, floors);
+    if (runs("agent")) avout::bench::run_agent_workloads(settings, servers, floors);
+    if (runs("peers")) {
       avout::bench::run_peer_workloads(settings, servers, floors);
       avout::bench::run_etcd_peer(settings);
       avout::bench::run_curator_peer(settings, servers, floors);
     }
-    if (only.empty() || only == "lock") avout::bench::run_lock_workloads(settings, servers, floors);
-    if (only.empty() || only == "bank") avout::bench::run_bank_anatomy(settings, servers, floors);
+    if (runs("lock")) avout::bench::run_lock_workloads(settings, servers, floors);
+    if (runs("bank")) avout::bench::run_bank_anatomy(settings, servers, floors);
     avout::bench::print_side_by_side(avout::bench::side_by_side(avout::bench::recorded()));
     if (!json_path.empty()) avout::bench::write_json(avout::bench::recorded(), json_path);
     if (!plot_path.empty()) avout::bench::draw_plot(avout::bench::recorded(), plot_path);

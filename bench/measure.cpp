@@ -1,5 +1,6 @@
 #include "measure.hpp"
 
+#include "sleep_tally.hpp"
 #include "support/processes.hpp"
 
 #include <sys/wait.h>
@@ -55,12 +56,14 @@ Result summarize(const std::string& workload, std::vector<double> latencies_ms) 
 ProcessReport measure_client(Client& client, int count, const std::function<void()>& operation) {
   const auto before = client.session().statistics();
   const auto retries_before = client.transaction_counts().second;
+  const auto slept_before = slept_ns();
   ProcessReport report;
   report.latencies_ms = time_each(count, operation);
   const auto after = client.session().statistics();
   report.zookeeper_requests = static_cast<double>(after.requests - before.requests);
   report.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips);
   report.retries = static_cast<double>(client.transaction_counts().second - retries_before);
+  report.slept_ms = static_cast<double>(slept_ns() - slept_before) / 1e6;
   return report;
 }
 
@@ -70,6 +73,7 @@ Result summarize(const std::string& workload, const ProcessReport& report) {
   result.zookeeper_requests = report.zookeeper_requests / operations;
   result.zookeeper_round_trips = report.zookeeper_round_trips / operations;
   result.retries = report.retries / operations;
+  result.slept_ms = report.slept_ms / operations;
   return result;
 }
 
@@ -87,9 +91,9 @@ Result run_processes(const std::string& workload, int processes,
       int code = 0;
       try {
         auto report = body(index);
-        // Three counters first, then the latencies.
+        // Four counters first, then the latencies.
         std::vector<double> message{report.zookeeper_requests, report.zookeeper_round_trips,
-                                    report.retries};
+                                    report.retries, report.slept_ms};
         message.insert(message.end(), report.latencies_ms.begin(), report.latencies_ms.end());
         const auto bytes = message.size() * sizeof(double);
         if (write(fds[1], message.data(), bytes) != static_cast<ssize_t>(bytes)) code = 3;
@@ -112,6 +116,7 @@ Result run_processes(const std::string& workload, int processes,
         case 0: all.zookeeper_requests += sample; break;
         case 1: all.zookeeper_round_trips += sample; break;
         case 2: all.retries += sample; break;
+        case 3: all.slept_ms += sample; break;
         default: all.latencies_ms.push_back(sample);
       }
     }

@@ -21,6 +21,7 @@ struct Result {
   double zookeeper_requests = 0;  ///< ZooKeeper requests per operation (0: none)
   double zookeeper_round_trips = 0; ///< blocking ZooKeeper waits per operation
   double retries = 0;             ///< transaction retries per operation
+  double slept_ms = 0;            ///< time slept per operation (sleep_tally)
   double floor_ms = 0;            ///< the floor this row is compared with (p50), 0: none
   std::string floor_name{};       ///< what that floor is
 };
@@ -37,6 +38,7 @@ struct ProcessReport {
   double zookeeper_requests = 0;       ///< requests sent during the operations
   double zookeeper_round_trips = 0;    ///< blocking waits during the operations
   double retries = 0;                  ///< transaction retries during the operations
+  double slept_ms = 0;                 ///< time slept during the operations (sleep_tally)
 };
 
 /// Runs `operation` `count` times on `client` and reports latencies and counter deltas.

@@ -33,9 +33,11 @@ AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size
 AtomCore::~AtomCore() = default;
 
 namespace {
-// A lost compare-and-set is retried by another writer's success; pauses from 1 ms to 50 ms
-// let the winner's neighbours drift apart instead of colliding on the next version too.
-constexpr BackOff contention_pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
+// A lost compare-and-set is retried by another writer's success; short jittered pauses let
+// the winner's neighbours drift apart instead of colliding on the next version too. They stay
+// near one ZooKeeper write (0.25 ms growing to 5 ms): with 8 processes the old 1-50 ms pauses
+// slept 13 ms per swap, a third of its time, while the server sat idle (docs/performance.md).
+constexpr BackOff contention_pauses{std::chrono::microseconds(250), std::chrono::milliseconds(5)};
 // Waits for ZooKeeper or a store to answer again: 25 ms growing to half a second, about
 // six seconds over the 20 tries of a resolution.
 constexpr BackOff outage_pauses{std::chrono::milliseconds(25), std::chrono::milliseconds(500)};
