@@ -264,8 +264,7 @@ void AgentCore::settle(const Group& group, const CreateReply& reply) {
   } catch (const ConnectionLoss&) {
     // The creates may have landed, all of them or none: each send finds its node, or makes
     // it unless its sender gave up.
-    const auto deadline =
-        std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+    const auto deadline = resolution_deadline(session_);
     settle_each([&](const Creating& one) {
       if (auto found = locate_send(one.tag, deadline)) return found;
       return create_one_send(one);
@@ -300,7 +299,7 @@ bool AgentCore::gave_up(const Creating& one) {
 }
 
 void AgentCore::remove_abandoned(const std::string& node) {
-  const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+  const auto deadline = resolution_deadline(session_);
   while (true) {
     try {
       session_.remove(node, 0);  // send nodes are never changed: version 0
@@ -319,7 +318,7 @@ void AgentCore::remove_abandoned(const std::string& node) {
 }
 
 std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
-  const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout * 3;
+  const auto deadline = resolution_deadline(session_);
   while (true) {
     if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
     try {
@@ -376,8 +375,7 @@ void AgentCore::send(AgentAction action, bool blocking, const Deadline& deadline
             return self->enqueue(results.front().created_path, std::move(*shared_action), blocking);
           }
           // The commit's reply was lost (it landed): find the node again.
-          const auto deadline = std::chrono::steady_clock::now() +
-                                self->session_.options().session_timeout * 3;
+          const auto deadline = resolution_deadline(self->session_);
           if (auto found = self->locate_send(tag, deadline)) {
             self->enqueue(*found, std::move(*shared_action), blocking);
           } else {

@@ -179,6 +179,11 @@ struct BargeState;  // barging.hpp
 /// stays unreachable.
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker);
 
+/// How long an owner keeps trying to find out what became of a request whose reply was lost
+/// (resolving a commit, locating or settling an agent's send): three session timeouts, after
+/// which the server has expired a session that stayed away, and its ephemeral nodes with it.
+std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession& session);
+
 /// Sends a multi whose op 0 creates `marker`: true when it was applied, false when an
 /// operation failed (`result` tells which), nullopt when the outcome stayed unknown. A lost
 /// reply is resolved through the marker, never by sending the multi again.

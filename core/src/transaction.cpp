@@ -30,8 +30,12 @@ constexpr std::size_t head_entry_size = 8 + 8 + point_size;
 
 Transaction* Transaction::current() { return running; }
 
+std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession& session) {
+  return std::chrono::steady_clock::now() + session.options().session_timeout * 3;
+}
+
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker) {
-  const auto deadline = std::chrono::steady_clock::now() + session.options().session_timeout * 3;
+  const auto deadline = resolution_deadline(session);
   while (std::chrono::steady_clock::now() < deadline) {
     try {
       auto synced = session.sync_async(marker);
