@@ -5,9 +5,10 @@
 # `pkg-config avout` alone; runs each binary and checks what it prints. With other-kind, it
 # then builds avout's libraries of the other kind (shared for a static build tree, static
 # for a shared one) from the same sources and checks that installation the same way.
-# Run by ctest (test install_check, label fast); by hand:
+# Run by ctest in the plain build (test install_check, label fast); by hand:
 #   tests/install/check.sh BUILD_DIR tests/install/project [CXX_COMPILER] [EXTRA_FLAGS] [with-tool] [other-kind]
-# EXTRA_FLAGS (sanitizer builds) go to compiling and linking the outside project; with-tool:
+# EXTRA_FLAGS (a sanitizer build tree, checked by hand) go to compiling and linking the outside
+# project, which must be instrumented like the libraries it links; with-tool:
 # the build has the `avout` command line, which must be installed too.
 set -euo pipefail
 
