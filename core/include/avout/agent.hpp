@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -63,7 +64,7 @@ class Agent {
   /// is part of that commit and the deadline is ignored (the dosync's own deadline bounds it).
   template <typename F, typename... Args>
   void send(const Deadline& deadline, F&& f, Args&&... args) {
-    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false, deadline);
+    dispatch(false, deadline, std::forward<F>(f), std::forward<Args>(args)...);
   }
   /// Like send, for actions that block (I/O): they run on a pool that grows as needed.
   template <typename F, typename... Args>
@@ -74,7 +75,19 @@ class Agent {
   /// Like send(deadline, f, args...), for actions that block (see send_off).
   template <typename F, typename... Args>
   void send_off(const Deadline& deadline, F&& f, Args&&... args) {
-    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), true, deadline);
+    dispatch(true, deadline, std::forward<F>(f), std::forward<Args>(args)...);
+  }
+
+  /// Defines the action `action` for this handle's process: f(value, args...) gives the next
+  /// value, where each argument type is Encodable (decayed: `long`, `const std::string&`).
+  /// send("action", args...) and send_off then queue it by name: the send node holds the name
+  /// and the encoded arguments, so any process that defined the name may run it (in queue
+  /// order, one batch commit for a run of queued sends it can run), not only the sender. A
+  /// named send no other process knows waits for its sender. Every process that defines a
+  /// name must give it the same meaning. Defining a name again replaces its action here.
+  template <typename F>
+  void define(const std::string& action, F&& f) {
+    define_function(action, std::function{std::forward<F>(f)});
   }
 
   /// Blocks until every action this process sent so far has run. Throws Error inside an
@@ -124,6 +137,38 @@ class Agent {
  private:
   friend class Client;
   explicit Agent(std::shared_ptr<detail::AgentHandle> core) : core_(std::move(core)) {}
+
+  // A send of a closure, or of a named action when `f` is a name.
+  template <typename F, typename... Args>
+  void dispatch(bool blocking, const Deadline& deadline, F&& f, Args&&... args) {
+    if constexpr (std::is_convertible_v<F &&, std::string_view>) {
+      static_assert((Encodable<std::decay_t<Args>> && ...),
+                    "arguments of a named action must be Encodable");
+      core_->send_named(std::string(std::string_view(f)),
+                        encode(std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)),
+                        blocking, deadline);
+    } else {
+      core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), blocking, deadline);
+    }
+  }
+
+  template <typename R, typename Value, typename... Args>
+  void define_function(const std::string& action, std::function<R(Value, Args...)> f) {
+    static_assert(std::is_convertible_v<R, T>, "a named action returns the agent's value");
+    static_assert(std::is_invocable_v<std::function<R(Value, Args...)>&, T>,
+                  "a named action takes the agent's value first");
+    using Arguments = std::tuple<std::decay_t<Args>...>;
+    static_assert((Encodable<std::decay_t<Args>> && ...),
+                  "arguments of a named action must be Encodable");
+    detail::NamedAgentAction named;
+    named.run = [f = std::move(f)](const Bytes& current, const Bytes& arguments) {
+      const auto bound = decode<Arguments>(arguments);
+      return encode(static_cast<T>(std::apply(
+          [&](const auto&... each) { return f(decode<T>(current), each...); }, bound)));
+    };
+    named.check = [](const Bytes& arguments) { (void)decode<Arguments>(arguments); };
+    core_->define(action, std::move(named));
+  }
 
   template <typename F, typename... Args>
   static detail::AgentAction bind(F&& f, Args&&... args) {
