@@ -155,7 +155,7 @@ class Agent {
   template <typename R, typename Value, typename... Args>
   void define_function(const std::string& action, std::function<R(Value, Args...)> f) {
     static_assert(std::is_convertible_v<R, T>, "a named action returns the agent's value");
-    static_assert(std::is_invocable_v<std::function<R(Value, Args...)>&, T>,
+    static_assert(std::is_convertible_v<T, Value>,
                   "a named action takes the agent's value first");
     using Arguments = std::tuple<std::decay_t<Args>...>;
     static_assert((Encodable<std::decay_t<Args>> && ...),
