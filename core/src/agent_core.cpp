@@ -702,8 +702,10 @@ void AgentCore::drive(bool pool) {
                                                                            : Step::dropped;
       done = {front->node};
     } catch (const std::exception& error) {
-      // The store or ZooKeeper is unavailable: the send keeps its place and is tried again.
+      // The store or ZooKeeper is unavailable: the send keeps its place and is tried again,
+      // after a fresh listing (another process may have run its batch meanwhile).
       std::lock_guard lock(mutex_);
+      known_queue_.clear();
       if (retry_delay_.count() == 0) {
         log(workers_->logger(), LogLevel::warning,
             "agent " + name_ + ": an action is delayed: " + error.what());
