@@ -1,7 +1,9 @@
 #pragma once
 // avout::Agent<T>: a value changed by actions sent to it. Actions run one at a time, in the
-// order the sends were made across all processes, each on a worker of the process that sent
-// it, and each sees the value the previous one left. A store or ZooKeeper outage delays
+// order the sends were made across all processes, each sees the value the previous one left.
+// A closure runs on a worker of the process that sent it; a named action (define, then
+// send("name", args...)) on a worker of any process that defined the name, so a run of
+// sends from several processes commits as one batch. A store or ZooKeeper outage delays
 // actions (one may then run again, only one result is kept); only an action that throws or
 // whose value the validator refuses fails the agent, and its own sends are dropped with it.
 //
@@ -10,6 +12,7 @@
 // ConnectionLoss) when a write may have landed and ZooKeeper stayed unreachable while avout
 // tried to find out (Client::agent and restart); Timeout when a send's or await's deadline
 // (or ClientOptions::operation_timeout for a send) expired, leaving no send behind;
+// UndefinedAction when a send names an action this handle never defined (nothing sent);
 // BackendError when the value's store fails; CodecError when the stored bytes are not a T.
 // Each call below names the others.
 
@@ -44,6 +47,10 @@ class Agent {
 
   /// Queues f(value, args...) and returns once its place in the global order is fixed (one
   /// ZooKeeper round trip), without waiting for it to run; it runs on the fixed worker pool.
+  /// When `f` is a name, queues the action define()d under it with `args` (UndefinedAction
+  /// when this handle defined none, CodecError when `args` do not fit its parameters:
+  /// nothing is sent); any process that defined the name may run it. A named send of a
+  /// process that dies is dropped with its session like a closure's.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
   /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
   /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
