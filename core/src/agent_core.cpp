@@ -605,23 +605,17 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
       listed = true;
       continue;
     }
+    if (mine != queue.begin()) {
+      // The sender of the first send drives: it runs the named sends behind its own, ours
+      // among them, so racing it for the same run would only cost failed multis.
+      if (!watch_until_gone(*std::prev(mine))) return {};  // the watch brings us back
+      queue = list_queue();
+      listed = true;
+      continue;
+    }
     learn_named_sends(queue);
     std::vector<Runnable> batch;
-    // Every send before ours must be one this process can run; else it waits for the last
-    // one it cannot run to go.
-    for (auto before = queue.begin(); before != mine; ++before) {
-      auto action = runnable(*before, front.blocking);
-      if (action) {
-        batch.push_back(Runnable{queue_path_ + "/" + *before, nullptr, std::move(*action)});
-        continue;
-      }
-      batch.clear();
-      const auto blocker = std::find_if(std::make_reverse_iterator(mine), queue.rend(),
-                                        [&](const auto& node) { return !runnable(node, front.blocking); });
-      if (!watch_until_gone(*blocker)) return {};  // the watch brings us back
-      break;
-    }
-    if (!batch.empty() || mine == queue.begin()) {
+    {
       // The first in the queue on: ours and the runnable sends behind it, as long as they
       // follow one another; a send this process cannot run must see the value before it.
       std::size_t bytes = fixed;
@@ -635,11 +629,7 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
         batch.push_back(std::move(one));
         return true;
       };
-      for (auto& prefix : batch) bytes += serialized_size(op::Remove{prefix.node, 0}, chroot);
-      if (batch.size() >= max_batch || !add(Runnable{front.node, &front, {}})) {
-        batch.resize(std::min(batch.size(), max_batch));  // the sends before ours go first
-        return batch;
-      }
+      (void)add(Runnable{front.node, &front, {}});
       for (++at, ++next; at != queue.end(); ++at) {
         if (next != pending_.end() && last_segment(next->second.node) == *at) {
           // One pool per batch; a send whose earlier commit is in doubt is resolved alone.
@@ -795,6 +785,12 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
     operations.push_back(op::Check{head_path_, head_node.stat.version});
   } else {
     auto current = runtime_.fetch_value(*data_, head.point);
+    if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
+      // Another process's batch moved the head and erased the value it replaced.
+      std::lock_guard lock(mutex_);
+      known_queue_.clear();
+      return Step::again;
+    }
     if (!current) {
       throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
                          ") is missing from its store");

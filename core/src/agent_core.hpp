@@ -6,12 +6,13 @@
 // sequential node under <root>/agents/queues<name>; the sequence fixes the global order.
 // A closure's send node is empty and only its sender can run it; a named action's node holds
 // its name and encoded arguments (its tag starts with 'n'), and any process that defined the
-// name can run it. A process with sends waiting drives the queue: once every send before its
-// oldest is one it can run, it applies them, its own and the runnable ones right behind, in
-// memory, one after another, in queue order, and commits the batch in one multi (marker,
-// versioned head, deletes of their send nodes), which lets the next sends run. Processes
-// racing for the same run are safe: the head's version and the deletes let one multi land,
-// the others read the queue again. A sender finds its named send gone with its session
+// name can run it. When a process's oldest send is first in the queue, it applies that
+// action and the runnable sends right behind it (its own, and named sends of others it
+// defined), in memory, one after another, in queue order, and commits the batch in one multi
+// (marker, versioned head, deletes of their send nodes), which lets the next sends run. The
+// others wait for it rather than race it (a race would only cost failed multis); a multi
+// that loses anyway (a restart) is safe: the head's version and the deletes let one land,
+// the loser reads the queue again. A sender finds its named send gone with its session
 // unchanged: someone ran it. A dead sender's nodes vanish with its session, so it never
 // blocks the queue. Locally the sends wait in sequence order (several threads
 // may send at once) and one worker at a time drives them; a send is never dropped because
