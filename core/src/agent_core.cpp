@@ -531,7 +531,13 @@ void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
   });
   std::vector<std::pair<std::string, std::future<NodeData>>> reads;
   for (const auto& node : queue) {
-    if (is_named_send(node) && !named_sends_.contains(node)) {
+    bool ours = false;
+    {
+      std::lock_guard lock(mutex_);
+      const auto pending = pending_.find(std::string(sequence_of(node)));
+      ours = pending != pending_.end() && last_segment(pending->second.node) == node;
+    }
+    if (is_named_send(node) && !ours && !named_sends_.contains(node)) {
       reads.emplace_back(node, session_.get_async(queue_path_ + "/" + node));
     }
   }
