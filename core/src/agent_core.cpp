@@ -24,9 +24,6 @@ constexpr std::uint8_t agent_head_format = 1;
 // The most actions one commit applies: a batch holds the queue for its run, and one whose
 // outcome is in doubt runs again whole.
 constexpr std::size_t max_batch = 512;
-// A batch's multi: the marker, the head, one delete per send node, then the markers of the
-// worker thread's earlier commits (rule 16).
-constexpr std::size_t first_send_op = 2;
 
 // Sends made by the action running on this thread: they go out once its value is stored.
 thread_local std::vector<std::function<void()>>* sends_of_running_action = nullptr;
@@ -38,8 +35,13 @@ std::string_view sequence_of(const std::string& name) {
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// This process's send node is gone (its session expired): the send is dropped.
+// This process's send node is gone: run by another process, or gone with its session.
 struct SendVanished {};
+
+constexpr std::uint8_t named_send_format = 1;
+
+// A named send's node name: "s-n<uuid>-<sequence>" (a closure's tag is a bare uuid).
+bool is_named_send(const std::string& segment) { return segment.rfind("s-n", 0) == 0; }
 
 }  // namespace
 
@@ -167,11 +169,11 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
   }
 }
 
-std::string AgentCore::create_send(const std::string& tag, const Deadline& deadline) {
+std::string AgentCore::create_send(const std::string& tag, Bytes data, const Deadline& deadline) {
   // Threads that send at once share one multi of creates: their nodes come out next to one
   // another in the queue, so their actions run in one batch. A send begun after another
   // returned goes in a later multi, so it still comes later in the queue.
-  auto mine = std::make_shared<Creating>(Creating{tag, {}, {}, false, false, false});
+  auto mine = std::make_shared<Creating>(Creating{tag, std::move(data), {}, {}, false, false, false});
   // A stop request wakes this thread's waits (made before the lock: it may run at once).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(create_mutex_);
@@ -213,7 +215,7 @@ std::string AgentCore::create_send(const std::string& tag, const Deadline& deadl
 void AgentCore::create_together(const Group& group, const Deadline& deadline) {
   CreateReply reply;
   if (group.size() == 1) {
-    auto created = session_.create_async(send_prefix(group.front()->tag), {},
+    auto created = session_.create_async(send_prefix(group.front()->tag), group.front()->data,
                                          CreateMode::ephemeral_sequential).share();
     reply = [this, created](const Deadline& by) -> std::optional<std::vector<std::string>> {
       auto path = session_.wait(created, by);
@@ -223,7 +225,8 @@ void AgentCore::create_together(const Group& group, const Deadline& deadline) {
   } else {
     std::vector<Operation> operations;
     for (const auto& one : group) {
-      operations.push_back(op::Create{send_prefix(one->tag), {}, CreateMode::ephemeral_sequential});
+      operations.push_back(
+          op::Create{send_prefix(one->tag), one->data, CreateMode::ephemeral_sequential});
     }
     auto committed = session_.multi_async(operations).share();
     reply = [this, committed, operations](const Deadline& by) -> std::optional<std::vector<std::string>> {
@@ -322,7 +325,7 @@ std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
   while (true) {
     if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
     try {
-      return session_.create(send_prefix(one.tag), {}, CreateMode::ephemeral_sequential);
+      return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
     } catch (const ConnectionLoss&) {
       // The create may have landed: find it before creating again, so no orphan is left.
       if (auto found = locate_send(one.tag, deadline)) return found;
@@ -342,7 +345,42 @@ Deadline AgentCore::default_deadline() const {
   return timeout ? Deadline::after(*timeout) : Deadline{};
 }
 
+void AgentCore::define(const std::string& name, NamedAgentAction action) {
+  std::lock_guard lock(named_mutex_);
+  named_[name] = std::make_shared<const NamedAgentAction>(std::move(action));
+}
+
+void AgentCore::send_named(const std::string& name, Bytes arguments, bool blocking,
+                           const Deadline& deadline) {
+  std::shared_ptr<const NamedAgentAction> named;
+  {
+    std::lock_guard lock(named_mutex_);
+    if (auto found = named_.find(name); found != named_.end()) named = found->second;
+  }
+  if (!named) {
+    throw UndefinedAction("agent " + name_ + ": send: no action named '" + name +
+                          "' is defined by this process (Agent::define)");
+  }
+  try {
+    named->check(arguments);
+  } catch (const CodecError& error) {
+    throw CodecError("agent " + name_ + ": send of action '" + name + "': " + error.what());
+  }
+  WireWriter node;
+  node.u8(named_send_format);
+  node.u8(blocking ? 1 : 0);
+  node.text(name);
+  node.raw(arguments);
+  submit([named, arguments](const Bytes& value) { return named->run(value, arguments); },
+         node.take(), blocking, deadline);
+}
+
 void AgentCore::send(AgentAction action, bool blocking, const Deadline& deadline) {
+  submit(std::move(action), std::nullopt, blocking, deadline);
+}
+
+void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool blocking,
+                       const Deadline& deadline) {
   // Inside dosync or an action the send is part of that commit: no deadline of its own.
   const Deadline bound =
       Transaction::current() != nullptr || in_action() ? Deadline{} : deadline;
@@ -363,21 +401,28 @@ void AgentCore::send(AgentAction action, bool blocking, const Deadline& deadline
   if (head.error) {
     throw AgentFailed("agent " + name_ + " failed (" + *head.error + "); restart it first");
   }
-  const std::string tag = runtime_.new_point().id;
+  const std::string tag = (named ? "n" : "") + runtime_.new_point().id;
+  Bytes data = named ? std::move(*named) : Bytes{};
+  const bool is_named = named.has_value();
+  // Taken before the create: the same generation later means the node cannot have gone with
+  // an expired session.
+  const std::uint64_t generation = session_.generation();
   auto self = shared_from_this();
   if (auto* transaction = Transaction::current()) {
     // Sent only if, and once, the transaction commits: a create inside its commit multi.
     auto shared_action = std::make_shared<AgentAction>(std::move(action));
     transaction->add_to_commit(
-        {op::Create{send_prefix(tag), {}, CreateMode::ephemeral_sequential}},
-        [self, tag, shared_action, blocking](const std::vector<OperationResult>& results) {
+        {op::Create{send_prefix(tag), std::move(data), CreateMode::ephemeral_sequential}},
+        [self, tag, shared_action, blocking, is_named,
+         generation](const std::vector<OperationResult>& results) {
           if (!results.empty()) {
-            return self->enqueue(results.front().created_path, std::move(*shared_action), blocking);
+            return self->enqueue(results.front().created_path, std::move(*shared_action),
+                                 blocking, is_named, generation);
           }
           // The commit's reply was lost (it landed): find the node again.
           const auto deadline = resolution_deadline(self->session_);
           if (auto found = self->locate_send(tag, deadline)) {
-            self->enqueue(*found, std::move(*shared_action), blocking);
+            self->enqueue(*found, std::move(*shared_action), blocking, is_named, generation);
           } else {
             self->count_dropped();
           }
@@ -386,8 +431,10 @@ void AgentCore::send(AgentAction action, bool blocking, const Deadline& deadline
   }
   // The send waits for its node: once send() returns its place in the global order is fixed,
   // so a send that returned before another began runs first.
-  auto go = [self, tag, action = std::move(action), blocking, bound]() mutable {
-    self->enqueue(self->create_send(tag, bound), std::move(action), blocking);
+  auto go = [self, tag, data = std::move(data), action = std::move(action), blocking, bound,
+             is_named, generation]() mutable {
+    self->enqueue(self->create_send(tag, std::move(data), bound), std::move(action), blocking,
+                  is_named, generation);
   };
   if (sends_of_running_action != nullptr) {
     sends_of_running_action->push_back(std::move(go));  // after the action's value is stored
@@ -396,7 +443,8 @@ void AgentCore::send(AgentAction action, bool blocking, const Deadline& deadline
   }
 }
 
-void AgentCore::enqueue(std::string node, AgentAction action, bool blocking) {
+void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, bool named,
+                        std::uint64_t generation) {
   bool first = false;
   {
     std::lock_guard lock(mutex_);
@@ -405,7 +453,8 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking) {
     if (pending_.empty()) workers_->retain(shared_from_this());
     const std::string sequence(sequence_of(node));
     auto placed =
-        pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {}});
+        pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {},
+                                           named, generation});
     first = placed.first == pending_.begin();
   }
   // A send that goes before the one being waited for must be looked at now; one behind it
@@ -435,45 +484,32 @@ void AgentCore::finish(const std::vector<std::string>& nodes, bool dropped) {
   bool idle = false;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& node : nodes) pending_.erase(std::string(sequence_of(node)));
-    finished_ += nodes.size();
-    if (dropped) dropped_ += nodes.size();
+    // Only this process's sends count; a batch also deletes other processes' named sends.
+    std::size_t ours = 0;
+    for (const auto& node : nodes) ours += pending_.erase(std::string(sequence_of(node)));
+    finished_ += ours;
+    if (dropped) dropped_ += ours;
     retry_delay_ = std::chrono::milliseconds(0);
-    idle = pending_.empty();
+    idle = ours > 0 && pending_.empty();
     idle_.notify_all();
   }
   if (idle) workers_->release(this);
 }
 
-bool AgentCore::first_in_queue(const std::string& node) {
-  // Each waiter watches only the send just before its own: no herd when one finishes.
-  const std::string own = last_segment(node);
-  {
-    // Sequence numbers only grow, so nothing can get in front of a node later: when every
-    // node listed before ours is known to be gone, ours is first without asking again.
-    std::lock_guard lock(mutex_);
-    auto mine = std::find(known_queue_.begin(), known_queue_.end(), own);
-    if (mine == known_queue_.begin() && mine != known_queue_.end()) return true;
-  }
-  while (true) {
-    const auto children = list_queue();
-    auto mine = std::find(children.begin(), children.end(), own);
-    if (mine == children.end()) throw SendVanished{};
-    if (mine == children.begin()) return true;
-    const std::string predecessor = queue_path_ + "/" + *std::prev(mine);
-    std::weak_ptr<AgentCore> weak = weak_from_this();
-    auto still_there =
-        session_.exists(predecessor, [weak, gone = *std::prev(mine)](const WatchEvent& event) {
-          auto self = weak.lock();
-          if (!self) return;
-          if (event.type == WatchEventType::deleted) {
-            std::lock_guard lock(self->mutex_);
-            std::erase(self->known_queue_, gone);
-          }
-          self->kick();
-        });
-    if (still_there) return false;  // the watch brings us back
-  }
+bool AgentCore::watch_until_gone(const std::string& node) {
+  // A waiter watches one send before its own: no herd when one finishes.
+  std::weak_ptr<AgentCore> weak = weak_from_this();
+  auto still_there =
+      session_.exists(queue_path_ + "/" + node, [weak, node](const WatchEvent& event) {
+        auto self = weak.lock();
+        if (!self) return;
+        if (event.type == WatchEventType::deleted) {
+          std::lock_guard lock(self->mutex_);
+          std::erase(self->known_queue_, node);
+        }
+        self->kick();
+      });
+  return !still_there.has_value();
 }
 
 std::vector<std::string> AgentCore::list_queue() {
@@ -488,10 +524,65 @@ std::vector<std::string> AgentCore::list_queue() {
   return children;
 }
 
-std::vector<AgentCore::Pending*> AgentCore::gather_batch() {
-  // The front is first in the queue. Behind it, this process's sends join the batch as long
-  // as they follow one another in the queue: another process's send in between must see the
-  // value of those before it, so the batch ends there.
+void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
+  // Send nodes never change: each is read once, all of a listing's new ones at once.
+  std::erase_if(named_sends_, [&](const auto& known) {
+    return std::find(queue.begin(), queue.end(), known.first) == queue.end();
+  });
+  std::vector<std::pair<std::string, std::future<NodeData>>> reads;
+  for (const auto& node : queue) {
+    bool ours = false;
+    {
+      std::lock_guard lock(mutex_);
+      const auto pending = pending_.find(std::string(sequence_of(node)));
+      ours = pending != pending_.end() && last_segment(pending->second.node) == node;
+    }
+    if (is_named_send(node) && !ours && !named_sends_.contains(node)) {
+      reads.emplace_back(node, session_.get_async(queue_path_ + "/" + node));
+    }
+  }
+  for (auto& [node, read] : reads) {
+    Bytes data;
+    try {
+      data = session_.wait(read).data;
+    } catch (const NoNode&) {
+      continue;  // already run: the next listing will not hold it
+    }
+    std::optional<NamedSend> send;
+    try {
+      WireReader in(data, "agent send " + queue_path_ + "/" + node);
+      if (in.u8() != named_send_format) in.fail("unknown format");
+      const auto blocking = in.u8();
+      if (blocking > 1) in.fail("blocking flag");
+      std::string action = in.text();
+      send = NamedSend{std::move(action), in.rest(), blocking == 1};
+    } catch (const CodecError& error) {
+      // A newer format: only its sender runs it.
+      log(workers_->logger(), LogLevel::warning, "agent " + name_ + ": " + error.what());
+    }
+    named_sends_[node] = std::move(send);
+  }
+}
+
+std::optional<AgentAction> AgentCore::runnable(const std::string& node, bool blocking) {
+  const auto known = named_sends_.find(node);
+  if (known == named_sends_.end() || !known->second || known->second->blocking != blocking) {
+    return std::nullopt;
+  }
+  std::shared_ptr<const NamedAgentAction> named;
+  {
+    std::lock_guard lock(named_mutex_);
+    const auto defined = named_.find(known->second->action);
+    if (defined == named_.end()) return std::nullopt;
+    named = defined->second;
+  }
+  return [named, arguments = known->second->arguments](const Bytes& value) {
+    return named->run(value, arguments);
+  };
+}
+
+std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
+  const std::string own = last_segment(front.node);
   const std::size_t chroot = session_.options().chroot.size();
   // The marker and the head (its error message included) fit in the first few KB; the
   // carried markers (rule 16) take their most, one point id each.
@@ -500,38 +591,72 @@ std::vector<AgentCore::Pending*> AgentCore::gather_batch() {
       serialized_size(op::Create{runtime_.layout().markers(), {}}, chroot) + 64 +
       PendingMarkers::per_thread *
           serialized_size(op::Remove{runtime_.layout().marker(std::string(64, '0')), 0}, chroot);
-  for (bool listed = false;; listed = true) {
-    std::vector<Pending*> batch;
-    bool more_of_ours = false;
+  std::vector<std::string> queue;
+  {
+    // Sequence numbers only grow, so nothing can get in front of a node later: when every
+    // node listed before ours is known to be gone, ours is first without asking again.
+    std::lock_guard lock(mutex_);
+    queue = known_queue_;
+  }
+  bool listed = false;
+  if (queue.empty() || queue.front() != own) {
+    queue = list_queue();
+    listed = true;
+  }
+  while (true) {
+    const auto mine = std::find(queue.begin(), queue.end(), own);
+    if (mine == queue.end()) {
+      if (listed) throw SendVanished{};
+      queue = list_queue();
+      listed = true;
+      continue;
+    }
+    if (mine != queue.begin()) {
+      // The sender of the first send drives: it runs the named sends behind its own, ours
+      // among them, so racing it for the same run would only cost failed multis.
+      if (!watch_until_gone(*std::prev(mine))) return {};  // the watch brings us back
+      queue = list_queue();
+      listed = true;
+      continue;
+    }
+    learn_named_sends(queue);
+    std::vector<Runnable> batch;
     {
-      std::lock_guard lock(mutex_);
+      // The first in the queue on: ours and the runnable sends behind it, as long as they
+      // follow one another; a send this process cannot run must see the value before it.
       std::size_t bytes = fixed;
-      auto next = pending_.begin();
-      auto known = known_queue_.begin();
-      for (; known != known_queue_.end() && next != pending_.end(); ++known, ++next) {
-        Pending& candidate = next->second;
-        if (*known != last_segment(candidate.node)) break;
-        // One pool per batch; a send whose earlier commit is in doubt is resolved on its own.
-        if (!batch.empty() && (candidate.blocking != batch.front()->blocking ||
-                               candidate.in_doubt || batch.size() == max_batch)) {
-          break;
+      bool more_of_ours = false;
+      std::lock_guard lock(mutex_);
+      auto next = pending_.find(std::string(sequence_of(front.node)));
+      auto at = mine;
+      auto add = [&](Runnable one) {
+        bytes += serialized_size(op::Remove{one.node, 0}, chroot);
+        if (!batch.empty() && (bytes > multi_limit || batch.size() == max_batch)) return false;
+        batch.push_back(std::move(one));
+        return true;
+      };
+      (void)add(Runnable{front.node, &front, {}});
+      for (++at, ++next; at != queue.end(); ++at) {
+        if (next != pending_.end() && last_segment(next->second.node) == *at) {
+          // One pool per batch; a send whose earlier commit is in doubt is resolved alone.
+          Pending& candidate = next->second;
+          if (candidate.blocking != front.blocking || candidate.in_doubt ||
+              !add(Runnable{candidate.node, &candidate, {}})) {
+            break;
+          }
+          ++next;
+          continue;
         }
-        bytes += serialized_size(op::Remove{candidate.node, 0}, chroot);
-        if (!batch.empty() && bytes > multi_limit) break;
-        batch.push_back(&candidate);
-      }
-      if (batch.empty()) {
-        // The listing no longer holds the front (its node vanished): it goes alone, and its
-        // commit finds out.
-        batch.push_back(&pending_.begin()->second);
-        return batch;
+        auto action = runnable(*at, front.blocking);
+        if (!action || !add(Runnable{queue_path_ + "/" + *at, nullptr, std::move(*action)})) break;
       }
       // Sends made since the last listing may follow: list once to find out.
-      more_of_ours = known == known_queue_.end() && next != pending_.end() &&
-                     next->second.blocking == batch.front()->blocking && batch.size() < max_batch;
+      more_of_ours = at == queue.end() && next != pending_.end() &&
+                     next->second.blocking == front.blocking && batch.size() < max_batch;
+      if (listed || !more_of_ours) return batch;
     }
-    if (listed || !more_of_ours) return batch;
-    (void)list_queue();
+    queue = list_queue();
+    listed = true;
   }
 }
 
@@ -567,16 +692,22 @@ void AgentCore::drive(bool pool) {
     try {
       result = step(*front, done);
     } catch (const SendVanished&) {
-      result = Step::dropped;  // our session expired with the send node, like a dead sender's
+      // With the session it was made in still ours, only a batch deleted a named send: another
+      // process ran it. Else it went with our expired session, like a dead sender's.
+      result = front->named && session_.generation() == front->generation ? Step::finished
+                                                                           : Step::dropped;
       done = {front->node};
     } catch (const std::exception& error) {
-      // The store or ZooKeeper is unavailable: the send keeps its place and is tried again.
+      // The store or ZooKeeper is unavailable: the send keeps its place and is tried again,
+      // after a fresh listing (another process may have run its batch meanwhile).
       std::lock_guard lock(mutex_);
+      known_queue_.clear();
       if (retry_delay_.count() == 0) {
         log(workers_->logger(), LogLevel::warning,
             "agent " + name_ + ": an action is delayed: " + error.what());
       }
     }
+    if (result == Step::again) continue;
     if (result == Step::finished || result == Step::dropped) {
       finish(done, result == Step::dropped);
       continue;
@@ -617,9 +748,9 @@ AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) 
     if (front.in_doubt->written) erase_quietly(*front.in_doubt->written);
     front.in_doubt.reset();
   }
-  if (!first_in_queue(front.node)) return Step::waiting;
-  apply(gather_batch(), done);
-  return front.in_doubt ? Step::retry_later : Step::finished;
+  auto batch = plan(front);
+  if (batch.empty()) return Step::waiting;
+  return apply(std::move(batch), front, done);
 }
 
 void AgentCore::erase_quietly(const Point& point) {
@@ -647,87 +778,88 @@ void AgentCore::complete(InDoubt& landed) {
   }
 }
 
-void AgentCore::apply(std::vector<Pending*> batch, std::vector<std::string>& done) {
-  Pending& front = *batch.front();
-  for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
-    auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
-    auto head_node = runtime_.nodes().finish(lookup);
-    auto head = decode_agent_head(head_node.data, head_path_);
-    InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, {}, {}};
-    std::vector<Operation> operations;
-    operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
-    if (head.error) {
-      // A failed agent drops the actions still queued; only restart brings it back.
-      operations.push_back(op::Check{head_path_, head_node.stat.version});
-    } else {
-      auto current = runtime_.fetch_value(*data_, head.point);
-      if (!current) {
-        throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
-                           ") is missing from its store");
+AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
+                                 std::vector<std::string>& done) {
+  auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
+  auto head_node = runtime_.nodes().finish(lookup);
+  auto head = decode_agent_head(head_node.data, head_path_);
+  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, {}, {}};
+  std::vector<Operation> operations;
+  operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
+  if (head.error) {
+    // A failed agent drops the actions still queued; only restart brings it back.
+    operations.push_back(op::Check{head_path_, head_node.stat.version});
+  } else {
+    auto current = runtime_.fetch_value(*data_, head.point);
+    if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
+      // Another process's batch moved the head and erased the value it replaced.
+      std::lock_guard lock(mutex_);
+      known_queue_.clear();
+      return Step::again;
+    }
+    if (!current) {
+      throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
+                         ") is missing from its store");
+    }
+    // Each action sees the value the one before it left; only the last is stored. The
+    // first that fails stops the batch: the head keeps the value before it, with its
+    // error, and the sends behind it are deleted unrun, as a failed agent drops them.
+    AgentHead next_head{head.point, std::nullopt};
+    Bytes value = std::move(*current);
+    bool changed = false;
+    for (const Runnable& each : batch) {
+      std::vector<std::function<void()>> sends;
+      Bytes next;
+      sends_of_running_action = &sends;
+      try {
+        next = each.own != nullptr ? each.own->action(value) : each.action(value);
+        require_fits(next.size(), max_value_size_, "agent " + name_);
+        if (!accepts(next)) next_head.error = "the validator rejected the new value";
+      } catch (const std::exception& error) {
+        next_head.error = error.what();
+      } catch (...) {
+        next_head.error = "a non-standard exception";
       }
-      // Each action sees the value the one before it left; only the last is stored. The
-      // first that fails stops the batch: the head keeps the value before it, with its
-      // error, and the sends behind it are deleted unrun, as a failed agent drops them.
-      AgentHead next_head{head.point, std::nullopt};
-      Bytes value = std::move(*current);
-      bool changed = false;
-      for (Pending* pending : batch) {
-        std::vector<std::function<void()>> sends;
-        Bytes next;
-        sends_of_running_action = &sends;
-        try {
-          next = pending->action(value);
-          require_fits(next.size(), max_value_size_, "agent " + name_);
-          if (!accepts(next)) next_head.error = "the validator rejected the new value";
-        } catch (const std::exception& error) {
-          next_head.error = error.what();
-        } catch (...) {
-          next_head.error = "a non-standard exception";
-        }
-        sends_of_running_action = nullptr;
-        if (next_head.error) break;  // a failed action's sends never go out (as in Clojure)
-        value = std::move(next);
-        changed = true;
-        for (auto& go : sends) commit.later_sends.push_back(std::move(go));
-      }
-      if (changed) {
-        runtime_.announce_session();
-        commit.written = runtime_.new_point();
-        data_->set(value, *commit.written);
-        runtime_.remember(*commit.written, value);
-        next_head.point = *commit.written;
-      }
-      operations.push_back(
-          op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version});
+      sends_of_running_action = nullptr;
+      if (next_head.error) break;  // a failed action's sends never go out (as in Clojure)
+      value = std::move(next);
+      changed = true;
+      for (auto& go : sends) commit.later_sends.push_back(std::move(go));
     }
-    for (Pending* pending : batch) {
-      operations.push_back(op::Remove{pending->node, 0});
-      commit.nodes.push_back(pending->node);
+    if (changed) {
+      runtime_.announce_session();
+      commit.written = runtime_.new_point();
+      data_->set(value, *commit.written);
+      runtime_.remember(*commit.written, value);
+      next_head.point = *commit.written;
     }
-
-    MultiResult result;
-    // Markers it carries stay waiting while its outcome is in doubt: one a later commit finds
-    // gone is dropped then.
-    const auto landed = runtime_.markers().commit(operations, commit.marker, &result);
-    if (!landed) {
-      front.in_doubt = std::move(commit);  // resolved before anything else is tried
-      return;
-    }
-    if (*landed) {
-      done = commit.nodes;
-      return complete(commit);
-    }
-    if (commit.written) erase_quietly(*commit.written);
-    if (!result.committed && result.failed_index > first_send_op &&
-        result.failed_index < operations.size()) {
-      // A send of the batch vanished: the ones before it go again, it is dropped in its turn.
-      batch.resize(result.failed_index - first_send_op);
-      continue;
-    }
-    if (!session_.exists(front.node)) throw SendVanished{};
-    // The head moved (a restart): apply again to the new value.
+    operations.push_back(
+        op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version});
   }
-  throw RetryLimitExceeded("agent " + name_ + ": an action kept conflicting with restarts");
+  for (const Runnable& each : batch) {
+    operations.push_back(op::Remove{each.node, 0});
+    commit.nodes.push_back(each.node);
+  }
+
+  MultiResult result;
+  // Markers it carries stay waiting while its outcome is in doubt: one a later commit finds
+  // gone is dropped then.
+  const auto landed = runtime_.markers().commit(operations, commit.marker, &result);
+  if (!landed) {
+    front.in_doubt = std::move(commit);  // resolved before anything else is tried
+    return Step::retry_later;
+  }
+  if (*landed) {
+    done = commit.nodes;
+    complete(commit);
+    return Step::finished;
+  }
+  if (commit.written) erase_quietly(*commit.written);
+  // Another process ran some of these sends, a send vanished, or the head moved (a restart):
+  // the queue is read again and the batch planned anew.
+  std::lock_guard lock(mutex_);
+  known_queue_.clear();
+  return Step::again;
 }
 
 bool AgentCore::await_for(std::chrono::milliseconds timeout) {

@@ -4,11 +4,17 @@
 // Layout: the agent's head node <root>/agents/heads<name> names the point of its value in
 // the value store and, once an action failed, the error. Every send is an ephemeral
 // sequential node under <root>/agents/queues<name>; the sequence fixes the global order.
-// A process runs only its own sends: when its oldest send is first in the queue it applies
-// that action and the ones of its own right behind it in the queue, in memory, one after
-// another, and commits the batch in one multi (marker, versioned head, deletes of their send
-// nodes), which lets the next sender's action run. A dead sender's nodes vanish with its session,
-// so it never blocks the queue. Locally the sends wait in sequence order (several threads
+// A closure's send node is empty and only its sender can run it; a named action's node holds
+// its name and encoded arguments (its tag starts with 'n'), and any process that defined the
+// name can run it. When a process's oldest send is first in the queue, it applies that
+// action and the runnable sends right behind it (its own, and named sends of others it
+// defined), in memory, one after another, in queue order, and commits the batch in one multi
+// (marker, versioned head, deletes of their send nodes), which lets the next sends run. The
+// others wait for it rather than race it (a race would only cost failed multis); a multi
+// that loses anyway (a restart) is safe: the head's version and the deletes let one land,
+// the loser reads the queue again. A sender finds its named send gone with its session
+// unchanged: someone ran it. A dead sender's nodes vanish with its session, so it never
+// blocks the queue. Locally the sends wait in sequence order (several threads
 // may send at once) and one worker at a time drives them; a send is never dropped because
 // the store or ZooKeeper failed, only when its node vanished with an expired session.
 
@@ -78,6 +84,12 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// Clears a failed agent's error and sets its value; throws Error when it is not failed,
   /// OutcomeUnknown when the restart may have landed and ZooKeeper stayed unreachable.
   void restart(const Bytes& value) override;
+  /// Registers a named action for this process (replacing one of the same name).
+  void define(const std::string& name, NamedAgentAction action) override;
+  /// Queues the named action `name`: UndefinedAction when not defined here, CodecError when
+  /// `arguments` do not fit it; else as send.
+  void send_named(const std::string& name, Bytes arguments, bool blocking,
+                  const Deadline& deadline) override;
   /// Installs a validator (empty: none); an action whose result fails it fails the agent.
   void set_validator(std::function<bool(const Bytes&)> validator) override;
   /// Checks a value against the validator; false when rejected.
@@ -101,11 +113,26 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     AgentAction action;
     bool blocking = false;
     std::optional<InDoubt> in_doubt;
+    bool named = false;            // another process may run it
+    std::uint64_t generation = 0;  // the session's before its node was created
+  };
+  // A send of the queue a batch runs: one of ours, or another process's named action.
+  struct Runnable {
+    std::string node;
+    Pending* own = nullptr;  // null for another process's send
+    AgentAction action;      // another process's send: the named action bound to its arguments
+  };
+  // What another process's named send node holds.
+  struct NamedSend {
+    std::string action;
+    Bytes arguments;
+    bool blocking = false;
   };
   // A send waiting for its node: the sends of several threads are created in one multi.
   // Guarded by create_mutex_ once shared.
   struct Creating {
     std::string tag;
+    Bytes data;  // the node's: empty for a closure
     std::string node;
     std::exception_ptr error;
     bool taken = false;      // in a group whose create went out
@@ -117,23 +144,28 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // first. Throws what the create(s) failed with.
   using CreateReply = std::function<std::optional<std::vector<std::string>>(const Deadline&)>;
   // What one look at the oldest pending send came to.
-  enum class Step { finished, dropped, waiting, retry_later };
+  enum class Step { finished, dropped, waiting, retry_later, again };
 
-  void enqueue(std::string node, AgentAction action, bool blocking);
+  void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
+              const Deadline& deadline);
+  void enqueue(std::string node, AgentAction action, bool blocking, bool named,
+               std::uint64_t generation);
   void count_dropped();
   void kick();
   void drive(bool pool);
   Step step(Pending& front, std::vector<std::string>& done);
-  bool first_in_queue(const std::string& node);
+  std::vector<Runnable> plan(Pending& front);
+  bool watch_until_gone(const std::string& node);
   std::vector<std::string> list_queue();
-  std::vector<Pending*> gather_batch();
-  void apply(std::vector<Pending*> batch, std::vector<std::string>& done);
+  void learn_named_sends(const std::vector<std::string>& queue);
+  std::optional<AgentAction> runnable(const std::string& node, bool blocking);
+  Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
   void complete(InDoubt& landed);
   void erase_quietly(const Point& point);
   void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
-  std::string create_send(const std::string& tag, const Deadline& deadline);
+  std::string create_send(const std::string& tag, Bytes data, const Deadline& deadline);
   std::optional<std::string> create_one_send(const Creating& one);
   void create_together(const Group& group, const Deadline& deadline);
   void settle(const Group& group, const CreateReply& reply);
@@ -165,6 +197,11 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
+  std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
+  std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
+  // Other processes' named sends read so far (nullopt: unreadable), by node; the driving
+  // worker's alone.
+  std::map<std::string, std::optional<NamedSend>> named_sends_;
 
   std::mutex create_mutex_;  // guards the members below
   std::condition_variable created_;

@@ -1,7 +1,9 @@
 #pragma once
 // avout::Agent<T>: a value changed by actions sent to it. Actions run one at a time, in the
-// order the sends were made across all processes, each on a worker of the process that sent
-// it, and each sees the value the previous one left. A store or ZooKeeper outage delays
+// order the sends were made across all processes, each sees the value the previous one left.
+// A closure runs on a worker of the process that sent it; a named action (define, then
+// send("name", args...)) on a worker of any process that defined the name, so a run of
+// sends from several processes commits as one batch. A store or ZooKeeper outage delays
 // actions (one may then run again, only one result is kept); only an action that throws or
 // whose value the validator refuses fails the agent, and its own sends are dropped with it.
 //
@@ -10,6 +12,7 @@
 // ConnectionLoss) when a write may have landed and ZooKeeper stayed unreachable while avout
 // tried to find out (Client::agent and restart); Timeout when a send's or await's deadline
 // (or ClientOptions::operation_timeout for a send) expired, leaving no send behind;
+// UndefinedAction when a send names an action this handle never defined (nothing sent);
 // BackendError when the value's store fails; CodecError when the stored bytes are not a T.
 // Each call below names the others.
 
@@ -24,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -43,6 +47,10 @@ class Agent {
 
   /// Queues f(value, args...) and returns once its place in the global order is fixed (one
   /// ZooKeeper round trip), without waiting for it to run; it runs on the fixed worker pool.
+  /// When `f` is a name, queues the action define()d under it with `args` (UndefinedAction
+  /// when this handle defined none, CodecError when `args` do not fit its parameters:
+  /// nothing is sent); any process that defined the name may run it. A named send of a
+  /// process that dies is dropped with its session like a closure's.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
   /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
   /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
@@ -63,7 +71,7 @@ class Agent {
   /// is part of that commit and the deadline is ignored (the dosync's own deadline bounds it).
   template <typename F, typename... Args>
   void send(const Deadline& deadline, F&& f, Args&&... args) {
-    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), false, deadline);
+    dispatch(false, deadline, std::forward<F>(f), std::forward<Args>(args)...);
   }
   /// Like send, for actions that block (I/O): they run on a pool that grows as needed.
   template <typename F, typename... Args>
@@ -74,7 +82,19 @@ class Agent {
   /// Like send(deadline, f, args...), for actions that block (see send_off).
   template <typename F, typename... Args>
   void send_off(const Deadline& deadline, F&& f, Args&&... args) {
-    core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), true, deadline);
+    dispatch(true, deadline, std::forward<F>(f), std::forward<Args>(args)...);
+  }
+
+  /// Defines the action `action` for this handle's process: f(value, args...) gives the next
+  /// value, where each argument type is Encodable (decayed: `long`, `const std::string&`).
+  /// send("action", args...) and send_off then queue it by name: the send node holds the name
+  /// and the encoded arguments, so any process that defined the name may run it (in queue
+  /// order, one batch commit for a run of queued sends it can run), not only the sender. A
+  /// named send no other process knows waits for its sender. Every process that defines a
+  /// name must give it the same meaning. Defining a name again replaces its action here.
+  template <typename F>
+  void define(const std::string& action, F&& f) {
+    define_function(action, std::function{std::forward<F>(f)});
   }
 
   /// Blocks until every action this process sent so far has run. Throws Error inside an
@@ -124,6 +144,38 @@ class Agent {
  private:
   friend class Client;
   explicit Agent(std::shared_ptr<detail::AgentHandle> core) : core_(std::move(core)) {}
+
+  // A send of a closure, or of a named action when `f` is a name.
+  template <typename F, typename... Args>
+  void dispatch(bool blocking, const Deadline& deadline, F&& f, Args&&... args) {
+    if constexpr (std::is_convertible_v<F &&, std::string_view>) {
+      static_assert((Encodable<std::decay_t<Args>> && ...),
+                    "arguments of a named action must be Encodable");
+      core_->send_named(std::string(std::string_view(f)),
+                        encode(std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)),
+                        blocking, deadline);
+    } else {
+      core_->send(bind(std::forward<F>(f), std::forward<Args>(args)...), blocking, deadline);
+    }
+  }
+
+  template <typename R, typename Value, typename... Args>
+  void define_function(const std::string& action, std::function<R(Value, Args...)> f) {
+    static_assert(std::is_convertible_v<R, T>, "a named action returns the agent's value");
+    static_assert(std::is_convertible_v<T, Value>,
+                  "a named action takes the agent's value first");
+    using Arguments = std::tuple<std::decay_t<Args>...>;
+    static_assert((Encodable<std::decay_t<Args>> && ...),
+                  "arguments of a named action must be Encodable");
+    detail::NamedAgentAction named;
+    named.run = [f = std::move(f)](const Bytes& current, const Bytes& arguments) {
+      const auto bound = decode<Arguments>(arguments);
+      return encode(static_cast<T>(std::apply(
+          [&](const auto&... each) { return f(decode<T>(current), each...); }, bound)));
+    };
+    named.check = [](const Bytes& arguments) { (void)decode<Arguments>(arguments); };
+    core_->define(action, std::move(named));
+  }
 
   template <typename F, typename... Args>
   static detail::AgentAction bind(F&& f, Args&&... args) {

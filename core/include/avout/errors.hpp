@@ -107,6 +107,12 @@ class AgentFailed : public Error {
   using Error::Error;
 };
 
+/// A send names an action the sending agent handle never defined; nothing was sent.
+class UndefinedAction : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A duration or wait that is zero, negative or absurdly long; nothing was done.
 class InvalidDuration : public Error {
  public:

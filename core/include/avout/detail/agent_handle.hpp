@@ -15,6 +15,14 @@ namespace avout::detail {
 /// An action on encoded values: takes the current value, gives the next.
 using AgentAction = std::function<Bytes(const Bytes&)>;
 
+/// A named action on encoded values: takes the current value and the encoded arguments.
+struct NamedAgentAction {
+  /// Gives the next value from the current one and the arguments.
+  std::function<Bytes(const Bytes& value, const Bytes& arguments)> run;
+  /// Throws CodecError when the encoded arguments do not fit the action's parameters.
+  std::function<void(const Bytes& arguments)> check;
+};
+
 /// One agent of one client, as its typed handles see it. Implemented by the library.
 class AgentHandle {
  public:
@@ -28,6 +36,12 @@ class AgentHandle {
   /// Queues `action` by `deadline` (ignored inside dosync or an action); `blocking` picks
   /// the send_off workers.
   virtual void send(AgentAction action, bool blocking, const Deadline& deadline) = 0;
+  /// Registers `action` as `name` for this process (replacing one of that name).
+  virtual void define(const std::string& name, NamedAgentAction action) = 0;
+  /// Queues the action defined as `name` with its encoded `arguments`, like send; throws
+  /// UndefinedAction (nothing sent) when this process has not defined `name`.
+  virtual void send_named(const std::string& name, Bytes arguments, bool blocking,
+                          const Deadline& deadline) = 0;
   /// The deadline of a send given none: the client's operation_timeout from now, or none.
   virtual Deadline default_deadline() const = 0;
   /// Waits until every action this process sent so far has run; false on timeout.

@@ -1,0 +1,169 @@
+// Named agent actions: a send carries an action's name and encoded arguments, so any process
+// that defined the name runs it, not only its sender; each still runs once, in queue order.
+#include <avout/avout.hpp>
+
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+
+namespace {
+
+std::string unique_name(const std::string& stem) {
+  static std::mt19937_64 random{std::random_device{}()};
+  return "/agent-named-test/" + stem + "-" + std::to_string(random() % 1000000000);
+}
+
+avout::ClientOptions options() {
+  return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                              .session_timeout = 2000ms};
+}
+
+using Log = std::vector<long>;
+
+// Waits until `path` exists; false when `limit` passed first.
+bool wait_for_file(const std::filesystem::path& path, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("named actions sent from 3 processes each run once, in each sender's order, and "
+          "processes run one another's") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("three");
+  constexpr int processes = 3;
+  constexpr int rounds = 8;  // per process: one send, then a dosync sending one
+  constexpr long slow_id = 999999;
+  const auto directory = std::filesystem::temp_directory_path() /
+                         ("avout-agent-named-" + name.substr(name.rfind('-') + 1));
+  std::filesystem::create_directories(directory);
+  {
+    avout::Client setup(options());
+    (void)setup.agent<Log>(name, {});
+  }
+  const auto codes = avout::testing::run_in_processes(
+      processes,
+      [&](int index) {
+        avout::Client client(options());
+        auto agent = client.agent<Log>(name, {});
+        // The last digit records the process that ran the action.
+        agent.define("append", [index](const Log& log, long item) {
+          Log next = log;
+          next.push_back(item * 10 + index);
+          return next;
+        });
+        if (index == 0) {
+          // Holds the head until every process has queued all its sends behind it.
+          agent.send([&](Log log) {
+            for (int p = 0; p < processes; ++p) {
+              if (!wait_for_file(directory / ("sent-" + std::to_string(p)), scaled(60s))) {
+                throw std::runtime_error("the senders never finished");
+              }
+            }
+            log.push_back(slow_id);
+            return log;
+          });
+          std::ofstream(directory / "held") << 1;
+        } else if (!wait_for_file(directory / "held", scaled(60s))) {
+          throw std::runtime_error("the slow action was never sent");
+        }
+        for (int i = 0; i < rounds; ++i) {
+          const long item = index * 1000L + 2 * i;
+          agent.send("append", item);
+          client.dosync([&] { agent.send("append", item + 1); });
+        }
+        std::ofstream(directory / ("sent-" + std::to_string(index))) << 1;
+        agent.await(scaled(60s));
+      },
+      scaled(120s));
+  std::filesystem::remove_all(directory);
+  REQUIRE(codes == std::vector<int>(processes, 0));
+
+  avout::Client client(options());
+  const Log log = client.agent<Log>(name, {}).deref();
+  REQUIRE(log.size() == 1 + processes * rounds * 2);
+  CHECK(log.front() == slow_id);
+  std::map<long, std::size_t> position;
+  int run_by_another = 0;
+  for (std::size_t i = 1; i < log.size(); ++i) {
+    const long item = log[i] / 10;
+    position[item] = i;
+    if (log[i] % 10 != item / 1000) ++run_by_another;
+  }
+  CHECK(position.size() == log.size() - 1);  // each action ran exactly once
+  for (long sender = 0; sender < processes; ++sender) {
+    for (long i = 1; i < rounds * 2; ++i) {
+      CHECK(position.at(sender * 1000 + i - 1) < position.at(sender * 1000 + i));
+    }
+  }
+  // Behind the slow action the queue holds every process's sends, interleaved or not: the
+  // batch that runs first after it runs another process's sends too.
+  MESSAGE(run_by_another << " of " << log.size() - 1 << " actions ran in another process");
+  CHECK(run_by_another > 0);
+}
+
+TEST_CASE("sending a name the handle never defined throws UndefinedAction, and arguments that "
+          "do not fit the action throw CodecError; neither sends anything") {
+  avout::Client client(options());
+  const std::string name = unique_name("undefined");
+  auto agent = client.agent<long>(name, 1);
+  agent.define("add", [](long value, long amount) { return value + amount; });
+  CHECK_THROWS_AS(agent.send("deposit", 5L), avout::UndefinedAction);
+  CHECK_THROWS_AS(agent.send_off("deposit", 5L), avout::UndefinedAction);
+  CHECK_THROWS_AS(agent.send("add", std::string("five")), avout::CodecError);
+  CHECK(client.session().children(avout::inspect::agent_queue_path(client, name)).empty());
+  agent.send("add", 4);  // an int fits a long
+  REQUIRE(agent.await_for(scaled(30s)));
+  CHECK(agent.deref() == 5);
+}
+
+TEST_CASE("a named action that throws fails the agent as a closure would: the actions before "
+          "it stay, those after it are dropped, sends are refused until restart") {
+  avout::Client client(options());
+  auto agent = client.agent<Log>(unique_name("failing"), {});
+  agent.define("append", [](Log log, long item) {
+    log.push_back(item);
+    return log;
+  });
+  agent.define("fail", [](const Log&, const std::string& why) -> Log {
+    throw std::runtime_error(why);
+  });
+  std::atomic<bool> release{false};
+  agent.send([&release](Log log) {
+    while (!release) std::this_thread::sleep_for(5ms);  // the sends below queue behind it
+    log.push_back(0);
+    return log;
+  });
+  agent.send("append", 1L);
+  agent.send("append", 2L);
+  agent.send("fail", std::string("named action 3 fails"));
+  agent.send("append", 4L);
+  release = true;
+  REQUIRE(agent.await_for(scaled(30s)));
+  REQUIRE(agent.error());
+  CHECK(agent.error()->find("named action 3 fails") != std::string::npos);
+  CHECK(agent.deref() == Log{0, 1, 2});
+  CHECK_THROWS_AS(agent.send("append", 5L), avout::AgentFailed);
+  agent.restart(Log{7});
+  agent.send("append", 8L);
+  REQUIRE(agent.await_for(scaled(30s)));
+  CHECK(agent.deref() == Log{7, 8});
+}
