@@ -50,30 +50,14 @@ class TimingData : public ReferenceData {
   StoreTally& tally_;
 };
 
-// Over the ZooKeeper store, values a commit creates inside its multi stay there (the core's
-// private capability, forwarded), as without the timer: they cost no store call to time.
-class TimingZooKeeperData final : public TimingData, public detail::ZooKeeperHeldValues {
- public:
-  TimingZooKeeperData(std::unique_ptr<ReferenceData> inner, StoreTally& tally, detail::ZooKeeperHeldValues& held)
-      : TimingData(std::move(inner), tally), held_(held) {}
-  op::Create commit_operation(const Bytes& value, const Point& point) override {
-    return held_.commit_operation(value, point);
-  }
-
- private:
-  detail::ZooKeeperHeldValues& held_;  // the inner ReferenceData, owned by the base
-};
-
 ReferenceData* unwrap(ReferenceData* data) { return static_cast<TimingData*>(data)->inner.get(); }
 
 }  // namespace
 
 std::unique_ptr<ReferenceData> TimingStore::reference_data(const std::string& name) {
-  auto inner = inner_.reference_data(name);
-  if (auto* held = dynamic_cast<detail::ZooKeeperHeldValues*>(inner.get())) {
-    return std::make_unique<TimingZooKeeperData>(std::move(inner), tally_, *held);
-  }
-  return std::make_unique<TimingData>(std::move(inner), tally_);
+  // Over the ZooKeeper store, values a commit creates inside its multi stay there, as without
+  // the timer: they cost no store call to time.
+  return detail::decorate<TimingData>(inner_.reference_data(name), tally_);
 }
 
 void TimingStore::set_values(std::span<const PointValue> values) {

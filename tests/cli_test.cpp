@@ -406,6 +406,35 @@ TEST_CASE("avout refuses a store URL of an unregistered scheme with exit code 2,
   CHECK(gc.output.find("s3cret") == std::string::npos);
 }
 
+TEST_CASE("avout refuses an unregistered store scheme with exit code 2 at once even when ZooKeeper is down") {
+  // Port 1: nothing listens there, so a connection attempt would end in exit 1 after 5 s.
+  const std::string unreachable = "--zookeeper 127.0.0.1:1 --command-timeout 20";
+  for (const std::string arguments : {" show ref /x --store 'mongodb://admin:s3cret-pw@127.0.0.1/db'",
+                                      " --stores 'mongodb://admin:s3cret-pw@127.0.0.1/db' gc",
+                                      " --stores 'mongodb://admin:s3cret-pw@127.0.0.1/db' bank"}) {
+    const auto started = std::chrono::steady_clock::now();
+    auto run = avout_tool(unreachable + arguments);
+    INFO(arguments, run.output);
+    CHECK(run.code == 2);
+    CHECK(std::chrono::steady_clock::now() - started < 3s);
+    CHECK(run.output.find("registered: ") != std::string::npos);
+    CHECK(run.output.find("redis") != std::string::npos);
+    CHECK(run.output.find("s3cret") == std::string::npos);
+  }
+}
+
+TEST_CASE("avout names a stray argument after --stores without the password a URL in it holds") {
+  const std::string connect = "--zookeeper 127.0.0.1:1 --stores redis://127.0.0.1:1";
+  auto run = avout_tool(connect + " 'postgresql://admin:s3cret-pw@127.0.0.1/db' gc");
+  INFO(run.output);
+  CHECK(run.code == 2);
+  CHECK(run.output.find("unexpected argument(s): postgresql://...") != std::string::npos);
+  CHECK(run.output.find("s3cret") == std::string::npos);
+  auto plain = avout_tool(connect + " gc stray");
+  CHECK(plain.code == 2);
+  CHECK(plain.output.find("stray") != std::string::npos);
+}
+
 TEST_CASE("avout gc sweeps the stores AVOUT_STORES names, besides ZooKeeper") {
   const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
   const std::string redis_url = avout::testing::shared_redis().url();

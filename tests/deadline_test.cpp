@@ -272,6 +272,21 @@ TEST_CASE("Agent::await gives up at its deadline or on a stop request while an a
   CHECK(agent.deref() == 1);
 }
 
+TEST_CASE("ClientOptions::operation_timeout bounds a plain Agent::await while an action runs") {
+  auto bounded = options();
+  bounded.operation_timeout = 300ms;
+  avout::Client client(bounded);
+  auto agent = client.agent<long>("/deadline-test/plain-await", 0);
+  agent.send_off([](long value) {
+    std::this_thread::sleep_for(2500ms);
+    return value + 1;
+  });
+  const auto message = expect_timeout(300ms, [&] { agent.await(); });
+  CHECK(message == "agent /deadline-test/plain-await: await: deadline passed");
+  agent.await(avout::Deadline::after(scaled(20s)));
+  CHECK(agent.deref() == 1);
+}
+
 TEST_CASE("ClientOptions::operation_timeout bounds a plain Agent::send whose reply is lost, and removes its node") {
   avout::testing::TcpRelay relay(zookeeper().port());
   auto bounded = options();

@@ -116,11 +116,19 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    // CLI11's own message echoes the arguments; a stray one may be a store URL with a password.
+    std::cerr << "avout: unexpected argument(s):";
+    for (const auto& extra : app.remaining(true)) std::cerr << " " << avout::tool::shown_argument(extra);
+    std::cerr << "\nRun with --help for more information.\n";
+    return 2;
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
   }
   const bool json = output == "json";
   try {
+    // An unknown scheme is a usage error (exit 2) even when ZooKeeper cannot be reached.
+    avout::tool::require_registered_schemes(store, connection.stores);
     if (bank_command->parsed()) {
       bank.client = connection.client_options();
       bank.stores = avout::tool::split_store_urls(connection.stores);

@@ -43,6 +43,18 @@ std::vector<std::string> split_store_urls(const std::vector<std::string>& lists)
   return urls;
 }
 
+void require_registered_schemes(const std::string& store, const std::vector<std::string>& lists) {
+  register_builtin_stores();
+  require_registered_scheme(store);
+  for (const auto& url : split_store_urls(lists)) require_registered_scheme(url);
+}
+
+std::string shown_argument(const std::string& argument) {
+  const auto scheme_end = argument.find("://");
+  if (scheme_end == std::string::npos || argument.find('@', scheme_end) == std::string::npos) return argument;
+  return argument.substr(0, scheme_end) + "://...";
+}
+
 StoreHandle store_from_url(Client& client, const std::string& url) {
   register_builtin_stores();
   return make_store(client, url);

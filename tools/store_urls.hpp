@@ -15,6 +15,14 @@ namespace avout::tool {
 /// several hosts: postgresql://a:5432,b:5432/db).
 std::vector<std::string> split_store_urls(const std::vector<std::string>& lists);
 
+/// InvalidName (naming the registered schemes) when `store` or a URL in `lists` has a
+/// scheme no store is registered for: a usage error found before connecting.
+void require_registered_schemes(const std::string& store, const std::vector<std::string>& lists);
+
+/// `argument` as a message may show it: a URL with user info (it may hold a password) is
+/// shown by its scheme only ("postgresql://...").
+std::string shown_argument(const std::string& argument);
+
 /// The store `url` names (InvalidName for an unregistered scheme or a malformed URL).
 StoreHandle store_from_url(Client& client, const std::string& url);
 

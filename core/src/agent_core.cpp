@@ -1,5 +1,6 @@
 #include "agent_core.hpp"
 #include "agent_workers.hpp"
+#include "back_off.hpp"
 #include "log.hpp"
 #include "multi_size.hpp"
 #include "node_cache.hpp"
@@ -302,8 +303,10 @@ bool AgentCore::gave_up(const Creating& one) {
 }
 
 void AgentCore::remove_abandoned(const std::string& node) {
-  const auto deadline = resolution_deadline(session_);
-  while (true) {
+  // Unreachable for three session timeouts: the server has expired the session, and the
+  // node with it.
+  const auto deadline = Deadline::at(resolution_deadline(session_));
+  for (std::size_t attempt = 0;; ++attempt) {
     try {
       session_.remove(node, 0);  // send nodes are never changed: version 0
       return;
@@ -313,30 +316,26 @@ void AgentCore::remove_abandoned(const std::string& node) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
-    // Unreachable for three session timeouts: the server has expired the session, and the
-    // node with it.
-    if (std::chrono::steady_clock::now() > deadline) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!back_off(attempt, deadline, outage_pauses)) return;
   }
 }
 
 std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
-  const auto deadline = resolution_deadline(session_);
-  while (true) {
+  const auto resolution = resolution_deadline(session_);
+  for (std::size_t attempt = 0;; ++attempt) {
     if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
     try {
       return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
     } catch (const ConnectionLoss&) {
       // The create may have landed: find it before creating again, so no orphan is left.
-      if (auto found = locate_send(one.tag, deadline)) return found;
+      if (auto found = locate_send(one.tag, resolution)) return found;
     } catch (const SessionExpired&) {
       // A create that landed went with the session: nothing of this send is left.
     }
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (!back_off(attempt, Deadline::at(resolution), outage_pauses)) {
       throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
                            send_prefix(one.tag) + "* left behind)");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

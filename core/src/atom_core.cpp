@@ -38,9 +38,7 @@ namespace {
 // near one ZooKeeper write (0.25 ms growing to 5 ms): with 8 processes the old 1-50 ms pauses
 // slept 13 ms per swap, a third of its time, while the server sat idle (docs/performance.md).
 constexpr BackOff contention_pauses{std::chrono::microseconds(250), std::chrono::milliseconds(5)};
-// Waits for ZooKeeper or a store to answer again: 25 ms growing to half a second, about
-// six seconds over the 20 tries of a resolution.
-constexpr BackOff outage_pauses{std::chrono::milliseconds(25), std::chrono::milliseconds(500)};
+// About six seconds of outage_pauses.
 constexpr std::size_t outage_tries = 20;
 }  // namespace
 

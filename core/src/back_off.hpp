@@ -15,6 +15,9 @@ struct BackOff {
   std::chrono::microseconds cap{50000};   ///< the longest pause
 };
 
+/// Waits for ZooKeeper or a store to answer again: 25 ms growing to half a second.
+inline constexpr BackOff outage_pauses{std::chrono::milliseconds(25), std::chrono::milliseconds(500)};
+
 /// The pause after `attempt` (0-based): d = min(cap, first * 2^attempt), then a random
 /// point of [d/2, d) so that contending processes drift apart instead of colliding again.
 std::chrono::microseconds back_off_pause(std::size_t attempt, const BackOff& policy);

@@ -61,8 +61,11 @@ ZooKeeperSession& Client::session() { return *session_; }
 
 GarbageReport Client::gc(const std::vector<std::reference_wrapper<Store>>& stores,
                          std::chrono::milliseconds marker_grace) {
+  // A store named twice (the default store too) is swept once: a sweep costs requests per ref.
   std::vector<Store*> all{zookeeper_store_.get()};
-  for (auto& store : stores) all.push_back(&store.get());
+  for (auto& store : stores) {
+    if (std::find(all.begin(), all.end(), &store.get()) == all.end()) all.push_back(&store.get());
+  }
   return stm_->collect_garbage(all, marker_grace);
 }
 

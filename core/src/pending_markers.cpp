@@ -91,6 +91,15 @@ void PendingMarkers::removed(const std::vector<std::string>& markers) {
   std::erase_if(waiting_, [](const auto& entry) { return entry.second.empty(); });
 }
 
+void PendingMarkers::commit_landed(const std::vector<std::string>& carried, const std::string& marker) {
+  removed(carried);
+  landed(marker);
+}
+
+void PendingMarkers::carried_gone(const std::vector<std::string>& carried, const std::string& path) {
+  if (std::find(carried.begin(), carried.end(), path) != carried.end()) removed({path});
+}
+
 std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
                                            const std::string& marker, MultiResult* result) {
   const std::size_t chroot = session_.options().chroot.size();
@@ -102,11 +111,8 @@ std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
   MultiResult reply;
   const std::optional<bool> landed =
       commit_with_cleanup(session_, std::move(operations), first_cleanup, marker, reply,
-                          [&](const std::string& path) { removed({path}); });
-  if (landed && *landed) {
-    removed(carried);
-    this->landed(marker);
-  }
+                          [&](const std::string& path) { carried_gone(carried, path); });
+  if (landed && *landed) commit_landed(carried, marker);
   if (result != nullptr) *result = std::move(reply);
   return landed;
 }

@@ -41,6 +41,12 @@ class PendingMarkers {
   void landed(const std::string& marker);
   /// `markers` are gone (a commit carrying them landed, or found them gone already).
   void removed(const std::vector<std::string>& markers);
+  /// A commit that carried `carried` (from carry) and is marked by `marker` landed: the
+  /// carried ones are gone and `marker` waits for the thread's next commit.
+  void commit_landed(const std::vector<std::string>& carried, const std::string& marker);
+  /// A removal at `path` of a commit that carried `carried` found its node gone already
+  /// (commit_with_cleanup's `gone`): when it is one of those markers, it waits no more.
+  void carried_gone(const std::vector<std::string>& carried, const std::string& path);
   /// Sends a commit multi whose op 0 creates `marker` (commit_with_marker) with the calling
   /// thread's waiting markers riding last; once it landed they are gone and `marker` waits
   /// in their place. One found gone already is dropped and the multi sent again (no conflict).

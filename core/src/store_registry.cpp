@@ -60,7 +60,11 @@ void register_store_scheme(const std::string& scheme, StoreFactory factory) {
   registry.factories.insert_or_assign(lowercase(scheme), std::move(factory));
 }
 
-StoreHandle make_store(Client& client, const std::string& url) {
+namespace {
+
+// The factory of the scheme of `url` (a copy: it is called outside the lock, as it may
+// connect or register further schemes); InvalidName naming the registered schemes when none.
+StoreFactory factory_of(const std::string& url) {
   const auto colon = url.find(':');
   const std::string scheme = colon == std::string::npos ? "" : lowercase(url.substr(0, colon));
   if (!valid_scheme(scheme)) {
@@ -74,14 +78,19 @@ StoreHandle make_store(Client& client, const std::string& url) {
       factory = found->second;
     }
   }
-  // Made outside the lock: a factory may connect, or register further schemes.
   if (!factory) {
     throw InvalidName("no store is registered for the URL scheme \"" + scheme +
                       "\" (registered: " + joined(store_schemes()) +
                       "); link its backend and call its register_store_schemes()");
   }
-  return factory(client, url);
+  return factory;
 }
+
+}  // namespace
+
+StoreHandle make_store(Client& client, const std::string& url) { return factory_of(url)(client, url); }
+
+void require_registered_scheme(const std::string& url) { (void)factory_of(url); }
 
 std::vector<std::string> store_schemes() {
   auto& registry = Registry::instance();

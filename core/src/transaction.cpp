@@ -557,9 +557,7 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
       runtime_.session(), multi.operations, multi.first_cleanup, marker_path_, result,
       [&](const std::string& path) {
         commit.gone.insert(path);
-        if (std::find(commit.carried.begin(), commit.carried.end(), path) != commit.carried.end()) {
-          runtime_.markers().removed({path});
-        }
+        runtime_.markers().carried_gone(commit.carried, path);
       });
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
@@ -600,8 +598,7 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   stm_.count_commit();
   // Rule 16: the carried markers went with the multi; this one has answered all it had to
   // and goes with this thread's next commit (or at close, or by gc).
-  runtime_.markers().removed(commit.carried);
-  runtime_.markers().landed(marker_path_);
+  runtime_.markers().commit_landed(commit.carried, marker_path_);
   std::string failure;
   auto step = [&](const char* what, const auto& work) {
     try {

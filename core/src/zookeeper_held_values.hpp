@@ -6,8 +6,10 @@
 #include <avout/backend.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace avout::detail {
 
@@ -38,6 +40,32 @@ inline std::optional<op::Create> commit_operation(ReferenceData& data, const Byt
     return held->commit_operation(value, point);
   }
   return std::nullopt;
+}
+
+/// `Decorator` (a ReferenceData that wraps another) which keeps the in-multi create of the
+/// data it wraps: a decorated ZooKeeper store commits as the ZooKeeper store itself does.
+template <class Decorator>
+class HeldValuesKept final : public Decorator, public ZooKeeperHeldValues {
+ public:
+  /// `held` is the capability of the ReferenceData the decorator owns.
+  template <class... Args>
+  explicit HeldValuesKept(ZooKeeperHeldValues& held, Args&&... args)
+      : Decorator(std::forward<Args>(args)...), held_(held) {}
+  op::Create commit_operation(const Bytes& value, const Point& point) override {
+    return held_.commit_operation(value, point);
+  }
+
+ private:
+  ZooKeeperHeldValues& held_;  // the wrapped ReferenceData, owned by the decorator
+};
+
+/// `Decorator(std::move(inner), args...)`, keeping ZooKeeperHeldValues when `inner` has it.
+template <class Decorator, class... Args>
+std::unique_ptr<ReferenceData> decorate(std::unique_ptr<ReferenceData> inner, Args&&... args) {
+  if (auto* held = dynamic_cast<ZooKeeperHeldValues*>(inner.get())) {
+    return std::make_unique<HeldValuesKept<Decorator>>(*held, std::move(inner), std::forward<Args>(args)...);
+  }
+  return std::make_unique<Decorator>(std::move(inner), std::forward<Args>(args)...);
 }
 
 }  // namespace avout::detail

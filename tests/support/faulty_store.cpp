@@ -50,7 +50,7 @@ class FaultyZooKeeperAtomState final : public FaultyAtomState, public avout::det
 
 class FaultyReferenceData : public ReferenceData {
  public:
-  FaultyReferenceData(FaultyStore& store, std::unique_ptr<ReferenceData> inner)
+  FaultyReferenceData(std::unique_ptr<ReferenceData> inner, FaultyStore& store)
       : store_(store), inner_(std::move(inner)) {}
   std::string name() const override { return inner_->name(); }
   void set(Bytes value, const Point& point) override {
@@ -81,23 +81,6 @@ class FaultyReferenceData : public ReferenceData {
   std::unique_ptr<ReferenceData> inner_;
 };
 
-// Over the ZooKeeper store, the values a commit creates inside its multi stay there (the
-// core's private capability, forwarded): the multi is the one request that can fail, as
-// with the ZooKeeper store itself; writes outside it meet the store's faults.
-class FaultyZooKeeperReferenceData final : public FaultyReferenceData,
-                                           public avout::detail::ZooKeeperHeldValues {
- public:
-  FaultyZooKeeperReferenceData(FaultyStore& store, std::unique_ptr<ReferenceData> inner,
-                               avout::detail::ZooKeeperHeldValues& held)
-      : FaultyReferenceData(store, std::move(inner)), held_(held) {}
-  op::Create commit_operation(const Bytes& value, const Point& point) override {
-    return held_.commit_operation(value, point);
-  }
-
- private:
-  avout::detail::ZooKeeperHeldValues& held_;  // the inner ReferenceData, owned by the base
-};
-
 }  // namespace
 
 FaultyStore::FaultyStore(Store& inner, std::uint64_t seed, StoreFaultRates rates)
@@ -116,11 +99,10 @@ std::unique_ptr<AtomState> FaultyStore::atom_state(const std::string& name) {
 }
 
 std::unique_ptr<ReferenceData> FaultyStore::reference_data(const std::string& name) {
-  auto inner = inner_.reference_data(name);
-  if (auto* held = dynamic_cast<avout::detail::ZooKeeperHeldValues*>(inner.get())) {
-    return std::make_unique<FaultyZooKeeperReferenceData>(*this, std::move(inner), *held);
-  }
-  return std::make_unique<FaultyReferenceData>(*this, std::move(inner));
+  // Over the ZooKeeper store, the values a commit creates inside its multi stay there: the
+  // multi is the one request that can fail, as with the ZooKeeper store itself; writes
+  // outside it meet the store's faults.
+  return avout::detail::decorate<FaultyReferenceData>(inner_.reference_data(name), *this);
 }
 
 void FaultyStore::enable(bool on) {

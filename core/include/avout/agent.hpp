@@ -98,9 +98,12 @@ class Agent {
   }
 
   /// Blocks until every action this process sent so far has run. Throws Error inside an
-  /// action or a transaction, Timeout after `limit` (default: one minute), SessionExpired
-  /// (once) when some of them were dropped because this process's session expired.
-  void await(std::chrono::milliseconds limit = std::chrono::minutes(1)) {
+  /// action or a transaction, Timeout once ClientOptions::operation_timeout (if set) passed
+  /// (see await(deadline)), SessionExpired (once) when some of them were dropped because
+  /// this process's session expired.
+  void await() { await(core_->default_deadline()); }
+  /// Like await(), but Timeout ("agent NAME: await timed out") after `limit`.
+  void await(std::chrono::milliseconds limit) {
     if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
   }
   /// Like await, bounded by `deadline` instead: Timeout ("agent NAME: await: deadline

@@ -30,8 +30,8 @@ struct ClientOptions {
   std::string root = "/avout";                       ///< where avout keeps coordination nodes
   std::size_t retry_limit = 10000;                   ///< swaps/transactions give up after this
   /// The deadline of every dosync, Atom::swap-style update, Lock/ReadWriteLock lock() and
-  /// Agent send/send_off (outside dosync and actions) given none (empty: they wait without
-  /// limit); positive, else InvalidDuration.
+  /// Agent send/send_off (outside dosync and actions) and Agent::await given none (empty:
+  /// they wait without limit); positive, else InvalidDuration.
   std::optional<std::chrono::milliseconds> operation_timeout{};
   std::size_t max_history = 10;                      ///< most older versions a ref keeps
   std::size_t min_history = 0;                       ///< older versions a ref keeps at least;

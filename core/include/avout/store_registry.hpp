@@ -55,6 +55,10 @@ void register_store_scheme(const std::string& scheme, StoreFactory factory);
 /// (InvalidName for a malformed URL) pass through.
 StoreHandle make_store(Client& client, const std::string& url);
 
+/// Throws the InvalidName make_store would when no store is registered for the scheme of
+/// `url`, without making a store: a program can check its URLs before it connects.
+void require_registered_scheme(const std::string& url);
+
 /// The registered schemes, sorted.
 std::vector<std::string> store_schemes();
 
