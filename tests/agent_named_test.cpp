@@ -18,6 +18,7 @@
 
 using namespace std::chrono_literals;
 using avout::testing::scaled;
+using avout::testing::wait_for_file;
 
 namespace {
 
@@ -32,16 +33,6 @@ avout::ClientOptions options() {
 }
 
 using Log = std::vector<long>;
-
-// Waits until `path` exists; false when `limit` passed first.
-bool wait_for_file(const std::filesystem::path& path, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!std::filesystem::exists(path)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 }  // namespace
 

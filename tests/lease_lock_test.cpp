@@ -19,6 +19,7 @@
 
 using namespace std::chrono_literals;
 using avout::testing::scaled;
+using avout::testing::wait_for_file;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -102,15 +103,6 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
   const auto temporary = file.string() + ".tmp";
   std::ofstream(temporary) << text;
   std::filesystem::rename(temporary, file);
-}
-
-bool wait_for_file(const std::filesystem::path& file, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!std::filesystem::exists(file)) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 }  // namespace

@@ -107,4 +107,13 @@ std::vector<int> run_in_processes(int count, const std::function<void(int)>& bod
   return codes;
 }
 
+bool wait_for_file(const std::filesystem::path& file, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!std::filesystem::exists(file)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 }  // namespace avout::testing

@@ -3,6 +3,7 @@
 // child then has no ZooKeeper, Redis or PostgreSQL handle it did not open itself.
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -58,5 +59,9 @@ class StartSignal {
 /// codes (all 0 when every child succeeded). Throws on timeout after killing the children.
 std::vector<int> run_in_processes(int count, const std::function<void(int)>& body,
                                   std::chrono::milliseconds timeout);
+
+/// Waits until `file` exists (a child's sign that it reached a point); false when `limit`
+/// passed first.
+bool wait_for_file(const std::filesystem::path& file, std::chrono::milliseconds limit);
 
 }  // namespace avout::testing
