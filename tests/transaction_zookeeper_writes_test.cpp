@@ -154,6 +154,67 @@ TEST_CASE("threads of one client committing at once each land every commit exact
   CHECK(markers_after_close(root).empty());
 }
 
+// ZooKeeper requests `work` sends on the client's session.
+std::uint64_t zookeeper_requests(avout::Client& client, const std::function<void()>& work) {
+  const auto before = client.session().statistics().requests;
+  work();
+  return client.session().statistics().requests - before;
+}
+
+TEST_CASE("a thread's next read-write transaction over the refs it just wrote costs ZooKeeper three requests, however many refs") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  for (const bool in_redis : {false, true}) {
+    CAPTURE(in_redis);
+    std::vector<avout::Ref<long>> refs;
+    for (int i = 0; i < 8; ++i) {
+      const auto name = avout::testing::unique_name("/zk-writes-test", "flat-" + std::to_string(i));
+      refs.push_back(in_redis ? client.ref<long>(name, 0, redis) : client.ref<long>(name, 0));
+    }
+    auto add_one = [&] {
+      client.dosync([&] {
+        for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
+      });
+    };
+    add_one();
+    // sync + the clock (the read point), then the multi: the heads the previous commit wrote
+    // are known from its own multi, current while nobody else committed.
+    for (int i = 0; i < 3; ++i) CHECK(zookeeper_requests(client, add_one) == 3);
+    for (auto& ref : refs) CHECK(ref.deref() == 4);
+  }
+}
+
+TEST_CASE("a head kept from this client's own commit is read again once another client committed, to that ref or any other") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::Client other(options());
+  const auto name = avout::testing::unique_name("/zk-writes-test", "moved");
+  auto mine = client.ref<long>(name, 0);
+  auto theirs = other.ref<long>(name, 0);
+  auto unrelated = other.ref<long>(avout::testing::unique_name("/zk-writes-test", "unrelated"), 0);
+  auto add = [](avout::Ref<long>& ref, avout::Client& by, long d) {
+    by.dosync([&] { ref.alter([](long v, long x) { return v + x; }, d); });
+  };
+  for (int round = 0; round < 20; ++round) {
+    add(mine, client, 1);     // kept unwatched at this commit's zxid
+    add(theirs, other, 100);  // moves the head and the clock
+    CHECK(client.dosync([&] { return mine.deref(); }) == 103 * round + 101);
+    add(mine, client, 1);
+    add(unrelated, other, 1);  // moves only the clock: the kept head is read again all the same
+    long seen = 0;
+    const auto requests = zookeeper_requests(client, [&] {
+      seen = client.dosync([&] {
+        mine.alter([](long v) { return v + 1; });
+        return mine.deref();
+      });
+    });
+    CHECK(seen == 103 * round + 103);
+    CHECK(requests == 4);  // sync, the clock, the head read again, the multi
+  }
+  CHECK(theirs.deref() == 103 * 20);
+}
+
 TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {
   avout::testing::start_shared_servers();
   const std::string root = avout::testing::unique_name("/zk-writes-test", "agent");

@@ -4,6 +4,8 @@
 
 #include <mutex>
 #include <unordered_map>
+#include <thread>
+#include <vector>
 
 namespace avout::detail {
 
@@ -18,9 +20,12 @@ struct NodeCache::State {
     std::uint64_t pending_ticket = 0;
     bool armed = false;                   // a watch of ours is registered on the path
     std::uint64_t epoch = 0;              // bumped by every event on the path
+    std::optional<std::int64_t> unwatched_at;  // `node` was installed unwatched at this zxid
   };
   std::mutex mutex;
   std::unordered_map<std::string, Slot> slots;
+  // Per thread, the paths of its last commit's unwatched nodes (they may have gone since).
+  std::unordered_map<std::thread::id, std::vector<std::string>> kept_by_thread;
   std::uint64_t generation = 0;  // bumped by every session event: all slots are suspect
 
   std::uint64_t ticket(const Slot& slot) const { return (generation << 32) ^ slot.epoch; }
@@ -29,6 +34,7 @@ struct NodeCache::State {
     slot.node.reset();
     slot.pending = {};
     slot.armed = false;
+    slot.unwatched_at.reset();
     ++slot.epoch;
   }
 };
@@ -41,24 +47,27 @@ NodeCache::NodeCache(ZooKeeperSession& session)
     std::lock_guard lock(state->mutex);
     ++state->generation;
     for (auto& [path, slot] : state->slots) state->forget(slot);
+    state->kept_by_thread.clear();
   });
 }
 
 NodeCache::~NodeCache() { session_.remove_listener(listener_); }
 
 NodeCache::Lookup NodeCache::begin(const std::string& path) {
-  Lookup lookup{path, std::nullopt, {}, 0};
+  Lookup lookup{path, std::nullopt, {}, 0, std::nullopt};
   std::lock_guard lock(state_->mutex);
   if (state_->slots.size() >= cached_nodes && !state_->slots.contains(path)) {
     // Dropping entries is always safe; their watches only bump epochs nobody reads.
     for (auto& [key, slot] : state_->slots) state_->forget(slot);
     ++state_->generation;
     state_->slots.clear();
+    state_->kept_by_thread.clear();
   }
   auto& slot = state_->slots[path];
   if (slot.node) {
     lookup.known = slot.node;
     lookup.ticket = state_->ticket(slot);
+    lookup.unwatched_at = slot.unwatched_at;
     return lookup;
   }
   if (slot.pending.valid()) {
@@ -86,13 +95,18 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
   return lookup;
 }
 
-NodeData NodeCache::finish(Lookup& lookup) {
+NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_point) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (lookup.known) {
-      // Known when the lookup began; still valid only if no event came since.
+      // Known when the lookup began; still valid only if no event came since, and when
+      // kept unwatched, only at the read point of the commit that wrote it.
       std::lock_guard lock(state_->mutex);
       auto& slot = state_->slots[lookup.path];
-      if (state_->ticket(slot) == lookup.ticket && slot.node) return *lookup.known;
+      const bool current = state_->ticket(slot) == lookup.ticket && slot.node;
+      if (current && (!lookup.unwatched_at || lookup.unwatched_at == read_point)) {
+        return *lookup.known;
+      }
+      if (current) state_->forget(slot);  // unwatched and not provably current: read it again
     } else {
       NodeData node;
       try {
@@ -107,7 +121,10 @@ NodeData NodeCache::finish(Lookup& lookup) {
       auto& slot = state_->slots[lookup.path];
       if (state_->ticket(slot) == lookup.ticket) {
         // No event since the read was sent: it is the node as of any later read point.
-        if (slot.armed) slot.node = node;
+        if (slot.armed) {
+          slot.node = node;
+          slot.unwatched_at.reset();
+        }
         slot.pending = {};
         return node;
       }
@@ -116,6 +133,46 @@ NodeData NodeCache::finish(Lookup& lookup) {
     lookup = begin(lookup.path);
   }
   return session_.get(lookup.path);  // a fresh, unwatched read is always current enough
+}
+
+void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid) {
+  std::lock_guard lock(state_->mutex);
+  auto& kept = state_->kept_by_thread[std::this_thread::get_id()];
+  kept.clear();
+  for (auto& [path, node] : nodes) {
+    auto found = state_->slots.find(path);
+    if (found == state_->slots.end()) {
+      if (state_->slots.size() >= cached_nodes) continue;  // begin() makes room; this can wait
+      found = state_->slots.emplace(path, State::Slot{}).first;
+    }
+    auto& slot = found->second;
+    // An armed slot was read (or is being read) after the event our commit's write fired,
+    // which came before the commit's reply: what it holds is as new as our write or newer.
+    if (slot.armed) continue;
+    slot.node = std::move(node);
+    slot.unwatched_at = zxid;
+    ++slot.epoch;
+    kept.push_back(path);
+  }
+}
+
+void NodeCache::rearm_stale(std::int64_t read_point) {
+  std::vector<std::string> stale;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto kept = state_->kept_by_thread.find(std::this_thread::get_id());
+    if (kept == state_->kept_by_thread.end()) return;
+    for (const auto& path : kept->second) {
+      auto found = state_->slots.find(path);
+      if (found == state_->slots.end() || !found->second.unwatched_at) continue;
+      if (*found->second.unwatched_at == read_point) continue;
+      state_->forget(found->second);
+      stale.push_back(path);
+    }
+    // Kept while still current: the next transaction checks them against its own read point.
+    if (!stale.empty()) state_->kept_by_thread.erase(kept);
+  }
+  for (const auto& path : stale) (void)begin(path);
 }
 
 }  // namespace avout::detail

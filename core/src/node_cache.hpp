@@ -8,6 +8,11 @@
 // reply's future is ready. So once a transaction holds its read point (the clock's reply), a
 // node that changed at or before the read point has already been dropped here. A read whose
 // node changed while it was in flight is answered again instead of being trusted.
+//
+// A ref head this client's own commit just wrote is kept without a watch (re-arming one would
+// cost a read per head per commit), valid only at the read point equal to that commit's zxid:
+// every head write sets the clock in the same multi (rule 1), so a read point still at that
+// zxid proves nobody wrote any head since. At any other read point it is read again, watched.
 
 #include <avout/zookeeper_session.hpp>
 
@@ -16,6 +21,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace avout::detail {
 
@@ -27,6 +34,7 @@ class NodeCache {
     std::optional<NodeData> known;
     std::shared_future<NodeData> reply;
     std::uint64_t ticket = 0;
+    std::optional<std::int64_t> unwatched_at;  // `known` has no watch: valid at this zxid only
   };
 
   explicit NodeCache(ZooKeeperSession& session);
@@ -37,10 +45,20 @@ class NodeCache {
   /// Starts looking up the node at `path`: from the cache, a read already in flight, or a
   /// new read (watched when no watch covers the path yet).
   Lookup begin(const std::string& path);
-  /// The node as of now or later; throws NoNode when absent.
-  NodeData finish(Lookup& lookup);
+  /// The node as of now or later; throws NoNode when absent. Without a read point, a node
+  /// kept unwatched is read again.
+  NodeData finish(Lookup& lookup, std::optional<std::int64_t> read_point = std::nullopt);
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
+  /// Keeps `nodes` (path and node), which this client's commit at `zxid` wrote, without a
+  /// watch: valid for a transaction whose read point is `zxid` (see above). Skips a path
+  /// whose watched read is cached or in flight: that one is as new or newer. They become the
+  /// calling thread's last kept nodes (see rearm_stale).
+  void keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid);
+  /// Reads again, watched and pipelined, those of the calling thread's last kept nodes that
+  /// `read_point` no longer proves current: a thread's next transaction mostly touches the
+  /// refs its last one wrote. Other unwatched nodes are read again when asked for.
+  void rearm_stale(std::int64_t read_point);
 
   struct State;
 

@@ -266,6 +266,7 @@ class Transaction {
   bool stage_commuted(Commit& commit);
   Multi build_multi(Commit& commit);
   bool apply_result(Commit& commit, const Multi& multi);
+  void keep_written_heads(const Commit& commit, const Multi& multi);
   void after_landing(Commit& commit, const Multi& multi);
 
   struct CommitAddition {

@@ -104,10 +104,13 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   session.wait(synced);
   if (!clock_stat) throw BackendError("stm clock " + runtime_.layout().stm_clock() + " is missing");
   read_point_ = clock_stat->mzxid;
+  // Heads this client's commits left unwatched are current only at their commit's zxid; the
+  // others are read again now, all in one pipeline, before the body asks for any.
+  runtime_.nodes().rearm_stale(read_point_);
   for (std::size_t i = 0; i < prefetch.size(); ++i) {
     Entry& fresh = entries_[prefetch[i].get()];
     fresh.ref = prefetch[i];
-    load_head(fresh, runtime_.nodes().finish(heads[i]));
+    load_head(fresh, runtime_.nodes().finish(heads[i], read_point_));
   }
   check_session();
   if (!barge_.age) barge_.age = stm_.new_age(read_point_);
@@ -133,7 +136,7 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
   Entry& fresh = entries_[&ref];
   fresh.ref = ref.shared_from_this();
   auto lookup = runtime_.nodes().begin(ref.head_path());
-  load_head(fresh, runtime_.nodes().finish(lookup));
+  load_head(fresh, runtime_.nodes().finish(lookup, read_point_));
   check_session();
   return fresh;
 }
@@ -373,6 +376,9 @@ struct Transaction::Multi {
   std::size_t first_addition = 0;   // agent sends, lock guards
   std::size_t after_additions = 0;  // the values created in the multi, then the clock
   std::size_t first_cleanup = 0;    // after the clock: trimmed ZooKeeper-held values, old markers
+  // Where each staged value's head is set: parallel to Commit::written and Commit::recomputed.
+  std::vector<std::size_t> written_heads;
+  std::vector<std::size_t> recomputed_heads;
   std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
 };
 
@@ -496,6 +502,7 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   std::size_t next_written = 0;
   for (Entry* target : commit.fixed) {
     if (target->written) {
+      multi.written_heads.push_back(operations.size());
       operations.push_back(op::SetData{target->ref->head_path(),
                                        encode_head(commit.written[next_written++].next),
                                        target->head_stat.version});
@@ -505,6 +512,7 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   }
   multi.first_commuted = operations.size();
   for (std::size_t i = 0; i < commit.recomputed.size(); ++i) {
+    multi.recomputed_heads.push_back(operations.size());
     operations.push_back(op::SetData{commit.recomputed[i].target->ref->head_path(),
                                      encode_head(commit.recomputed[i].next),
                                      commit.commuted_stats[i].version});
@@ -592,6 +600,27 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   return false;
 }
 
+// The heads this commit set are known from the multi itself (what it sent, the stat it got
+// back): kept unwatched for the next transaction instead of read again (rule 12). After a
+// lost reply resolved by the marker there is no stat: they are read ahead instead.
+void Transaction::keep_written_heads(const Commit& commit, const Multi& multi) {
+  const auto& results = commit.result.results;
+  std::vector<std::pair<std::string, NodeData>> kept;
+  std::int64_t zxid = 0;
+  for (const auto* heads : {&multi.written_heads, &multi.recomputed_heads}) {
+    for (const std::size_t at : *heads) {
+      const auto& set = std::get<op::SetData>(multi.operations[at]);
+      if (at < results.size()) {
+        kept.emplace_back(set.path, NodeData{set.data, results[at].stat});
+        zxid = results[at].stat.mzxid;  // one multi, one zxid
+      } else {
+        runtime_.nodes().refresh(set.path);
+      }
+    }
+  }
+  runtime_.nodes().keep_unwatched(std::move(kept), zxid);
+}
+
 void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
@@ -621,10 +650,8 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
     }
     stm_.erasures().post(std::move(trimmed));
     forget_claims(barge_, multi.released);
-    // The heads (and released tags) just changed: read them ahead for the next transaction.
-    for (auto* staged : {&commit.written, &commit.recomputed}) {
-      for (auto& s : *staged) runtime_.nodes().refresh(s.target->ref->head_path());
-    }
+    keep_written_heads(commit, multi);
+    // Released tags just changed: read them ahead for the next transaction.
     for (const auto& ref : multi.released) runtime_.nodes().refresh(runtime_.layout().tag(ref->name()));
   });
   const MultiResult& result = commit.result;
