@@ -185,6 +185,30 @@ TEST_CASE("a thread's next read-write transaction over the refs it just wrote co
   }
 }
 
+TEST_CASE("a client that alone commits reads none of the heads it wrote again, however many refs it cycles through") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  std::vector<avout::Ref<long>> refs;
+  for (int i = 0; i < 10; ++i) {
+    refs.push_back(client.ref<long>(avout::testing::unique_name("/zk-writes-test", "cycle-" + std::to_string(i)), 0));
+  }
+  auto transfer = [&](std::size_t from) {
+    client.dosync([&] {
+      refs[from].alter([](long v) { return v - 1; });
+      refs[(from + 1) % refs.size()].alter([](long v) { return v + 1; });
+    });
+  };
+  for (std::size_t i = 0; i < refs.size(); ++i) transfer(i);  // every head kept once
+  // Every commit since is this client's (the clock's version grew by one each time), so each
+  // head it kept is still the head, however many commits ago it was kept.
+  for (std::size_t i = 0; i < 2 * refs.size(); ++i) {
+    CHECK(zookeeper_requests(client, [&] { transfer((i * 3) % refs.size()); }) == 3);
+  }
+  long total = 0;
+  for (auto& ref : refs) total += ref.deref();
+  CHECK(total == 0);
+}
+
 TEST_CASE("a head kept from this client's own commit is read again once another client committed, to that ref or any other") {
   avout::testing::start_shared_servers();
   avout::Client client(options());
@@ -213,6 +237,38 @@ TEST_CASE("a head kept from this client's own commit is read again once another 
     CHECK(requests == 4);  // sync, the clock, the head read again, the multi
   }
   CHECK(theirs.deref() == 103 * 20);
+  // Our own commit after theirs does not vouch for heads kept before theirs.
+  auto elsewhere = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "elsewhere"), 0);
+  add(mine, client, 1);
+  add(theirs, other, 100);
+  add(elsewhere, client, 1);
+  CHECK(client.dosync([&] { return mine.deref(); }) == 103 * 20 + 101);
+}
+
+TEST_CASE("a thread that moves on to other refs does not read again the heads its last commit kept") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::Client other(options());
+  auto x = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "x"), 0);
+  auto y = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "y"), 0);
+  auto elsewhere = other.ref<long>(avout::testing::unique_name("/zk-writes-test", "w"), 0);
+  auto bump = [&](avout::Ref<long>& ref) {
+    client.dosync([&] { ref.alter([](long v) { return v + 1; }); });
+  };
+  for (int i = 0; i < 3; ++i) {  // both heads read, watched, after another client's commit
+    bump(x);
+    bump(y);
+    other.dosync([&] { elsewhere.alter([](long v) { return v + 1; }); });
+  }
+  // x and y by turns, another client committing between: each transaction reads again the
+  // head it writes (kept two commits ago, before another client's commit), and leaves alone
+  // the one its predecessor kept: sync, the clock, one head, the multi.
+  for (int i = 0; i < 6; ++i) {
+    other.dosync([&] { elsewhere.alter([](long v) { return v + 1; }); });
+    CHECK(zookeeper_requests(client, [&] { bump(i % 2 == 0 ? x : y); }) == 4);
+  }
+  CHECK(x.deref() == 6);
+  CHECK(y.deref() == 6);
 }
 
 TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {

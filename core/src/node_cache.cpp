@@ -2,6 +2,7 @@
 
 #include <avout/errors.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <thread>
@@ -24,8 +25,37 @@ struct NodeCache::State {
   };
   std::mutex mutex;
   std::unordered_map<std::string, Slot> slots;
-  // Per thread, the paths of its last commit's unwatched nodes (they may have gone since).
-  std::unordered_map<std::thread::id, std::vector<std::string>> kept_by_thread;
+  // Per thread: its last commit's unwatched nodes, and whether reading them ahead pays.
+  struct Kept {
+    std::vector<std::string> paths;  // may have gone or been read again since
+    bool used = false;      // a lookup of this thread asked for one of them since
+    bool reused = true;     // the thread's previous transaction did ask for its predecessor's
+    bool rearmed = false;   // read again already
+  };
+  std::unordered_map<std::thread::id, Kept> kept_by_thread;
+  // Our own run of commits: every commit with a zxid in (run_start, run_end] is one of this
+  // client's and its heads are kept here. It goes on while each kept commit's clock version
+  // is one more than the last one's: no other commit landed in between.
+  struct Run {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    std::int32_t clock_version = 0;
+  };
+  std::optional<Run> run;
+
+  void note_use(const std::string& path) {
+    auto kept = kept_by_thread.find(std::this_thread::get_id());
+    if (kept == kept_by_thread.end() || kept->second.used) return;
+    const auto& paths = kept->second.paths;
+    kept->second.used = std::find(paths.begin(), paths.end(), path) != paths.end();
+  }
+
+  // An unwatched node kept at `kept_at` is the node as of `read_point` when only our own
+  // commits, each of which kept what it wrote, landed in between.
+  bool current(std::int64_t kept_at, std::optional<std::int64_t> read_point) const {
+    return run && read_point && run->start <= kept_at && kept_at <= *read_point &&
+           *read_point <= run->end;
+  }
   std::uint64_t generation = 0;  // bumped by every session event: all slots are suspect
 
   std::uint64_t ticket(const Slot& slot) const { return (generation << 32) ^ slot.epoch; }
@@ -48,6 +78,7 @@ NodeCache::NodeCache(ZooKeeperSession& session)
     ++state->generation;
     for (auto& [path, slot] : state->slots) state->forget(slot);
     state->kept_by_thread.clear();
+    state->run.reset();
   });
 }
 
@@ -62,6 +93,7 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
     ++state_->generation;
     state_->slots.clear();
     state_->kept_by_thread.clear();
+    state_->run.reset();
   }
   auto& slot = state_->slots[path];
   if (slot.node) {
@@ -101,12 +133,13 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
       // Known when the lookup began; still valid only if no event came since, and when
       // kept unwatched, only at the read point of the commit that wrote it.
       std::lock_guard lock(state_->mutex);
+      state_->note_use(lookup.path);
       auto& slot = state_->slots[lookup.path];
-      const bool current = state_->ticket(slot) == lookup.ticket && slot.node;
-      if (current && (!lookup.unwatched_at || lookup.unwatched_at == read_point)) {
+      const bool unchanged = state_->ticket(slot) == lookup.ticket && slot.node;
+      if (unchanged && (!lookup.unwatched_at || state_->current(*lookup.unwatched_at, read_point))) {
         return *lookup.known;
       }
-      if (current) state_->forget(slot);  // unwatched and not provably current: read it again
+      if (unchanged) state_->forget(slot);  // unwatched and not provably current: read it again
     } else {
       NodeData node;
       try {
@@ -118,6 +151,7 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
         throw;
       }
       std::lock_guard lock(state_->mutex);
+      state_->note_use(lookup.path);
       auto& slot = state_->slots[lookup.path];
       if (state_->ticket(slot) == lookup.ticket) {
         // No event since the read was sent: it is the node as of any later read point.
@@ -135,10 +169,21 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
   return session_.get(lookup.path);  // a fresh, unwatched read is always current enough
 }
 
-void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid) {
+void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid,
+                               std::int32_t clock_version) {
   std::lock_guard lock(state_->mutex);
+  auto& run = state_->run;
+  if (run && run->end < zxid && run->clock_version + 1 == clock_version) {
+    run->end = zxid;
+  } else {
+    run = State::Run{zxid, zxid, clock_version};
+  }
+  run->clock_version = clock_version;
   auto& kept = state_->kept_by_thread[std::this_thread::get_id()];
-  kept.clear();
+  kept.reused = kept.used;
+  kept.used = false;
+  kept.rearmed = false;
+  kept.paths.clear();
   for (auto& [path, node] : nodes) {
     auto found = state_->slots.find(path);
     if (found == state_->slots.end()) {
@@ -152,7 +197,7 @@ void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nod
     slot.node = std::move(node);
     slot.unwatched_at = zxid;
     ++slot.epoch;
-    kept.push_back(path);
+    kept.paths.push_back(path);
   }
 }
 
@@ -161,16 +206,17 @@ void NodeCache::rearm_stale(std::int64_t read_point) {
   {
     std::lock_guard lock(state_->mutex);
     auto kept = state_->kept_by_thread.find(std::this_thread::get_id());
-    if (kept == state_->kept_by_thread.end()) return;
-    for (const auto& path : kept->second) {
+    // Only for a thread whose transactions come back to what they wrote (a loop over the same
+    // refs); one that moves on (transfers between random accounts) would read in vain.
+    if (kept == state_->kept_by_thread.end() || !kept->second.reused || kept->second.rearmed) return;
+    kept->second.rearmed = true;
+    for (const auto& path : kept->second.paths) {
       auto found = state_->slots.find(path);
       if (found == state_->slots.end() || !found->second.unwatched_at) continue;
-      if (*found->second.unwatched_at == read_point) continue;
+      if (state_->current(*found->second.unwatched_at, read_point)) continue;
       state_->forget(found->second);
       stale.push_back(path);
     }
-    // Kept while still current: the next transaction checks them against its own read point.
-    if (!stale.empty()) state_->kept_by_thread.erase(kept);
   }
   for (const auto& path : stale) (void)begin(path);
 }

@@ -10,9 +10,11 @@
 // node changed while it was in flight is answered again instead of being trusted.
 //
 // A ref head this client's own commit just wrote is kept without a watch (re-arming one would
-// cost a read per head per commit), valid only at the read point equal to that commit's zxid:
-// every head write sets the clock in the same multi (rule 1), so a read point still at that
-// zxid proves nobody wrote any head since. At any other read point it is read again, watched.
+// cost a read per head per commit). Every head write sets the clock in the same multi (rule
+// 1), so the clock's version counts commits: while each of our commits finds it one past our
+// previous one, no other commit landed in between, and a head we kept at zxid Z is still the
+// head at any read point from Z to our last commit. At any other read point it is read again,
+// watched.
 
 #include <avout/zookeeper_session.hpp>
 
@@ -51,13 +53,15 @@ class NodeCache {
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
   /// Keeps `nodes` (path and node), which this client's commit at `zxid` wrote, without a
-  /// watch: valid for a transaction whose read point is `zxid` (see above). Skips a path
-  /// whose watched read is cached or in flight: that one is as new or newer. They become the
-  /// calling thread's last kept nodes (see rearm_stale).
-  void keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid);
+  /// watch; `clock_version` is the clock's version that commit set. Valid as said above.
+  /// Skips a path whose watched read is cached or in flight: that one is as new or newer.
+  /// They become the calling thread's last kept nodes (see rearm_stale).
+  void keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid,
+                      std::int32_t clock_version);
   /// Reads again, watched and pipelined, those of the calling thread's last kept nodes that
-  /// `read_point` no longer proves current: a thread's next transaction mostly touches the
-  /// refs its last one wrote. Other unwatched nodes are read again when asked for.
+  /// `read_point` no longer proves current, when its last transaction asked for the heads its
+  /// predecessor kept (a thread looping over the same refs). Other unwatched nodes are read
+  /// again when asked for.
   void rearm_stale(std::int64_t read_point);
 
   struct State;

@@ -605,20 +605,23 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
 // lost reply resolved by the marker there is no stat: they are read ahead instead.
 void Transaction::keep_written_heads(const Commit& commit, const Multi& multi) {
   const auto& results = commit.result.results;
+  const std::size_t clock = multi.first_cleanup - 1;
+  if (results.size() <= clock) {
+    for (const auto* heads : {&multi.written_heads, &multi.recomputed_heads}) {
+      for (const std::size_t at : *heads) {
+        runtime_.nodes().refresh(std::get<op::SetData>(multi.operations[at]).path);
+      }
+    }
+    return;
+  }
   std::vector<std::pair<std::string, NodeData>> kept;
-  std::int64_t zxid = 0;
   for (const auto* heads : {&multi.written_heads, &multi.recomputed_heads}) {
     for (const std::size_t at : *heads) {
       const auto& set = std::get<op::SetData>(multi.operations[at]);
-      if (at < results.size()) {
-        kept.emplace_back(set.path, NodeData{set.data, results[at].stat});
-        zxid = results[at].stat.mzxid;  // one multi, one zxid
-      } else {
-        runtime_.nodes().refresh(set.path);
-      }
+      kept.emplace_back(set.path, NodeData{set.data, results[at].stat});
     }
   }
-  runtime_.nodes().keep_unwatched(std::move(kept), zxid);
+  runtime_.nodes().keep_unwatched(std::move(kept), results[clock].stat.mzxid, results[clock].stat.version);
 }
 
 void Transaction::after_landing(Commit& commit, const Multi& multi) {
