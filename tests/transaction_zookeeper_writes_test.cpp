@@ -2,9 +2,11 @@
 // the marker of the thread's previous commit ride in that multi; a client's last markers go
 // when it closes.
 #include <avout/avout.hpp>
+#include <avout/inspect.hpp>
 #include <avout/redis.hpp>
 
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
 #include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
@@ -269,6 +271,31 @@ TEST_CASE("a thread that moves on to other refs does not read again the heads it
   }
   CHECK(x.deref() == 6);
   CHECK(y.deref() == 6);
+}
+
+TEST_CASE("an attempt's first head read goes out with the sync and the clock, before any reply") {
+  avout::testing::start_shared_servers();
+  avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
+  auto relayed = options();
+  relayed.hosts = relay.connect_string();
+  avout::Client reader(relayed);
+  avout::Client writer(options());
+  const auto name = avout::testing::unique_name("/zk-writes-test", "pipelined");
+  auto theirs = writer.ref<long>(name, 1);
+  auto mine = reader.ref<long>(name, 0);
+  writer.dosync([&] { theirs.alter([](long v) { return v + 1; }); });
+  // The reader's cached head, if any, is dropped by its watch, whose event comes before the
+  // reply of this later request.
+  (void)reader.session().exists("/");
+  relay.hold();
+  long seen = 0;
+  std::thread reading([&] { seen = reader.dosync([&] { return mine.deref(); }); });
+  // The head's read is on the wire while the clock's reply cannot have come back (old code:
+  // the head was asked for only once the read point was in).
+  CHECK(relay.keeps(avout::inspect::ref_head_path(reader, name), scaled(2s)));
+  relay.release();
+  reading.join();
+  CHECK(seen == 2);
 }
 
 TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {

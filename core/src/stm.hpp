@@ -14,7 +14,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -251,6 +253,9 @@ class Transaction {
     bool ensured = false;
     std::vector<std::function<Bytes(const Bytes&)>> commutes;
   };
+  // Waits for the read point (once): sets it, starts rule 12's reads again, dates the
+  // transaction for barging. Throws what waiting threw, every time.
+  void await_read_point();
   Entry& entry(RefCore& ref);
   void load_head(Entry& entry, NodeData node);
   Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
@@ -282,7 +287,12 @@ class Transaction {
   std::vector<std::shared_ptr<RefCore>> claims_;  // refs written or ensured, even if it failed
   Transaction* outer_;
   std::uint64_t generation_;
+  // Rule 2's pipeline: the sync and the clock's stat, awaited by await_read_point.
+  std::future<void> synced_;
+  std::future<std::optional<NodeStat>> clock_;
   std::int64_t read_point_ = 0;
+  bool read_point_known_ = false;
+  std::exception_ptr read_failure_;  // what awaiting the read point threw
   std::string marker_path_;  // the commit's outcome marker
   std::map<RefCore*, Entry> entries_;
 };

@@ -93,28 +93,48 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
       generation_(runtime_.session().generation()) {
   // Rule 2: sync, then the read point, then the heads, pipelined on one session.
   // Heads come from the node cache (rule 12): known ones cost nothing, the others are read
-  // in the same pipeline; either way they are judged only once the read point is known.
+  // in the same pipeline; either way they are judged only once the read point is known. The
+  // read point is awaited when first needed, so the body's first head read rides in the same
+  // round trip as the sync and the clock.
   auto& session = runtime_.session();
   std::vector<NodeCache::Lookup> heads;
   heads.reserve(prefetch.size());
   for (const auto& ref : prefetch) heads.push_back(runtime_.nodes().begin(ref->head_path()));
-  auto synced = session.sync_async(runtime_.layout().stm_clock());
-  auto clock = session.exists_async(runtime_.layout().stm_clock());
-  auto clock_stat = session.wait(clock);  // replies come in order: the sync's is in too
-  session.wait(synced);
-  if (!clock_stat) throw BackendError("stm clock " + runtime_.layout().stm_clock() + " is missing");
-  read_point_ = clock_stat->mzxid;
-  // Heads this client's commits left unwatched are current only at their commit's zxid; the
-  // others are read again now, all in one pipeline, before the body asks for any.
-  runtime_.nodes().rearm_stale(read_point_);
-  for (std::size_t i = 0; i < prefetch.size(); ++i) {
-    Entry& fresh = entries_[prefetch[i].get()];
-    fresh.ref = prefetch[i];
-    load_head(fresh, runtime_.nodes().finish(heads[i], read_point_));
+  synced_ = session.sync_async(runtime_.layout().stm_clock());
+  clock_ = session.exists_async(runtime_.layout().stm_clock());
+  if (!prefetch.empty()) {
+    await_read_point();
+    for (std::size_t i = 0; i < prefetch.size(); ++i) {
+      Entry fresh;
+      fresh.ref = prefetch[i];
+      load_head(fresh, runtime_.nodes().finish(heads[i], read_point_));
+      entries_.emplace(prefetch[i].get(), std::move(fresh));
+    }
+    check_session();
   }
-  check_session();
-  if (!barge_.age) barge_.age = stm_.new_age(read_point_);
   running = this;
+}
+
+void Transaction::await_read_point() {
+  if (read_point_known_) return;
+  if (read_failure_) std::rethrow_exception(read_failure_);
+  try {
+    auto& session = runtime_.session();
+    auto clock_stat = session.wait(clock_);  // replies come in order: the sync's is in too
+    session.wait(synced_);
+    if (!clock_stat) throw BackendError("stm clock " + runtime_.layout().stm_clock() + " is missing");
+    read_point_ = clock_stat->mzxid;
+    check_session();
+  } catch (...) {
+    // A body that swallowed this must not get a read point (or commit) after all.
+    read_failure_ = std::current_exception();
+    throw;
+  }
+  read_point_known_ = true;
+  // Heads this thread's last commit kept unwatched and the read point no longer proves
+  // current are read again now, in one pipeline, before the body asks for them.
+  runtime_.nodes().rearm_stale(read_point_);
+  if (!barge_.age) barge_.age = stm_.new_age(read_point_);
 }
 
 Transaction::~Transaction() { running = outer_; }
@@ -133,12 +153,13 @@ void Transaction::load_head(Entry& target, NodeData node) {
 Transaction::Entry& Transaction::entry(RefCore& ref) {
   auto found = entries_.find(&ref);
   if (found != entries_.end()) return found->second;
-  Entry& fresh = entries_[&ref];
+  auto lookup = runtime_.nodes().begin(ref.head_path());  // sent before awaiting the read point
+  await_read_point();
+  Entry fresh;
   fresh.ref = ref.shared_from_this();
-  auto lookup = runtime_.nodes().begin(ref.head_path());
   load_head(fresh, runtime_.nodes().finish(lookup, read_point_));
   check_session();
-  return fresh;
+  return entries_.emplace(&ref, std::move(fresh)).first->second;
 }
 
 Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
@@ -384,6 +405,7 @@ struct Transaction::Multi {
 
 void Transaction::commit() {
   Commit commit;
+  if (!entries_.empty()) await_read_point();  // rethrows what the body may have swallowed
   if (!plan_commit(commit)) return;
   stage_written(commit);
   marker_path_ = runtime_.layout().marker(runtime_.new_point().id);

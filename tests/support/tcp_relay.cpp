@@ -108,6 +108,16 @@ bool TcpRelay::delivered(std::chrono::milliseconds timeout) {
   });
 }
 
+bool TcpRelay::keeps(const std::string& needle, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] {
+    for (const auto& connection : connections_) {
+      if (connection.kept.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  });
+}
+
 void TcpRelay::accept_loop() {
   while (!stopping_) {
     pollfd waiting{listener_, POLLIN, 0};
@@ -137,6 +147,8 @@ void TcpRelay::relay(Connection& connection) {
     if (released_ && !kept.empty()) {
       send_all(connection.server, kept.data(), kept.size());
       kept.clear();
+      std::lock_guard lock(mutex_);
+      connection.kept.clear();
     }
     if (!client_open && kept.empty() && !server_told_end) {
       ::shutdown(connection.server, SHUT_WR);  // the server answers, then closes
@@ -155,6 +167,8 @@ void TcpRelay::relay(Connection& connection) {
         kept.append(buffer, static_cast<std::size_t>(got));
         std::lock_guard lock(mutex_);
         connection.kept_some = true;
+        connection.kept = kept;
+        changed_.notify_all();
       } else if (!send_all(connection.server, buffer, static_cast<std::size_t>(got))) {
         break;
       }

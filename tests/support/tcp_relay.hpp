@@ -48,6 +48,9 @@ class TcpRelay {
   void release();
   /// True once the server answered and closed every connection that kept bytes.
   bool delivered(std::chrono::milliseconds timeout);
+  /// True once a connection keeps, of what its client sent since hold(), bytes holding
+  /// `needle` (say a node's path: that request went out without waiting for any reply).
+  bool keeps(const std::string& needle, std::chrono::milliseconds timeout);
 
  private:
   struct Connection {
@@ -56,7 +59,8 @@ class TcpRelay {
     std::atomic<bool> drop_replies{false};
     std::atomic<bool> drop_requests{false};
     std::atomic<bool> held{false};
-    bool kept_some = false;  // guarded by mutex_, like `finished`
+    bool kept_some = false;  // guarded by mutex_, like `finished` and `kept`
+    std::string kept;        // what the client sent while held, until released
     bool finished = false;
     std::thread thread;
   };
