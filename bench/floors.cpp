@@ -5,10 +5,37 @@
 
 #include <pqxx/pqxx>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 namespace avout::bench {
+
+namespace {
+// Gets on `session` while 4 sessions of their own set other nodes without pause. A standalone
+// ZooKeeper passes a read on only once the writes queued before it are flushed to its log,
+// so a read waits for an fsync whenever anybody writes: what every round trip of a contended
+// workload pays.
+std::vector<double> gets_beside_writers(ZooKeeperSession& session, const std::string& zookeeper, int n) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      ZooKeeperSession own(SessionOptions{.hosts = zookeeper});
+      const std::string path = "/bench-floor/writer-" + std::to_string(w);
+      own.create_recursive(path);
+      while (!stop) own.set(path, Bytes(8, 1));
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writers are under way
+  auto latencies = time_each(n, [&] { session.get("/bench-floor/a"); });
+  stop = true;
+  for (auto& writer : writers) writer.join();
+  return latencies;
+}
+}  // namespace
 
 Floors measure_floors(const Settings& settings, const std::string& zookeeper,
                       const std::string& redis_url, const std::string& postgres_url) {
@@ -36,6 +63,8 @@ Floors measure_floors(const Settings& settings, const std::string& zookeeper,
       session.set("/bench-floor/a", data, node.stat.version);
     })));
     floors.zookeeper_get_set = rows.back().p50_ms;
+    rows.push_back(summarize("zookeeper get, 4 other sessions writing", gets_beside_writers(session, zookeeper, n / 4)));
+    floors.zookeeper_get_beside_writes = rows.back().p50_ms;
   }
   {
     RawRedis redis(redis_url);

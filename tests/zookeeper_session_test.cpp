@@ -213,6 +213,20 @@ TEST_CASE("an expired session is reported and replaced by a new one that works")
   CHECK(persistent.wait_for_count(before + 1, scaled(5s)));
 }
 
+TEST_CASE("a request made while the expired session is being renewed goes to the new session") {
+  avout::ZooKeeperSession session(options_for(avout::testing::shared_zookeeper().connect_string()));
+  const std::string base = unique_path("renewing");
+  session.create_recursive(base);
+  for (int round = 0; round < 5; ++round) {
+    const auto old_generation = session.generation();
+    session.expire_for_testing();  // returns once the expiry is seen, the renewal under way
+    // Old code: SessionExpired ("invalid zhandle state") from the dead handle.
+    CHECK_NOTHROW(session.create(base + "/after-" + std::to_string(round), {}, avout::CreateMode::ephemeral));
+    CHECK(session.exists(base).has_value());
+    CHECK(session.generation() > old_generation);
+  }
+}
+
 TEST_CASE("a session to a port without a server fails with ConnectionLoss in bounded time") {
   const auto started = std::chrono::steady_clock::now();
   auto options = options_for("127.0.0.1:" + std::to_string(avout::testing::free_port()));

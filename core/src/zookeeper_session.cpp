@@ -145,6 +145,17 @@ struct detail::SessionCore {
     return handle;
   }
 
+  // The handle for a new request. One made after the session expired, while the renewal is
+  // under way, waits for the renewed session (up to connect_timeout) instead of failing at
+  // once on the dead handle: it belongs to no attempt of the old session, and callers that
+  // span the two see the generation change.
+  std::shared_ptr<Handle> for_request() {
+    std::unique_lock lock(mutex);
+    changed.wait_for(lock, options.connect_timeout,
+                     [&] { return closing || state != ZOO_EXPIRED_SESSION_STATE; });
+    return handle;
+  }
+
   void dispatch(SessionState session_state) {
     std::lock_guard lock(dispatching);
     std::vector<std::shared_ptr<Listener>> snapshot;
@@ -235,6 +246,7 @@ struct detail::SessionCore {
       handle = renewed;
       generation = next;
       state = ZOO_CONNECTED_STATE;
+      changed.notify_all();  // requests waiting for the renewed session
       lock.unlock();
       expired.reset();  // closes the dead handle here, never on the C client's threads
       rearm_persistent_watches(*renewed);
@@ -334,7 +346,7 @@ namespace {
 template <typename T, typename Call, typename Completion>
 std::future<T> issue(detail::SessionCore& impl, const char* operation, const std::string& path,
                      WatchCallback watch, Completion completion, Call call) {
-  auto handle = impl.current();
+  auto handle = impl.for_request();
   auto* reply = new Reply<T>{{}, operation, path, nullptr, nullptr, handle.get()};
   handle->request_started();
   auto future = reply->promise.get_future();
@@ -415,7 +427,7 @@ std::future<std::vector<std::string>> ZooKeeperSession::children_async(const std
 }
 
 std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
-  auto handle = impl_->current();
+  auto handle = impl_->for_request();
   auto* reply = new Reply<void>{{}, "sync", path, nullptr, nullptr, handle.get()};
   handle->request_started();
   auto synced = reply->promise.get_future();

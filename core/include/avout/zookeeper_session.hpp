@@ -139,7 +139,9 @@ struct SessionCore;  // the session's state (zookeeper_session.cpp)
 }  // namespace detail
 
 /// A ZooKeeper session that renews itself: after an expiry it opens a new session and tells
-/// its listeners. Calls made while no session is up fail with ConnectionLoss or SessionExpired.
+/// its listeners. A request made once the expiry is seen waits for the new session (up to
+/// connect_timeout; a multi does not wait: it belongs to an attempt of the old session).
+/// Calls made while no session can be had fail with ConnectionLoss or SessionExpired.
 class ZooKeeperSession {
  public:
   /// Connects and waits up to `connect_timeout` for the session; throws ConnectionLoss on
