@@ -173,7 +173,8 @@ void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nod
                                std::int32_t clock_version) {
   std::lock_guard lock(state_->mutex);
   auto& run = state_->run;
-  if (run && run->end < zxid && run->clock_version + 1 == clock_version) {
+  // 64-bit: the clock's version is ZooKeeper's int32, which wraps after 2^31 commits.
+  if (run && run->end < zxid && std::int64_t{run->clock_version} + 1 == clock_version) {
     run->end = zxid;
   } else {
     run = State::Run{zxid, zxid, clock_version};

@@ -36,7 +36,7 @@ class NodeCache {
     std::optional<NodeData> known;
     std::shared_future<NodeData> reply;
     std::uint64_t ticket = 0;
-    std::optional<std::int64_t> unwatched_at;  // `known` has no watch: valid at this zxid only
+    std::optional<std::int64_t> unwatched_at;  // `known` has no watch: kept at this zxid
   };
 
   explicit NodeCache(ZooKeeperSession& session);
