@@ -64,7 +64,6 @@ Floors measure_floors(const Settings& settings, const std::string& zookeeper,
     })));
     floors.zookeeper_get_set = rows.back().p50_ms;
     rows.push_back(summarize("zookeeper get, 4 other sessions writing", gets_beside_writers(session, zookeeper, n / 4)));
-    floors.zookeeper_get_beside_writes = rows.back().p50_ms;
   }
   {
     RawRedis redis(redis_url);

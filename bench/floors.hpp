@@ -15,7 +15,6 @@ struct Floors {
   double zookeeper_set = 0;      ///< one set
   double zookeeper_multi = 0;    ///< one multi of 4 sets
   double zookeeper_get_set = 0;  ///< get then versioned set: the floor of a ZooKeeper CAS
-  double zookeeper_get_beside_writes = 0;  ///< one get while 4 other sessions write
   double redis_get_set = 0;      ///< GET then SET: the floor of a Redis read-modify-write
   double postgres_get_set = 0;   ///< SELECT then UPDATE: the same for PostgreSQL
 };

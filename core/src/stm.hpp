@@ -254,7 +254,7 @@ class Transaction {
     std::vector<std::function<Bytes(const Bytes&)>> commutes;
   };
   // Waits for the read point (once): sets it, starts rule 12's reads again, dates the
-  // transaction for barging. Throws what waiting threw, every time.
+  // transaction for barging. Throws what waiting threw, on this call and every later one.
   void await_read_point();
   Entry& entry(RefCore& ref);
   void load_head(Entry& entry, NodeData node);

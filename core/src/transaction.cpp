@@ -126,7 +126,8 @@ void Transaction::await_read_point() {
     read_point_ = clock_stat->mzxid;
     check_session();
   } catch (...) {
-    // A body that swallowed this must not get a read point (or commit) after all.
+    // A body that swallowed this must not get a read point on its next read either (the
+    // futures are spent); and its refs never joined the attempt, so nothing is committed.
     read_failure_ = std::current_exception();
     throw;
   }
@@ -397,15 +398,12 @@ struct Transaction::Multi {
   std::size_t first_addition = 0;   // agent sends, lock guards
   std::size_t after_additions = 0;  // the values created in the multi, then the clock
   std::size_t first_cleanup = 0;    // after the clock: trimmed ZooKeeper-held values, old markers
-  // Where each staged value's head is set: parallel to Commit::written and Commit::recomputed.
-  std::vector<std::size_t> written_heads;
-  std::vector<std::size_t> recomputed_heads;
+  std::vector<std::size_t> heads_set;  // where the multi sets a written or commuted head
   std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
 };
 
 void Transaction::commit() {
   Commit commit;
-  if (!entries_.empty()) await_read_point();  // rethrows what the body may have swallowed
   if (!plan_commit(commit)) return;
   stage_written(commit);
   marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
@@ -524,7 +522,7 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   std::size_t next_written = 0;
   for (Entry* target : commit.fixed) {
     if (target->written) {
-      multi.written_heads.push_back(operations.size());
+      multi.heads_set.push_back(operations.size());
       operations.push_back(op::SetData{target->ref->head_path(),
                                        encode_head(commit.written[next_written++].next),
                                        target->head_stat.version});
@@ -534,7 +532,7 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   }
   multi.first_commuted = operations.size();
   for (std::size_t i = 0; i < commit.recomputed.size(); ++i) {
-    multi.recomputed_heads.push_back(operations.size());
+    multi.heads_set.push_back(operations.size());
     operations.push_back(op::SetData{commit.recomputed[i].target->ref->head_path(),
                                      encode_head(commit.recomputed[i].next),
                                      commit.commuted_stats[i].version});
@@ -624,24 +622,22 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
 
 // The heads this commit set are known from the multi itself (what it sent, the stat it got
 // back): kept unwatched for the next transaction instead of read again (rule 12). After a
-// lost reply resolved by the marker there is no stat: they are read ahead instead.
+// lost reply resolved by the marker there is no stat: they are read ahead instead (a slot
+// still holding an older unwatched head is not read, nor trusted: the run of this client's
+// commits did not reach this one).
 void Transaction::keep_written_heads(const Commit& commit, const Multi& multi) {
   const auto& results = commit.result.results;
   const std::size_t clock = multi.first_cleanup - 1;
   if (results.size() <= clock) {
-    for (const auto* heads : {&multi.written_heads, &multi.recomputed_heads}) {
-      for (const std::size_t at : *heads) {
-        runtime_.nodes().refresh(std::get<op::SetData>(multi.operations[at]).path);
-      }
+    for (const std::size_t at : multi.heads_set) {
+      runtime_.nodes().refresh(std::get<op::SetData>(multi.operations[at]).path);
     }
     return;
   }
   std::vector<std::pair<std::string, NodeData>> kept;
-  for (const auto* heads : {&multi.written_heads, &multi.recomputed_heads}) {
-    for (const std::size_t at : *heads) {
-      const auto& set = std::get<op::SetData>(multi.operations[at]);
-      kept.emplace_back(set.path, NodeData{set.data, results[at].stat});
-    }
+  for (const std::size_t at : multi.heads_set) {
+    const auto& set = std::get<op::SetData>(multi.operations[at]);
+    kept.emplace_back(set.path, NodeData{set.data, results[at].stat});
   }
   runtime_.nodes().keep_unwatched(std::move(kept), results[clock].stat.mzxid, results[clock].stat.version);
 }

@@ -167,7 +167,7 @@ void TcpRelay::relay(Connection& connection) {
         kept.append(buffer, static_cast<std::size_t>(got));
         std::lock_guard lock(mutex_);
         connection.kept_some = true;
-        connection.kept = kept;
+        connection.kept.append(buffer, static_cast<std::size_t>(got));
         changed_.notify_all();
       } else if (!send_all(connection.server, buffer, static_cast<std::size_t>(got))) {
         break;
