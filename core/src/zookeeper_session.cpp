@@ -1,5 +1,6 @@
 #include "zookeeper_c.hpp"
 #include "zookeeper_errors.hpp"
+#include "zookeeper_expiry.hpp"
 #include "zookeeper_handle.hpp"
 #include "zookeeper_replies.hpp"
 
@@ -592,47 +593,12 @@ void ZooKeeperSession::expire_for_testing() {
   auto ended = [&] {  // call with impl_->mutex held
     return impl_->generation != before || impl_->state == ZOO_EXPIRED_SESSION_STATE;
   };
-  // The twin's close races with our own reconnect on a loaded machine: try a few times.
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    expire_once();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    detail::end_session_from_outside(impl_->current()->get(), impl_->options);
     std::unique_lock lock(impl_->mutex);
     if (impl_->changed.wait_for(lock, impl_->options.session_timeout, ended)) return;
   }
   throw Timeout("zookeeper: the session could not be expired on purpose");
-}
-
-void ZooKeeperSession::expire_once() {
-  auto handle = impl_->current();
-  clientid_t session = *zoo_client_id(handle->get());
-  // Point our handle at a closed port first: otherwise it reconnects to the session while
-  // the twin below is connected and the twin's close no longer ends the session.
-  zoo_set_servers(handle->get(), "127.0.0.1:1");
-  struct RestoreServers {
-    zhandle_t* handle;
-    const std::string& hosts;
-    ~RestoreServers() { zoo_set_servers(handle, hosts.c_str()); }
-  } restore{handle->get(), impl_->options.hosts};
-  {
-    std::unique_lock lock(impl_->mutex);
-    impl_->changed.wait_for(lock, impl_->options.connect_timeout,
-                            [&] { return impl_->state != ZOO_CONNECTED_STATE; });
-  }
-  std::mutex mutex;
-  std::condition_variable connected;
-  bool up = false;
-  {
-    Handle twin(
-        impl_->options,
-        [&](int s) {
-          if (s != ZOO_CONNECTED_STATE) return;
-          std::lock_guard lock(mutex);
-          up = true;
-          connected.notify_all();
-        },
-        &session);
-    std::unique_lock lock(mutex);
-    connected.wait_for(lock, impl_->options.connect_timeout, [&] { return up; });
-  }  // closing the connected twin ends the session on the server; then our handle returns
 }
 
 void MultiResult::throw_if_failed(const std::vector<Operation>& operations) const {

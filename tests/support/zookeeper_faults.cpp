@@ -5,6 +5,7 @@
 
 #include "support/fault_rates_env.hpp"
 #include "support/fault_streams.hpp"
+#include "zookeeper_expiry.hpp"
 
 #ifndef THREADED
 #define THREADED
@@ -38,42 +39,14 @@ namespace {
 
 enum class Fault { none, reply_lost, fail_early, expire_before, expire_after, delay };
 
-// Ends the session of `handle` from outside, as SERVERS.md describes: a twin handle takes it
-// over and closes it. The handle is first pointed at a closed port, or it would win its
-// session back before the twin's close. Runs on the requesting thread (the handle is surely
-// alive there); `hosts` restores the handle's servers afterwards.
+// Ends the session of `handle` from outside (core/src/zookeeper_expiry.hpp). Runs on the
+// requesting thread, where the handle is surely alive; `hosts` are the handle's servers.
 void expire_session(zhandle_t* handle, const std::string& hosts) {
-  const clientid_t id = *zoo_client_id(handle);
-  const char* current = zoo_get_current_server(handle);
-  const std::string server = current != nullptr ? current : hosts;
-  const int timeout_ms = zoo_recv_timeout(handle);
-  zoo_set_servers(handle, "127.0.0.1:1");  // dropped at its next I/O wake-up (a ping: timeout/3)
-  for (int waited = 0; zoo_state(handle) == ZOO_CONNECTED_STATE && waited < 3000; waited += 5) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  struct Waiter {
-    std::mutex mutex;
-    std::condition_variable changed;
-    bool connected = false;
-  } waiter;
-  auto on_event = [](zhandle_t*, int type, int state, const char*, void* context) {
-    if (type != ZOO_SESSION_EVENT || state != ZOO_CONNECTED_STATE) return;
-    auto* w = static_cast<Waiter*>(context);
-    std::lock_guard lock(w->mutex);
-    w->connected = true;
-    w->changed.notify_all();
-  };
-  // The twin's own log (its connect and close chatter) says nothing a test needs.
-  auto quiet = [](const char*) {};
-  if (zhandle_t* twin =
-          zookeeper_init2(server.c_str(), on_event, timeout_ms, &id, &waiter, 0, quiet)) {
-    {
-      std::unique_lock lock(waiter.mutex);
-      waiter.changed.wait_for(lock, std::chrono::seconds(3), [&] { return waiter.connected; });
-    }
-    zookeeper_close(twin);
-  }
-  zoo_set_servers(handle, hosts.c_str());
+  using std::chrono::milliseconds;
+  avout::detail::end_session_from_outside(
+      handle, avout::SessionOptions{.hosts = hosts,
+                                    .session_timeout = milliseconds(zoo_recv_timeout(handle)),
+                                    .connect_timeout = milliseconds(3000)});
 }
 
 // One request's decision; `delay` only for Fault::delay.

@@ -268,7 +268,6 @@ class ZooKeeperSession {
   void expire_for_testing();
 
  private:
-  void expire_once();
   std::chrono::milliseconds reply_timeout() const;
   [[noreturn]] void throw_no_reply() const;
   void note_round_trip() const;
