@@ -298,6 +298,28 @@ TEST_CASE("an attempt's first head read goes out with the sync and the clock, be
   CHECK(seen == 2);
 }
 
+TEST_CASE("a written ref's barging tag is asked for with its head, not in a round trip of the commit's own") {
+  avout::testing::start_shared_servers();
+  avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
+  auto relayed = options();
+  relayed.hosts = relay.connect_string();
+  avout::Client writer(relayed);
+  avout::Client claimer(options());
+  const auto name = avout::testing::unique_name("/zk-writes-test", "tagged");
+  auto mine = writer.ref<long>(name, 1);
+  // Another client's claim and release change the tag: the writer's cached copy, if any, is
+  // dropped by its watch, whose event comes before the reply of this later request.
+  claimer.session().set(avout::inspect::tag_path(claimer, name), {});
+  (void)writer.session().exists("/");
+  relay.hold();
+  std::thread writing([&] { writer.dosync([&] { mine.alter([](long v) { return v + 1; }); }); });
+  // Old code: the tag was asked for at commit, once the head and the read point were in.
+  CHECK(relay.keeps(avout::inspect::tag_path(writer, name), scaled(2s)));
+  relay.release();
+  writing.join();
+  CHECK(mine.deref() == 2);
+}
+
 TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {
   avout::testing::start_shared_servers();
   const std::string root = avout::testing::unique_name("/zk-writes-test", "agent");

@@ -22,18 +22,18 @@ bool older_and_alive(StmContext& stm, const BargeState& barge,
 }
 }  // namespace
 
-std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs,
-                                const std::function<void()>& meanwhile) {
-  std::vector<NodeCache::Lookup> replies;
-  replies.reserve(refs.size());
-  for (const auto& ref : refs) replies.push_back(stm.runtime().nodes().begin(stm.runtime().layout().tag(ref->name())));
-  if (meanwhile) meanwhile();
+NodeCache::Lookup begin_tag(StmContext& stm, const RefCore& ref) {
+  return stm.runtime().nodes().begin(stm.runtime().layout().tag(ref.name()));
+}
+
+std::vector<BargeTag> finish_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs,
+                                  std::vector<NodeCache::Lookup>& lookups) {
   std::vector<BargeTag> tags;
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const std::string path = stm.runtime().layout().tag(refs[i]->name());
     NodeData node;
     try {
-      node = stm.runtime().nodes().finish(replies[i]);
+      node = stm.runtime().nodes().finish(lookups[i]);
     } catch (const NoNode&) {
       stm.runtime().session().create_recursive(path);  // a ref made before tags existed
       node = stm.runtime().session().get(path);
@@ -41,6 +41,13 @@ std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_p
     tags.push_back(BargeTag{decode_tag(node.data, path), node.stat.version});
   }
   return tags;
+}
+
+std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs) {
+  std::vector<NodeCache::Lookup> lookups;
+  lookups.reserve(refs.size());
+  for (const auto& ref : refs) lookups.push_back(begin_tag(stm, *ref));
+  return finish_tags(stm, refs, lookups);
 }
 
 bool claim_due(const BargingOptions& options, BargeState& barge) {

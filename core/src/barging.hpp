@@ -3,11 +3,11 @@
 // it changes, younger transactions give way to a live older claimant, and every claim ends
 // with its dosync. The claim, the yield decision and the release all live here.
 
+#include "node_cache.hpp"
 #include "stm.hpp"
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,10 +34,16 @@ struct BargeTag {
   std::int32_t version = 0;             ///< the tag node's version, checked by the multi
 };
 
-/// Reads the tags of `refs` pipelined through the node cache (a missing tag, of a ref made
-/// before tags existed, is created); `meanwhile` runs while the replies travel.
-std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs,
-                                const std::function<void()>& meanwhile = {});
+/// Starts looking up `ref`'s tag through the node cache (finished by finish_tags).
+NodeCache::Lookup begin_tag(StmContext& stm, const RefCore& ref);
+
+/// The tags of `refs` from their lookups begun by begin_tag, one per ref (a missing tag, of a
+/// ref made before tags existed, is created).
+std::vector<BargeTag> finish_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs,
+                                  std::vector<NodeCache::Lookup>& lookups);
+
+/// Reads the tags of `refs` pipelined through the node cache (begin_tag, then finish_tags).
+std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs);
 
 /// Counts a failed attempt of `barge`'s dosync; true when it should claim its refs now.
 bool claim_due(const BargingOptions& options, BargeState& barge);

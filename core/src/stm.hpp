@@ -2,6 +2,7 @@
 // The type-independent machinery of refs and transactions (docs/transactions.md): ref heads in
 // ZooKeeper, values at unique points in stores, one commit multi per transaction.
 
+#include "node_cache.hpp"
 #include "runtime.hpp"
 #include "value_watcher.hpp"
 
@@ -252,6 +253,9 @@ class Transaction {
     bool written = false;
     bool ensured = false;
     std::vector<std::function<Bytes(const Bytes&)>> commutes;
+    // The ref's barging tag, looked up in the head's round trip: a commit needs it (rule 10)
+    // and would otherwise read it in a round trip of its own.
+    std::optional<NodeCache::Lookup> tag;
   };
   // Waits for the read point (once): sets it, starts rule 12's reads again, dates the
   // transaction for barging. Throws what waiting threw, on this call and every later one.

@@ -97,9 +97,13 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // read point is awaited when first needed, so the body's first head read rides in the same
   // round trip as the sync and the clock.
   auto& session = runtime_.session();
-  std::vector<NodeCache::Lookup> heads;
+  std::vector<NodeCache::Lookup> heads, tags;
   heads.reserve(prefetch.size());
-  for (const auto& ref : prefetch) heads.push_back(runtime_.nodes().begin(ref->head_path()));
+  tags.reserve(prefetch.size());
+  for (const auto& ref : prefetch) {
+    heads.push_back(runtime_.nodes().begin(ref->head_path()));
+    tags.push_back(begin_tag(stm_, *ref));
+  }
   synced_ = session.sync_async(runtime_.layout().stm_clock());
   clock_ = session.exists_async(runtime_.layout().stm_clock());
   if (!prefetch.empty()) {
@@ -107,6 +111,7 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
     for (std::size_t i = 0; i < prefetch.size(); ++i) {
       Entry fresh;
       fresh.ref = prefetch[i];
+      fresh.tag = std::move(tags[i]);
       load_head(fresh, runtime_.nodes().finish(heads[i], read_point_));
       entries_.emplace(prefetch[i].get(), std::move(fresh));
     }
@@ -155,9 +160,11 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
   auto found = entries_.find(&ref);
   if (found != entries_.end()) return found->second;
   auto lookup = runtime_.nodes().begin(ref.head_path());  // sent before awaiting the read point
+  auto tag = begin_tag(stm_, ref);
   await_read_point();
   Entry fresh;
   fresh.ref = ref.shared_from_this();
+  fresh.tag = std::move(tag);
   load_head(fresh, runtime_.nodes().finish(lookup, read_point_));
   check_session();
   return entries_.emplace(&ref, std::move(fresh)).first->second;
@@ -301,6 +308,7 @@ struct Transaction::Commit {
   // Rule 10: every ref this commit changes respects an older transaction's claim, commuted
   // ones too (else a stream of commutes starves a claimant that writes the ref).
   std::vector<std::shared_ptr<RefCore>> claimable;
+  std::vector<NodeCache::Lookup> tag_lookups;  // of the claimable refs' tags, begun with their heads
   std::vector<BargeTag> tags;          // the claimable refs' tags, read while values are stored
   std::size_t multi_bytes = 0;         // the multi's serialized size so far (rule 11)
   std::vector<Staged> written;         // values of written refs, stored once per commit
@@ -425,8 +433,12 @@ bool Transaction::plan_commit(Commit& commit) {
   if (commit.fixed.empty() && commit.commuted.empty() && additions_.empty()) return false;
   check_session();
   runtime_.announce_session();  // gc must see our session alive while our points are pending
-  for (Entry* target : commit.fixed) commit.claimable.push_back(target->ref);
-  for (Entry* target : commit.commuted) commit.claimable.push_back(target->ref);
+  for (auto* targets : {&commit.fixed, &commit.commuted}) {
+    for (Entry* target : *targets) {
+      commit.claimable.push_back(target->ref);
+      commit.tag_lookups.push_back(target->tag ? std::move(*target->tag) : begin_tag(stm_, *target->ref));
+    }
+  }
 
   // Rule 11: everything but the values ZooKeeper would hold must fit, before anything is
   // written; those values then ride in the multi only while it still fits.
@@ -460,19 +472,18 @@ bool Transaction::plan_commit(Commit& commit) {
   return true;
 }
 
-// Values of written refs are final now: validated and stored under fresh points while the
-// barging tags are read; then gives way to an older claimant (RetryAttempt).
+// Values of written refs are final now: validated and stored under fresh points; then the
+// barging tags, looked up with the heads, give way to an older claimant (RetryAttempt).
 void Transaction::stage_written(Commit& commit) {
   try {
-    commit.tags = read_tags(stm_, commit.claimable, [&] {
-      for (Entry* target : commit.fixed) {
-        if (target->written) {
-          commit.written.push_back(
-              commit.stage(stm_, target, target->head, target->head_stat, *target->value));
-        }
+    for (Entry* target : commit.fixed) {
+      if (target->written) {
+        commit.written.push_back(
+            commit.stage(stm_, target, target->head, target->head_stat, *target->value));
       }
-      Commit::store(stm_, commit.written);
-    });
+    }
+    Commit::store(stm_, commit.written);
+    commit.tags = finish_tags(stm_, commit.claimable, commit.tag_lookups);
     yield_to_older(stm_, barge_, commit.claimable, commit.tags);
   } catch (...) {
     Commit::discard(commit.written);
