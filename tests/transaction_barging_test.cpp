@@ -1,5 +1,7 @@
-// Barging as ClientOptions::barging sets it: when a retrying transaction claims its refs, and
-// that a client with barging off never claims any.
+// Barging as ClientOptions::barging sets it: when a retrying transaction claims its refs,
+// that a client with barging off never claims any, and what a claimant's liveness costs.
+#include "runtime.hpp"
+
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
@@ -7,9 +9,11 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <thread>
 
 using namespace std::chrono_literals;
+using avout::testing::scaled;
 
 namespace {
 
@@ -56,4 +60,31 @@ TEST_CASE("a client with barging disabled never claims a ref, however often it r
   const auto claimed = claimed_per_attempt(
       client, avout::testing::unique_name("/barging-test", "disabled"), 3);
   CHECK(claimed == std::vector<bool>{false, false, false, false});
+}
+
+TEST_CASE("a live claimant's liveness costs one read, then none until its session ends") {
+  avout::testing::start_shared_servers();
+  const std::string hosts = avout::testing::shared_zookeeper().connect_string();
+  const avout::SessionOptions session_options{.hosts = hosts, .session_timeout = 6000ms};
+  const avout::ClientOptions options{.hosts = hosts,
+                                     .root = avout::testing::unique_name("/liveness-test", "root")};
+  avout::ZooKeeperSession asking_session(session_options);
+  avout::detail::Runtime asking(asking_session, options, nullptr);
+  auto claimant_session = std::make_unique<avout::ZooKeeperSession>(session_options);
+  auto claimant = std::make_unique<avout::detail::Runtime>(*claimant_session, options, nullptr);
+  const auto claimant_id = claimant_session->session_id();
+
+  CHECK(asking.alive(claimant_id));
+  const auto before = asking_session.statistics().requests;
+  for (int i = 0; i < 5; ++i) CHECK(asking.alive(claimant_id));
+  CHECK(asking_session.statistics().requests == before);  // old code: one exists per call
+
+  claimant.reset();
+  claimant_session.reset();  // closing the session removes its liveness node
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (asking.alive(claimant_id) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK_FALSE(asking.alive(claimant_id));
+  CHECK_FALSE(asking.alive(claimant_id + 1));  // never announced
 }

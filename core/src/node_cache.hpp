@@ -1,5 +1,5 @@
 #pragma once
-// Ref heads and barging tags cached per client and kept valid by one-shot watches
+// Ref heads, barging tags and claimants' liveness nodes cached per client and kept valid by one-shot watches
 // (docs/transactions.md rule 12), so a transaction reads the nodes it needs without a round
 // trip of their own.
 //

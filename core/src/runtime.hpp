@@ -40,7 +40,7 @@ class Runtime {
   const ClientOptions& options() const { return options_; }
   /// Every coordination path of the deployment.
   const Layout& layout() const { return layout_; }
-  /// Heads and tags this client has read, kept valid by watches (docs/transactions.md rule 12).
+  /// Heads, tags and liveness nodes this client has read, kept valid by watches (docs/transactions.md rule 12).
   NodeCache& nodes() { return *nodes_; }
   /// Landed commits' markers, per thread, until a later commit removes them (rule 16).
   PendingMarkers& markers() { return *markers_; }
@@ -54,7 +54,8 @@ class Runtime {
   Point new_point();
   /// Makes sure this session's liveness node exists (once per session).
   void announce_session();
-  /// True when `session` is this one or its liveness node exists.
+  /// True when `session` is this one or its liveness node exists (as of the node cache,
+  /// which a watch keeps current).
   bool alive(std::int64_t session);
 
   /// The value at `point` of `data`, from the cache or the store (values never change).
