@@ -5,11 +5,19 @@
 
 #include "support/faulty_store.hpp"
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <string>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -108,4 +116,49 @@ TEST_CASE("a faulty store loses the reply of a write it applied, fails early, or
     store.enable(false);
     CHECK_NOTHROW(cell->get());
   }
+}
+
+TEST_CASE("a held relay, released while its client goes on sending, delivers what it kept first") {
+  avout::testing::start_shared_servers();
+  avout::testing::TcpRelay relay(avout::testing::shared_redis().port());
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(client >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  const std::string relay_address = relay.connect_string();
+  address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(relay_address.substr(relay_address.rfind(':') + 1))));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const std::string key = avout::testing::unique_name("relay-order", "key");
+  auto send_line = [&](const std::string& line) {
+    const std::string bytes = line + "\r\n";
+    REQUIRE(::send(client, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+  };
+  char buffer[256];
+  send_line("PING");  // answered through the relay: it has taken the connection in
+  REQUIRE(::recv(client, buffer, sizeof buffer, 0) == 7);
+  relay.hold();
+  send_line("SET " + key + " first");
+  REQUIRE(relay.keeps("first", 2s));
+  std::this_thread::sleep_for(50ms);  // the relay waits on both ends again
+  relay.release();
+  send_line("SET " + key + " second");  // old code: relayed at once, before the kept SET
+  std::string replies;
+  auto read_until_lines = [&](std::size_t wanted) {
+    auto lines = [&] {
+      std::size_t count = 0;
+      for (auto at = replies.find("\r\n"); at != std::string::npos; at = replies.find("\r\n", at + 2)) ++count;
+      return count;
+    };
+    while (lines() < wanted) {
+      const ssize_t got = ::recv(client, buffer, sizeof buffer, 0);
+      REQUIRE(got > 0);
+      replies.append(buffer, static_cast<std::size_t>(got));
+    }
+  };
+  read_until_lines(2);  // both SETs answered
+  send_line("GET " + key);
+  read_until_lines(4);  // and the bulk string
+  ::close(client);
+  CHECK(replies == "+OK\r\n+OK\r\n$6\r\nsecond\r\n");
 }

@@ -143,13 +143,17 @@ void TcpRelay::relay(Connection& connection) {
   bool client_open = true;
   bool server_told_end = false;
   char buffer[65536];
+  // Sends what was kept while held; false when the server is gone.
+  auto send_kept = [&] {
+    if (kept.empty()) return true;
+    const bool sent = send_all(connection.server, kept.data(), kept.size());
+    kept.clear();
+    std::lock_guard lock(mutex_);
+    connection.kept.clear();
+    return sent;
+  };
   while (!stopping_) {
-    if (released_ && !kept.empty()) {
-      send_all(connection.server, kept.data(), kept.size());
-      kept.clear();
-      std::lock_guard lock(mutex_);
-      connection.kept.clear();
-    }
+    if (released_) send_kept();
     if (!client_open && kept.empty() && !server_told_end) {
       ::shutdown(connection.server, SHUT_WR);  // the server answers, then closes
       server_told_end = true;
@@ -169,8 +173,10 @@ void TcpRelay::relay(Connection& connection) {
         connection.kept_some = true;
         connection.kept.append(buffer, static_cast<std::size_t>(got));
         changed_.notify_all();
-      } else if (!send_all(connection.server, buffer, static_cast<std::size_t>(got))) {
-        break;
+      } else {
+        // Released since the loop's top: what was kept goes first, or the server would get
+        // later requests before earlier ones (the client then sees replies out of order).
+        if (!send_kept() || !send_all(connection.server, buffer, static_cast<std::size_t>(got))) break;
       }
     }
     if (ends[1].revents != 0) {
