@@ -25,8 +25,10 @@ ProcessReport send_and_await(Stores& stores, const std::string& name, const std:
   std::mutex mutex;
   std::unordered_map<long, std::chrono::steady_clock::time_point> sent;
   std::vector<double> latencies;
+  wait_for_all_processes();
   const auto before = stores.client.session().statistics();
   const auto start = std::chrono::steady_clock::now();
+  const double started_ms = steady_ms();
   auto send_one = [&](long i) {
     if (named) {
       const auto start = std::chrono::steady_clock::now();
@@ -64,6 +66,8 @@ ProcessReport send_and_await(Stores& stores, const std::string& name, const std:
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto after = stores.client.session().statistics();
   ProcessReport report;
+  report.started_ms = started_ms;
+  report.finished_ms = steady_ms();
   std::lock_guard lock(mutex);
   report.latencies_ms = latencies;
   report.zookeeper_requests = static_cast<double>(after.requests - before.requests);

@@ -3,17 +3,26 @@
 #include "sleep_tally.hpp"
 #include "support/processes.hpp"
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <numeric>
+#include <new>
 #include <stdexcept>
+#include <thread>
 
 namespace avout::bench {
 
 namespace {
+// The children's barrier (wait_for_all_processes): a counter in memory the forked children
+// share with their parent; null outside a child.
+std::atomic<int>* arrived = nullptr;
+int expected_processes = 0;
+
 double percentile(std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
   const auto index = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1));
@@ -53,12 +62,37 @@ Result summarize(const std::string& workload, std::vector<double> latencies_ms) 
   return result;
 }
 
+double steady_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void wait_for_all_processes() {
+  static bool waited = false;  // once per child: measure_client's wait covers measure_window's
+  if (arrived == nullptr || waited) return;
+  waited = true;
+  arrived->fetch_add(1);
+  // Bounded: a child that failed before arriving must not hang the others.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (arrived->load() < expected_processes && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+ProcessReport measure_window(int count, const std::function<void()>& operation) {
+  wait_for_all_processes();
+  ProcessReport report;
+  report.started_ms = steady_ms();
+  report.latencies_ms = time_each(count, operation);
+  report.finished_ms = steady_ms();
+  return report;
+}
+
 ProcessReport measure_client(Client& client, int count, const std::function<void()>& operation) {
+  wait_for_all_processes();  // before the counters: only the operations' requests count
   const auto before = client.session().statistics();
   const auto retries_before = client.transaction_counts().second;
   const auto slept_before = slept_ns();
-  ProcessReport report;
-  report.latencies_ms = time_each(count, operation);
+  ProcessReport report = measure_window(count, operation);
   const auto after = client.session().statistics();
   report.zookeeper_requests = static_cast<double>(after.requests - before.requests);
   report.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips);
@@ -81,6 +115,10 @@ Result run_processes(const std::string& workload, int processes,
                      const std::function<ProcessReport(int)>& body) {
   std::vector<int> pipes;
   std::vector<pid_t> children;
+  void* shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) throw std::runtime_error("mmap failed");
+  auto* barrier = new (shared) std::atomic<int>(0);
   const auto start = std::chrono::steady_clock::now();
   for (int index = 0; index < processes; ++index) {
     int fds[2];
@@ -88,12 +126,15 @@ Result run_processes(const std::string& workload, int processes,
     const pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
+      arrived = barrier;
+      expected_processes = processes;
       int code = 0;
       try {
         auto report = body(index);
-        // Four counters first, then the latencies.
+        // Four counters and the window first, then the latencies.
         std::vector<double> message{report.zookeeper_requests, report.zookeeper_round_trips,
-                                    report.retries, report.slept_ms};
+                                    report.retries, report.slept_ms, report.started_ms,
+                                    report.finished_ms};
         message.insert(message.end(), report.latencies_ms.begin(), report.latencies_ms.end());
         const auto bytes = message.size() * sizeof(double);
         if (write(fds[1], message.data(), bytes) != static_cast<ssize_t>(bytes)) code = 3;
@@ -108,20 +149,30 @@ Result run_processes(const std::string& workload, int processes,
     children.push_back(pid);
   }
   ProcessReport all;
+  double earliest_start = 0, latest_end = 0;
+  bool windowed = true;  // every child recorded its window
   for (int fd : pipes) {
     double sample;
     int position = 0;
+    double started = 0;
     while (read(fd, &sample, sizeof sample) == sizeof sample) {
       switch (position++) {
         case 0: all.zookeeper_requests += sample; break;
         case 1: all.zookeeper_round_trips += sample; break;
         case 2: all.retries += sample; break;
         case 3: all.slept_ms += sample; break;
+        case 4: started = sample; break;
+        case 5:
+          windowed = windowed && started > 0 && sample > 0;
+          earliest_start = earliest_start == 0 ? started : std::min(earliest_start, started);
+          latest_end = std::max(latest_end, sample);
+          break;
         default: all.latencies_ms.push_back(sample);
       }
     }
     close(fd);
   }
+  munmap(shared, sizeof(std::atomic<int>));
   for (pid_t pid : children) {
     int status = 0;
     waitpid(pid, &status, 0);
@@ -130,7 +181,9 @@ Result run_processes(const std::string& workload, int processes,
     }
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      windowed && latest_end > earliest_start
+          ? (latest_end - earliest_start) / 1000
+          : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Result result = summarize(workload, all);
   result.operations_per_second = static_cast<double>(all.latencies_ms.size()) / seconds;
   return result;

@@ -39,7 +39,21 @@ struct ProcessReport {
   double zookeeper_round_trips = 0;    ///< blocking waits during the operations
   double retries = 0;                  ///< transaction retries during the operations
   double slept_ms = 0;                 ///< time slept during the operations (sleep_tally)
+  /// When the operations began and ended, in ms of the steady clock every process of the
+  /// machine shares (0: not recorded): run_processes' throughput window.
+  double started_ms = 0;
+  double finished_ms = 0;             ///< see started_ms
 };
+
+/// The steady clock in ms, comparable between processes of one machine (CLOCK_MONOTONIC).
+double steady_ms();
+
+/// In a child of run_processes: returns once every child has called it, so that the timed
+/// operations of all start together, after each process's setup. At once elsewhere.
+void wait_for_all_processes();
+
+/// Waits for all processes, then runs `operation` `count` times; latencies and the window.
+ProcessReport measure_window(int count, const std::function<void()>& operation);
 
 /// Runs `operation` `count` times on `client` and reports latencies and counter deltas.
 ProcessReport measure_client(Client& client, int count, const std::function<void()>& operation);
@@ -48,7 +62,9 @@ ProcessReport measure_client(Client& client, int count, const std::function<void
 Result summarize(const std::string& workload, const ProcessReport& report);
 
 /// Runs `body(index)` in `processes` children at once; merges their reports (sent back
-/// through a pipe) and computes throughput over the wall time.
+/// through a pipe) and computes throughput over the window from the earliest start to the
+/// latest end the reports recorded (the wall time, forks and setup included, when one did
+/// not record it).
 Result run_processes(const std::string& workload, int processes,
                      const std::function<ProcessReport(int)>& body);
 

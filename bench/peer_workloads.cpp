@@ -202,10 +202,10 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   contended = run_processes("bank transfer, 8 processes: Redis WATCH/MULTI", 8, [&](int index) {
     RawRedis redis(servers.redis);
     std::mt19937 own(static_cast<unsigned>(index) + 200);
-    return ProcessReport{time_each(per_process, [&] {
+    return measure_window(per_process, [&] {
       auto [from, to] = pick(own);
       redis_transfer(redis, redis_prefix, from, to, 1);
-    })};
+    });
   });
   contended.floor_ms = floors.redis_get_set;
   contended.floor_name = "redis get+set";
@@ -213,10 +213,10 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   contended = run_processes("bank transfer, 8 processes: PostgreSQL SERIALIZABLE", 8, [&](int index) {
     pqxx::connection connection(servers.postgres);
     std::mt19937 own(static_cast<unsigned>(index) + 300);
-    return ProcessReport{time_each(per_process, [&] {
+    return measure_window(per_process, [&] {
       auto [from, to] = pick(own);
       postgres_transfer(connection, table, from, to, 1);
-    })};
+    });
   });
   contended.floor_ms = floors.postgres_get_set;
   contended.floor_name = "postgres get+set";

@@ -8,6 +8,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
@@ -63,27 +64,39 @@ public final class CuratorPeer {
   }
 
   // Every client on its own connection (as avout's processes have their own sessions), at once.
+  // Throughput is over the window from all clients connected to the last one done, as
+  // avout-bench measures its own.
   private static void contended(String workload, int clients, int perClient, PerClient body) throws Exception {
     List<Double> all = Collections.synchronizedList(new ArrayList<>());
     long[] retries = {0};
     List<Thread> threads = new ArrayList<>();
     List<Exception> failures = Collections.synchronizedList(new ArrayList<>());
-    long start = System.nanoTime();
+    CountDownLatch ready = new CountDownLatch(clients);
+    CountDownLatch gate = new CountDownLatch(1);
     for (int index = 0; index < clients; ++index) {
       final int own = index;
       Thread thread = new Thread(() -> {
+        boolean counted = false;
         try (CuratorFramework client = connect()) {
           Operation operation = body.make(client, own);
+          ready.countDown();
+          counted = true;
+          gate.await();
           long[] mine = {0};
           all.addAll(timeEach(perClient, operation, mine));
           synchronized (retries) { retries[0] += mine[0]; }
         } catch (Exception e) {
           failures.add(e);
+        } finally {
+          if (!counted) ready.countDown();  // a client that failed must not hold the others
         }
       });
       thread.start();
       threads.add(thread);
     }
+    ready.await();
+    long start = System.nanoTime();
+    gate.countDown();
     for (Thread thread : threads) thread.join();
     if (!failures.isEmpty()) throw failures.get(0);
     record(workload, new ArrayList<>(all), (System.nanoTime() - start) / 1e9, retries[0]);

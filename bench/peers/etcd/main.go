@@ -85,20 +85,24 @@ func timeEach(n int, operation func()) []float64 {
 }
 
 // contended runs body(client index, operation index) per client concurrently; each client has
-// its own connection, as avout's processes each have their own session.
+// its own connection, as avout's processes each have their own session. Throughput is over the
+// window from all clients connected to the last one done, as avout-bench measures its own.
 func contended(workload string, perClient int, body func(c *clientv3.Client, index int) func() int) {
 	var mutex sync.Mutex
 	var all []float64
 	retries := 0
-	var wait sync.WaitGroup
-	start := time.Now()
+	var wait, ready sync.WaitGroup
+	gate := make(chan struct{}) // closed once every client is connected: the timed window starts
 	for index := 0; index < *clients; index++ {
 		wait.Add(1)
+		ready.Add(1)
 		go func(index int) {
 			defer wait.Done()
 			client := connect()
 			defer client.Close()
 			operation := body(client, index)
+			ready.Done()
+			<-gate
 			own := 0
 			latencies := timeEach(perClient, func() { own += operation() })
 			mutex.Lock()
@@ -107,6 +111,9 @@ func contended(workload string, perClient int, body func(c *clientv3.Client, ind
 			mutex.Unlock()
 		}(index)
 	}
+	ready.Wait()
+	start := time.Now()
+	close(gate)
 	wait.Wait()
 	record(workload, all, time.Since(start), retries)
 }

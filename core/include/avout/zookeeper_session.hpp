@@ -263,8 +263,9 @@ class ZooKeeperSession {
   SessionStatistics statistics() const;
 
   /// Expires this session on purpose (tests and fault drills): opens a second handle on the
-  /// same session id and closes it, as ZooKeeper's own tests do. Returns once the expiry
-  /// was seen (the renewal may still be under way); throws Timeout when it could not be done.
+  /// same session id and closes it, as ZooKeeper's own tests do, until a further one finds
+  /// the session gone. Returns once the expiry was seen (the renewal may still be under way;
+  /// tens of milliseconds on loopback); throws Timeout when it could not be done.
   void expire_for_testing();
 
  private:
