@@ -67,9 +67,7 @@ double steady_ms() {
 }
 
 void wait_for_all_processes() {
-  static bool waited = false;  // once per child: measure_client's wait covers measure_window's
-  if (arrived == nullptr || waited) return;
-  waited = true;
+  if (arrived == nullptr) return;
   arrived->fetch_add(1);
   // Bounded: a child that failed before arriving must not hang the others.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
@@ -78,21 +76,28 @@ void wait_for_all_processes() {
   }
 }
 
-ProcessReport measure_window(int count, const std::function<void()>& operation) {
-  wait_for_all_processes();
+namespace {
+// Runs `operation` `count` times; latencies and the window they took.
+ProcessReport timed_window(int count, const std::function<void()>& operation) {
   ProcessReport report;
   report.started_ms = steady_ms();
   report.latencies_ms = time_each(count, operation);
   report.finished_ms = steady_ms();
   return report;
 }
+}  // namespace
+
+ProcessReport measure_window(int count, const std::function<void()>& operation) {
+  wait_for_all_processes();
+  return timed_window(count, operation);
+}
 
 ProcessReport measure_client(Client& client, int count, const std::function<void()>& operation) {
-  wait_for_all_processes();  // before the counters: only the operations' requests count
+  wait_for_all_processes();  // before the counters: the barrier's sleeps are not the operations'
   const auto before = client.session().statistics();
   const auto retries_before = client.transaction_counts().second;
   const auto slept_before = slept_ns();
-  ProcessReport report = measure_window(count, operation);
+  ProcessReport report = timed_window(count, operation);
   const auto after = client.session().statistics();
   report.zookeeper_requests = static_cast<double>(after.requests - before.requests);
   report.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips);

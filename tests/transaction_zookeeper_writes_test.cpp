@@ -274,12 +274,30 @@ TEST_CASE("a thread that moves on to other refs does not read again the heads it
   CHECK(y.deref() == 6);
 }
 
+// A client whose ZooKeeper connection goes through `relay`.
+avout::ClientOptions options_through(const avout::testing::TcpRelay& relay) {
+  auto relayed = options();
+  relayed.hosts = relay.connect_string();
+  return relayed;
+}
+
+// Runs `work` on another thread while `relay` holds what its client sends: whether `needle`
+// went out before any reply could come back. Then lets everything through and awaits `work`
+// (a future, not a thread: a failure of it fails the test instead of aborting it).
+bool sent_before_any_reply(avout::testing::TcpRelay& relay, const std::string& needle,
+                           const std::function<void()>& work) {
+  relay.hold();
+  auto running = std::async(std::launch::async, work);
+  const bool sent = relay.keeps(needle, scaled(2s));
+  relay.release();
+  CHECK_NOTHROW(running.get());
+  return sent;
+}
+
 TEST_CASE("an attempt's first head read goes out with the sync and the clock, before any reply") {
   avout::testing::start_shared_servers();
   avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
-  auto relayed = options();
-  relayed.hosts = relay.connect_string();
-  avout::Client reader(relayed);
+  avout::Client reader(options_through(relay));
   avout::Client writer(options());
   const auto name = avout::testing::unique_name("/zk-writes-test", "pipelined");
   auto theirs = writer.ref<long>(name, 1);
@@ -288,24 +306,18 @@ TEST_CASE("an attempt's first head read goes out with the sync and the clock, be
   // The reader's cached head, if any, is dropped by its watch, whose event comes before the
   // reply of this later request.
   (void)reader.session().exists("/");
-  relay.hold();
   long seen = 0;
-  // A future, not a thread: a failure of the transaction fails the test instead of aborting it.
-  auto reading = std::async(std::launch::async, [&] { seen = reader.dosync([&] { return mine.deref(); }); });
   // The head's read is on the wire while the clock's reply cannot have come back (old code:
   // the head was asked for only once the read point was in).
-  CHECK(relay.keeps(avout::inspect::ref_head_path(reader, name), scaled(2s)));
-  relay.release();
-  CHECK_NOTHROW(reading.get());
+  CHECK(sent_before_any_reply(relay, avout::inspect::ref_head_path(reader, name),
+                              [&] { seen = reader.dosync([&] { return mine.deref(); }); }));
   CHECK(seen == 2);
 }
 
 TEST_CASE("a written ref's barging tag is asked for with its head, not in a round trip of the commit's own") {
   avout::testing::start_shared_servers();
   avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
-  auto relayed = options();
-  relayed.hosts = relay.connect_string();
-  avout::Client writer(relayed);
+  avout::Client writer(options_through(relay));
   avout::Client claimer(options());
   const auto name = avout::testing::unique_name("/zk-writes-test", "tagged");
   auto mine = writer.ref<long>(name, 1);
@@ -313,14 +325,10 @@ TEST_CASE("a written ref's barging tag is asked for with its head, not in a roun
   // dropped by its watch, whose event comes before the reply of this later request.
   claimer.session().set(avout::inspect::tag_path(claimer, name), {});
   (void)writer.session().exists("/");
-  relay.hold();
-  auto writing = std::async(std::launch::async, [&] {
-    writer.dosync([&] { mine.alter([](long v) { return v + 1; }); });
-  });
   // Old code: the tag was asked for at commit, once the head and the read point were in.
-  CHECK(relay.keeps(avout::inspect::tag_path(writer, name), scaled(2s)));
-  relay.release();
-  CHECK_NOTHROW(writing.get());
+  CHECK(sent_before_any_reply(relay, avout::inspect::tag_path(writer, name), [&] {
+    writer.dosync([&] { mine.alter([](long v) { return v + 1; }); });
+  }));
   CHECK(mine.deref() == 2);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// Ref heads, barging tags and claimants' liveness nodes cached per client and kept valid by one-shot watches
-// (docs/transactions.md rule 12), so a transaction reads the nodes it needs without a round
-// trip of their own.
+// Ref heads, barging tags and claimants' liveness nodes cached per client and kept valid by
+// one-shot watches (docs/transactions.md rule 12), so a transaction reads the nodes it needs
+// without a round trip of their own.
 //
 // Why it is safe: a watch event reaches this client before the reply of any request sent
 // after the watched read, and the event callback runs on the ZooKeeper thread before that

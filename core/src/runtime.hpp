@@ -40,7 +40,8 @@ class Runtime {
   const ClientOptions& options() const { return options_; }
   /// Every coordination path of the deployment.
   const Layout& layout() const { return layout_; }
-  /// Heads, tags and liveness nodes this client has read, kept valid by watches (docs/transactions.md rule 12).
+  /// Heads, tags and liveness nodes this client has read, kept valid by watches
+  /// (docs/transactions.md rule 12).
   NodeCache& nodes() { return *nodes_; }
   /// Landed commits' markers, per thread, until a later commit removes them (rule 16).
   PendingMarkers& markers() { return *markers_; }

@@ -255,13 +255,20 @@ class Transaction {
     std::vector<std::function<Bytes(const Bytes&)>> commutes;
     // The ref's barging tag, looked up in the head's round trip: a commit needs it (rule 10)
     // and would otherwise read it in a round trip of its own.
-    std::optional<NodeCache::Lookup> tag;
+    NodeCache::Lookup tag;
+  };
+  // A ref's head and tag lookups, begun before the read point is awaited.
+  struct Lookups {
+    NodeCache::Lookup head;
+    NodeCache::Lookup tag;
   };
   // Waits for the read point (once): sets it, starts rule 12's reads again, dates the
   // transaction for barging. Throws what waiting threw, on this call and every later one.
   void await_read_point();
   Entry& entry(RefCore& ref);
-  void load_head(Entry& entry, NodeData node);
+  Lookups begin_lookups(const RefCore& ref);
+  // The entry of `ref` from its lookups, judged at the read point (awaited before).
+  Entry finish_entry(std::shared_ptr<RefCore> ref, Lookups& lookups);
   Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
   // A history miss: counted here and reported to every writer of the ref.
   void report_history_miss(RefCore& ref);

@@ -97,23 +97,15 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // read point is awaited when first needed, so the body's first head read rides in the same
   // round trip as the sync and the clock.
   auto& session = runtime_.session();
-  std::vector<NodeCache::Lookup> heads, tags;
-  heads.reserve(prefetch.size());
-  tags.reserve(prefetch.size());
-  for (const auto& ref : prefetch) {
-    heads.push_back(runtime_.nodes().begin(ref->head_path()));
-    tags.push_back(begin_tag(stm_, *ref));
-  }
+  std::vector<Lookups> pending;
+  pending.reserve(prefetch.size());
+  for (const auto& ref : prefetch) pending.push_back(begin_lookups(*ref));
   synced_ = session.sync_async(runtime_.layout().stm_clock());
   clock_ = session.exists_async(runtime_.layout().stm_clock());
   if (!prefetch.empty()) {
     await_read_point();
     for (std::size_t i = 0; i < prefetch.size(); ++i) {
-      Entry fresh;
-      fresh.ref = prefetch[i];
-      fresh.tag = std::move(tags[i]);
-      load_head(fresh, runtime_.nodes().finish(heads[i], read_point_));
-      entries_.emplace(prefetch[i].get(), std::move(fresh));
+      entries_.emplace(prefetch[i].get(), finish_entry(prefetch[i], pending[i]));
     }
     check_session();
   }
@@ -151,21 +143,26 @@ void Transaction::check_session() const {
   }
 }
 
-void Transaction::load_head(Entry& target, NodeData node) {
-  target.head_stat = node.stat;
-  target.head = decode_head(node.data, target.ref->head_path());
+Transaction::Lookups Transaction::begin_lookups(const RefCore& ref) {
+  return Lookups{runtime_.nodes().begin(ref.head_path()), begin_tag(stm_, ref)};
+}
+
+Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Lookups& lookups) {
+  Entry fresh;
+  fresh.ref = std::move(ref);
+  const NodeData node = runtime_.nodes().finish(lookups.head, read_point_);
+  fresh.head_stat = node.stat;
+  fresh.head = decode_head(node.data, fresh.ref->head_path());
+  fresh.tag = std::move(lookups.tag);
+  return fresh;
 }
 
 Transaction::Entry& Transaction::entry(RefCore& ref) {
   auto found = entries_.find(&ref);
   if (found != entries_.end()) return found->second;
-  auto lookup = runtime_.nodes().begin(ref.head_path());  // sent before awaiting the read point
-  auto tag = begin_tag(stm_, ref);
+  auto lookups = begin_lookups(ref);  // sent before awaiting the read point
   await_read_point();
-  Entry fresh;
-  fresh.ref = ref.shared_from_this();
-  fresh.tag = std::move(tag);
-  load_head(fresh, runtime_.nodes().finish(lookup, read_point_));
+  Entry fresh = finish_entry(ref.shared_from_this(), lookups);
   check_session();
   return entries_.emplace(&ref, std::move(fresh)).first->second;
 }
@@ -309,7 +306,7 @@ struct Transaction::Commit {
   // ones too (else a stream of commutes starves a claimant that writes the ref).
   std::vector<std::shared_ptr<RefCore>> claimable;
   std::vector<NodeCache::Lookup> tag_lookups;  // of the claimable refs' tags, begun with their heads
-  std::vector<BargeTag> tags;          // the claimable refs' tags, read while values are stored
+  std::vector<BargeTag> tags;          // the claimable refs' tags, finished once values are stored
   std::size_t multi_bytes = 0;         // the multi's serialized size so far (rule 11)
   std::vector<Staged> written;         // values of written refs, stored once per commit
   std::vector<Staged> recomputed;      // values of commuted refs, stored again each round
@@ -436,7 +433,7 @@ bool Transaction::plan_commit(Commit& commit) {
   for (auto* targets : {&commit.fixed, &commit.commuted}) {
     for (Entry* target : *targets) {
       commit.claimable.push_back(target->ref);
-      commit.tag_lookups.push_back(target->tag ? std::move(*target->tag) : begin_tag(stm_, *target->ref));
+      commit.tag_lookups.push_back(std::move(target->tag));
     }
   }
 

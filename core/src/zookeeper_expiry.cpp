@@ -8,11 +8,10 @@
 namespace avout::detail {
 namespace {
 
-enum class TwinOutcome { closed_it, found_it_gone, no_answer };
-
 // Resumes `session` on a twin handle and closes it, which ends the session on the server
-// unless the session's own handle took it back in between.
-TwinOutcome close_on_twin(const SessionOptions& options, const clientid_t& session) {
+// unless the session's own handle took it back in between. False when the twin found the
+// session gone (or got no answer).
+bool closed_on_twin(const SessionOptions& options, const clientid_t& session) {
   std::mutex mutex;
   std::condition_variable changed;
   int state = 0;
@@ -30,14 +29,12 @@ TwinOutcome close_on_twin(const SessionOptions& options, const clientid_t& sessi
       return state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE;
     });
   }  // a connected twin sends the session's close and awaits its reply
-  if (state == ZOO_CONNECTED_STATE) return TwinOutcome::closed_it;
-  if (state == ZOO_EXPIRED_SESSION_STATE) return TwinOutcome::found_it_gone;
-  return TwinOutcome::no_answer;
+  return state == ZOO_CONNECTED_STATE;
 }
 
 }  // namespace
 
-bool end_session_from_outside(zhandle_t* handle, const SessionOptions& options) {
+void end_session_from_outside(zhandle_t* handle, const SessionOptions& options) {
   const clientid_t session = *zoo_client_id(handle);
   SessionOptions twin_options = options;
   twin_options.logger = [](LogLevel, std::string_view) {};  // a twin's chatter helps no one
@@ -50,13 +47,8 @@ bool end_session_from_outside(zhandle_t* handle, const SessionOptions& options) 
   // The handle may reconnect (to the old host list) between a twin's connect and close: only
   // a twin that finds the session gone proves it ended.
   for (int twins = 0; twins < 8; ++twins) {
-    switch (close_on_twin(twin_options, session)) {
-      case TwinOutcome::found_it_gone: return true;
-      case TwinOutcome::no_answer: return false;
-      case TwinOutcome::closed_it: break;
-    }
+    if (!closed_on_twin(twin_options, session)) return;
   }
-  return false;
 }
 
 }  // namespace avout::detail

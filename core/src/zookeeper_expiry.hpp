@@ -12,7 +12,8 @@ namespace avout::detail {
 /// hosts are `handle`'s) resume it and close it until a twin finds it gone. `handle` is
 /// pointed at a closed port meanwhile, or it could win its session back between a twin's
 /// connect and close, and at `options.hosts` again on return. Each twin waits at most
-/// `options.connect_timeout`. Returns whether a twin saw the session end.
-bool end_session_from_outside(zhandle_t* handle, const SessionOptions& options);
+/// `options.connect_timeout`; gives up when one gets no answer (its caller sees the session
+/// still alive).
+void end_session_from_outside(zhandle_t* handle, const SessionOptions& options);
 
 }  // namespace avout::detail
