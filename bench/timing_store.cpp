@@ -43,6 +43,7 @@ class TimingData : public ReferenceData {
     inner->erase(point);
   }
   std::vector<Point> points() override { return inner->points(); }
+  void erase_values(std::span<const PointErasure> erasures) override;
   /// The wrapped version set (the inner store's batch calls take its own).
   std::unique_ptr<ReferenceData> inner;
 
@@ -51,6 +52,20 @@ class TimingData : public ReferenceData {
 };
 
 ReferenceData* unwrap(ReferenceData* data) { return static_cast<TimingData*>(data)->inner.get(); }
+
+// The wrapped version sets of `erasures`, for the inner store's batch calls.
+std::vector<PointErasure> unwrapped(std::span<const PointErasure> erasures) {
+  std::vector<PointErasure> inner;
+  for (const auto& e : erasures) inner.push_back({unwrap(e.data), e.point});
+  return inner;
+}
+
+void TimingData::erase_values(std::span<const PointErasure> erasures) {
+  const auto inner_erasures = unwrapped(erasures);
+  Stopwatch watch(tally_.erase_ns);
+  tally_.erases += erasures.size();
+  inner->erase_values(inner_erasures);
+}
 
 }  // namespace
 
@@ -70,8 +85,7 @@ void TimingStore::set_values(std::span<const PointValue> values) {
 }
 
 void TimingStore::erase_values(std::span<const PointErasure> erasures) {
-  std::vector<PointErasure> inner;
-  for (const auto& e : erasures) inner.push_back({unwrap(e.data), e.point});
+  const auto inner = unwrapped(erasures);
   Stopwatch watch(tally_.erase_ns);
   tally_.erases += erasures.size();
   inner_.erase_values(inner);

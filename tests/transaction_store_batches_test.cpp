@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -31,6 +32,7 @@ class CountingData final : public avout::ReferenceData {
   avout::Bytes get(const avout::Point& point) override { return inner_->get(point); }
   void erase(const avout::Point& point) override;
   std::vector<avout::Point> points() override { return inner_->points(); }
+  void erase_values(std::span<const avout::PointErasure> erasures) override;
   avout::ReferenceData& inner() { return *inner_; }
 
  private:
@@ -67,6 +69,7 @@ class CountingStore final : public avout::Store {
   std::atomic<int> batch_writes{0};   ///< set_values calls
   std::atomic<int> single_writes{0};  ///< ReferenceData::set calls
   std::atomic<int> erasures{0};       ///< values erased
+  std::atomic<int> erase_batches{0};  ///< ReferenceData::erase_values calls
   std::function<void()> before_batch_write;
   std::function<void()> before_erase;
 
@@ -83,6 +86,15 @@ void CountingData::erase(const avout::Point& point) {
   if (store_.before_erase) store_.before_erase();
   inner_->erase(point);
   ++store_.erasures;
+}
+
+void CountingData::erase_values(std::span<const avout::PointErasure> erasures) {
+  if (store_.before_erase) store_.before_erase();
+  std::vector<avout::PointErasure> inner;
+  for (const auto& e : erasures) inner.push_back({&static_cast<CountingData*>(e.data)->inner(), e.point});
+  inner_->erase_values(inner);
+  ++store_.erase_batches;
+  store_.erasures += static_cast<int>(erasures.size());
 }
 
 // Opens when told to, or gives up after `limit`; says which.
@@ -191,4 +203,36 @@ TEST_CASE("values a commit trimmed are erased after it returned, without the cal
   CHECK(counting.erasures == erased + 1);
   CHECK(ref.deref() == 2);
   CHECK(counting.reference_data(client.ref_value_key(name))->points().size() == 1);
+}
+
+TEST_CASE("the values a commit trimmed from one store are erased in one batch") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());  // min_history 0: each commit trims the version it replaced
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore first(redis);
+  CountingStore second(redis);
+  const std::string prefix = unique_name("trimmed-batch");
+  std::vector<avout::Ref<long>> refs;
+  for (int i = 0; i < 8; ++i) {
+    refs.push_back(client.ref<long>(prefix + "/r" + std::to_string(i), 0, i < 5 ? first : second));
+  }
+  auto erased_by = [](CountingStore& store, int count) {
+    const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+    while (store.erasures < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return store.erasures == count;
+  };
+  client.dosync([&] {
+    for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
+  });
+  REQUIRE(erased_by(first, 5));  // the initial values, trimmed by this first commit
+  REQUIRE(erased_by(second, 3));
+  CHECK(first.erase_batches == 1);
+  CHECK(second.erase_batches == 1);
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    CHECK(refs[i].deref() == 1);
+    auto& store = i < 5 ? first : second;
+    CHECK(store.reference_data(client.ref_value_key(prefix + "/r" + std::to_string(i)))->points().size() == 1);
+  }
 }

@@ -1,6 +1,7 @@
 #include "background_erasure.hpp"
 
 #include <exception>
+#include <map>
 
 namespace avout::detail {
 
@@ -28,6 +29,21 @@ void BackgroundErasure::wait_idle() {
   changed_.wait(lock, [&] { return jobs_.empty() && !busy_; });
 }
 
+void BackgroundErasure::erase(const Job& job) {
+  // One batch per store, through a version set the job's refs keep alive: the Store object
+  // that made them may already be gone (a store may be destroyed before the client). Its
+  // address only tells the job's stores apart, which were all alive when the job was posted.
+  std::map<const Store*, std::vector<PointErasure>> batches;
+  for (const auto& [ref, point] : job) batches[&ref->store()].push_back({&ref->data(), point});
+  for (const auto& [store, erasures] : batches) {
+    try {
+      erasures.front().data->erase_values(erasures);
+    } catch (const std::exception&) {
+      // Left for gc: an unreferenced point is garbage, never visible.
+    }
+  }
+}
+
 void BackgroundErasure::work() {
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -37,15 +53,7 @@ void BackgroundErasure::work() {
     jobs_.pop_front();
     busy_ = true;
     lock.unlock();
-    // Through the refs' own version sets, which they keep alive: the Store object that made
-    // them may already be gone (a store may be destroyed before the client).
-    for (auto& [ref, point] : job) {
-      try {
-        ref->data().erase(point);
-      } catch (const std::exception&) {
-        // Left for gc: an unreferenced point is garbage, never visible.
-      }
-    }
+    erase(job);
     job.clear();
     lock.lock();
     busy_ = false;

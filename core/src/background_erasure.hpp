@@ -15,7 +15,8 @@
 
 namespace avout::detail {
 
-/// One client's queue of trimmed values to erase, worked by one thread started on first use.
+/// One client's queue of trimmed values to erase, worked by one thread started on first use;
+/// each job's values go in one ReferenceData::erase_values call per store.
 class BackgroundErasure {
  public:
   /// Points of refs to erase; every ref's point is one job element.
@@ -35,6 +36,7 @@ class BackgroundErasure {
 
  private:
   void work();
+  static void erase(const Job& job);
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -163,11 +163,42 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
   store->erase_values({});
 }
 
+/// ReferenceData::erase_values: values of several refs of one store erased through one of
+/// their version sets once the Store object is gone (as the core's background erasure does),
+/// twice, and an empty batch.
+inline void run_version_set_batch_conformance(const StoreFactory& make_store) {
+  const std::string stem = conformance_name("version-set-batch");
+  std::vector<std::unique_ptr<ReferenceData>> refs;
+  std::vector<PointValue> values;
+  {
+    auto store = make_store();
+    for (int r = 0; r < 3; ++r) refs.push_back(store->reference_data(stem + "-" + std::to_string(r)));
+    for (int i = 0; i < 9; ++i) {
+      const std::string id = "point-" + std::to_string(i);
+      values.push_back(PointValue{refs[i % 3].get(), Point{id}, to_bytes("value " + id)});
+    }
+    values.push_back(PointValue{refs[1].get(), Point{"kept"}, to_bytes("kept")});
+    store->set_values(values);
+  }
+  values.pop_back();  // "kept" stays
+  std::vector<PointErasure> erasures;
+  for (const auto& v : values) erasures.push_back(PointErasure{v.data, v.point});
+  refs[2]->erase_values(erasures);
+  refs[2]->erase_values(erasures);  // gone points are no error
+  refs[0]->erase_values({});
+  for (const auto& v : values) CHECK_THROWS_AS(v.data->get(v.point), MissingPoint);
+  CHECK(refs[0]->points().empty());
+  CHECK(refs[1]->points() == std::vector<Point>{Point{"kept"}});
+  CHECK(refs[1]->get(Point{"kept"}) == to_bytes("kept"));
+  CHECK(refs[2]->points().empty());
+}
+
 /// Every kind of case.
 inline void run_store_conformance(const StoreFactory& make_store) {
   SUBCASE("atom state") { run_atom_state_conformance(make_store); }
   SUBCASE("reference data") { run_reference_data_conformance(make_store); }
   SUBCASE("batches") { run_batch_conformance(make_store); }
+  SUBCASE("batches through a version set") { run_version_set_batch_conformance(make_store); }
 }
 
 }  // namespace avout::testing

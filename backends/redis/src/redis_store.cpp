@@ -115,6 +115,8 @@ class RedisReferenceData final : public ReferenceData {
     impl_->pool.command({"EVAL", erase_point_script, "2", key, points_key_, point.id}, key);
   }
 
+  void erase_values(std::span<const PointErasure> erasures) override;
+
   /// The key of the value at `point`.
   std::string point_key(const Point& point) const {
     return impl_->options.key_prefix + "ref:" + name_ + ":" + point.id;
@@ -158,6 +160,30 @@ struct PointKeys {
   std::string id;
 };
 
+// Store::erase_values, for the store with state `impl` (which the version sets keep alive).
+void erase_batch(detail::StoreState& impl, std::span<const PointErasure> erasures) {
+  if (erasures.empty()) return;
+  std::vector<PointKeys> keys;
+  keys.reserve(erasures.size());
+  for (const auto& e : erasures) {
+    auto& data = own_data(e.data, impl);
+    keys.push_back(PointKeys{data.point_key(e.point), data.points_key(), e.point.id});
+  }
+  std::vector<std::vector<std::string_view>> commands;
+  commands.reserve(keys.size());
+  for (const auto& k : keys) {
+    commands.push_back({"EVAL", erase_point_script, "2", k.key, k.points_key, k.id});
+  }
+  const auto replies =
+      impl.pool.pipeline(commands, "erase " + std::to_string(keys.size()) + " ref values");
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i]->type == REDIS_REPLY_ERROR) {
+      throw StoreRefused(impl.pool.endpoint().description + ": EVAL " + keys[i].key + ": " +
+                         std::string(text_of(replies[i].get())));
+    }
+  }
+}
+
 }  // namespace
 
 void Store::set_values(std::span<const PointValue> values) {
@@ -190,28 +216,11 @@ void Store::set_values(std::span<const PointValue> values) {
   }
 }
 
-void Store::erase_values(std::span<const PointErasure> erasures) {
-  if (erasures.empty()) return;
-  std::vector<PointKeys> keys;
-  keys.reserve(erasures.size());
-  for (const auto& e : erasures) {
-    auto& data = own_data(e.data, *impl_);
-    keys.push_back(PointKeys{data.point_key(e.point), data.points_key(), e.point.id});
-  }
-  std::vector<std::vector<std::string_view>> commands;
-  commands.reserve(keys.size());
-  for (const auto& k : keys) {
-    commands.push_back({"EVAL", erase_point_script, "2", k.key, k.points_key, k.id});
-  }
-  const auto replies = impl_->pool.pipeline(commands, "erase " + std::to_string(keys.size()) +
-                                                          " ref values");
-  for (std::size_t i = 0; i < replies.size(); ++i) {
-    if (replies[i]->type == REDIS_REPLY_ERROR) {
-      throw StoreRefused(description() + ": EVAL " + keys[i].key + ": " +
-                         std::string(text_of(replies[i].get())));
-    }
-  }
+void RedisReferenceData::erase_values(std::span<const PointErasure> erasures) {
+  erase_batch(*impl_, erasures);
 }
+
+void Store::erase_values(std::span<const PointErasure> erasures) { erase_batch(*impl_, erasures); }
 
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 

@@ -58,6 +58,14 @@ struct Point {
   auto operator<=>(const Point&) const = default;
 };
 
+class ReferenceData;
+
+/// One stored value to remove: an element of Store::erase_values and ReferenceData::erase_values.
+struct PointErasure {
+  ReferenceData* data;  ///< the ref's version set, made by the store it is handed to
+  Point point;          ///< the point to remove
+};
+
 /// A ref's stored versions, one per point.
 class ReferenceData {
  public:
@@ -73,6 +81,14 @@ class ReferenceData {
   virtual void erase(const Point& point) = 0;
   /// Every point stored for this ref (for garbage collection).
   virtual std::vector<Point> points() = 0;
+  /// Removes every value of `erasures`, whose version sets were all made by the store that
+  /// made this one, as Store::erase_values would; unlike it, called when that Store object
+  /// may already be gone (the core erases trimmed values in the background). The default
+  /// erases them one after another; a store whose version sets share its connections
+  /// overrides it to erase them in one round trip.
+  virtual void erase_values(std::span<const PointErasure> erasures) {
+    for (const auto& e : erasures) e.data->erase(e.point);
+  }
 };
 
 /// One value to store at a fresh point of a ref: an element of Store::set_values.
@@ -80,12 +96,6 @@ struct PointValue {
   ReferenceData* data;  ///< the ref's version set, made by the store it is handed to
   Point point;          ///< the fresh point to create
   Bytes value;          ///< the bytes to store there
-};
-
-/// One stored value to remove: an element of Store::erase_values.
-struct PointErasure {
-  ReferenceData* data;  ///< the ref's version set, made by the store it is handed to
-  Point point;          ///< the point to remove
 };
 
 /// A place values live: makes the cells and version sets for names.
