@@ -1,6 +1,11 @@
 #include "workloads.hpp"
 
+#include "timing_store.hpp"
+
+#include <chrono>
+#include <cstdio>
 #include <random>
+#include <thread>
 
 namespace avout::bench {
 
@@ -17,6 +22,46 @@ std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int 
   }
   return refs;
 }
+// The store calls behind the read-write rows: per commit, the values written (before the
+// multi, on the committing thread) and the versions trimmed and erased afterwards (on the
+// client's background thread, which still takes the same two cores and the same server).
+void print_store_calls(Stores& stores, int commits) {
+  std::printf("\n== stm: store calls per read-write commit (the k refs in one store) ==\n");
+  std::printf("%-28s %10s %10s %12s %10s %10s\n", "refs", "write calls", "write ms", "erase calls",
+              "erased", "erase ms");
+  for (const std::string where : {"redis", "postgres"}) {
+    for (int k : {1, 8}) {
+      StoreTally tally;
+      TimingStore timed(stores.store(where), tally);
+      const std::string prefix = unique("store-calls-" + where);
+      std::vector<Ref<long>> refs;
+      for (int i = 0; i < k; ++i) refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 0, timed));
+      auto commit = [&] {
+        stores.client.dosync([&] {
+          for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
+        });
+      };
+      commit();  // warm, and its erasures done before counting
+      const auto settle = [&](std::uint64_t erased) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (tally.erases < erased && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      };
+      settle(static_cast<std::uint64_t>(k));
+      tally.writes = tally.write_calls = tally.write_ns = tally.erases = tally.erase_calls = tally.erase_ns = 0;
+      for (int i = 0; i < commits; ++i) commit();
+      settle(static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(commits));  // one trimmed per ref
+      const double n = commits;
+      std::printf("%-28s %10.2f %10.3f %12.2f %10.2f %10.3f\n",
+                  ("k=" + std::to_string(k) + ", " + where).c_str(),
+                  static_cast<double>(tally.write_calls) / n, static_cast<double>(tally.write_ns) / 1e6 / n,
+                  static_cast<double>(tally.erase_calls) / n, static_cast<double>(tally.erases) / n,
+                  static_cast<double>(tally.erase_ns) / 1e6 / n);
+    }
+  }
+}
+
 }  // namespace
 
 void run_stm_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
@@ -53,6 +98,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
     }
   }
   print_table("stm: uncontended transactions over k refs", rows);
+  print_store_calls(stores, n);
 
   const std::string bank = unique("stm-bank");
   { (void)make_refs(stores, bank, 20, mixed); }

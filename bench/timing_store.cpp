@@ -40,6 +40,7 @@ class TimingData : public ReferenceData {
   void erase(const Point& point) override {
     Stopwatch watch(tally_.erase_ns);
     ++tally_.erases;
+    ++tally_.erase_calls;
     inner->erase(point);
   }
   std::vector<Point> points() override { return inner->points(); }
@@ -64,6 +65,7 @@ void TimingData::erase_values(std::span<const PointErasure> erasures) {
   const auto inner_erasures = unwrapped(erasures);
   Stopwatch watch(tally_.erase_ns);
   tally_.erases += erasures.size();
+  ++tally_.erase_calls;
   inner->erase_values(inner_erasures);
 }
 
@@ -88,6 +90,7 @@ void TimingStore::erase_values(std::span<const PointErasure> erasures) {
   const auto inner = unwrapped(erasures);
   Stopwatch watch(tally_.erase_ns);
   tally_.erases += erasures.size();
+  ++tally_.erase_calls;
   inner_.erase_values(inner);
 }
 

@@ -22,6 +22,7 @@ struct StoreTally {
   std::atomic<std::uint64_t> reads{0};        ///< values fetched (get)
   std::atomic<std::uint64_t> read_ns{0};
   std::atomic<std::uint64_t> erases{0};       ///< values removed (erase or one of erase_values)
+  std::atomic<std::uint64_t> erase_calls{0};  ///< erase or erase_values calls (round trips)
   std::atomic<std::uint64_t> erase_ns{0};
 };
 
