@@ -49,7 +49,7 @@ Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefi
     accounts.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
                                                *timed[stores.index(bank.where, i)]));
   }
-  for (auto& t : tallies) t.writes = t.write_calls = t.write_ns = t.reads = t.read_ns = t.erases = t.erase_ns = 0;
+  for (auto& t : tallies) t.reset();
   std::mt19937 random(static_cast<unsigned>(index) + 1);
   const auto sessions_before = stores.client.session().statistics();
   const auto retries_before = stores.client.transaction_counts().second;

@@ -49,7 +49,7 @@ void print_store_calls(Stores& stores, int commits) {
         }
       };
       settle(static_cast<std::uint64_t>(k));
-      tally.writes = tally.write_calls = tally.write_ns = tally.erases = tally.erase_calls = tally.erase_ns = 0;
+      tally.reset();
       for (int i = 0; i < commits; ++i) commit();
       settle(static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(commits));  // one trimmed per ref
       const double n = commits;

@@ -24,6 +24,13 @@ struct StoreTally {
   std::atomic<std::uint64_t> erases{0};       ///< values removed (erase or one of erase_values)
   std::atomic<std::uint64_t> erase_calls{0};  ///< erase or erase_values calls (round trips)
   std::atomic<std::uint64_t> erase_ns{0};
+
+  /// Zero again, every counter (a workload counts from here on).
+  void reset() {
+    for (auto* counter : {&writes, &write_calls, &write_ns, &reads, &read_ns, &erases, &erase_calls, &erase_ns}) {
+      *counter = 0;
+    }
+  }
 };
 
 /// Forwards every call to `inner`, counting and timing them into `tally`.
