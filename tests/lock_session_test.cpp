@@ -129,8 +129,10 @@ TEST_CASE("a holder frozen past its session timeout is not held when it resumes"
     avout::Client client(options());
     auto lock = client.lock(name);
     lock.lock();
-    std::ofstream(held_file) << "held";
+    // Taken before the parent may stop this process, and then only at the start of each
+    // check: a stop anywhere, even inside is_held(), widens the gap between two starts.
     auto previous = std::chrono::steady_clock::now();
+    std::ofstream(held_file) << "held";
     const auto deadline = previous + scaled(60s);
     while (std::chrono::steady_clock::now() < deadline) {
       const auto started = std::chrono::steady_clock::now();
@@ -140,7 +142,7 @@ TEST_CASE("a holder frozen past its session timeout is not held when it resumes"
         if (held) throw std::runtime_error("is_held() was true right after a freeze that outlasted the session");
         return;
       }
-      previous = std::chrono::steady_clock::now();
+      previous = started;
       std::this_thread::sleep_for(10ms);
     }
     throw std::runtime_error("never frozen");
@@ -151,11 +153,15 @@ TEST_CASE("a holder frozen past its session timeout is not held when it resumes"
   }
   REQUIRE(std::filesystem::exists(held_file));
   holder.signal(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
   {
     avout::Client client(options());
     auto lock = client.lock(name);
     // Taking the lock proves the frozen holder's session ended.
     REQUIRE(lock.try_lock_for(scaled(30s)));
+    // The session may end as soon as 1.3 s into the stop (its last ping up to a third of the
+    // timeout before it): keep the stop well past the holder's 1.5 s threshold.
+    std::this_thread::sleep_until(stopped + 3s);
     holder.signal(SIGCONT);
     CHECK(holder.wait(scaled(30s)) == 0);
     lock.unlock();
