@@ -3,6 +3,7 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
+#include "background_erasure.hpp"  // white-box: how queued erasures are grouped
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
 
@@ -235,4 +236,60 @@ TEST_CASE("the values a commit trimmed from one store are erased in one batch") 
     auto& store = i < 5 ? first : second;
     CHECK(store.reference_data(client.ref_value_key(prefix + "/r" + std::to_string(i)))->points().size() == 1);
   }
+}
+
+TEST_CASE("values trimmed by commits that follow each other closely are erased in one batch") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());  // min_history 0: each commit trims the version it replaced
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore counting(redis);
+  const std::string name = unique_name("gathered");
+  auto ref = client.ref<long>(name, 0, counting);
+  // The first erasure waits at a gate while three more commits queue theirs behind it.
+  Gate erasing;
+  Gate released;
+  std::atomic<bool> held{false};
+  counting.before_erase = [&] {
+    if (held.exchange(true)) return;
+    erasing.open();
+    (void)released.wait(scaled(10s));
+  };
+  client.dosync([&] { ref.ref_set(1); });
+  REQUIRE(erasing.wait(scaled(10s)));
+  for (long value = 2; value <= 4; ++value) client.dosync([&] { ref.ref_set(value); });
+  released.open();
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (counting.erasures < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(counting.erasures == 4);
+  CHECK(counting.erase_batches == 2);  // the held one, then the three queued behind it
+  CHECK(ref.deref() == 4);
+  CHECK(counting.reference_data(client.ref_value_key(name))->points().size() == 1);
+}
+
+TEST_CASE("queued erasures join only where a version set proves them of one store") {
+  avout::testing::start_shared_servers();
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  const std::string prefix = unique_name("merge");
+  auto x = redis.reference_data(prefix + "/x");
+  auto y = redis.reference_data(prefix + "/y");
+  auto z = redis.reference_data(prefix + "/z");
+  const auto at = [](const char* id) { return avout::Point{id}; };
+  using avout::detail::ErasureBatch;
+  // Batches of one Store address that share no version set stay apart: the address alone
+  // may be a destroyed store's, reused.
+  auto apart = avout::detail::merge_sharing_version_sets(
+      {ErasureBatch{{x.get(), at("1")}}, ErasureBatch{{y.get(), at("2")}}});
+  CHECK(apart.size() == 2);
+  // A shared version set joins batches, and through them others (x links the first and
+  // third, y the second and third).
+  auto joined = avout::detail::merge_sharing_version_sets(
+      {ErasureBatch{{x.get(), at("1")}}, ErasureBatch{{y.get(), at("2")}},
+       ErasureBatch{{y.get(), at("3")}, {x.get(), at("4")}}, ErasureBatch{{z.get(), at("5")}}});
+  REQUIRE(joined.size() == 2);
+  CHECK(joined[0].size() == 4);
+  CHECK(joined[1].size() == 1);
+  CHECK(joined[1][0].data == z.get());
+  CHECK(avout::detail::merge_sharing_version_sets({}).empty());
 }
