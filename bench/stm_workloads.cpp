@@ -27,8 +27,8 @@ std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int 
 // client's background thread, which still takes the same two cores and the same server).
 void print_store_calls(Stores& stores, int commits) {
   std::printf("\n== stm: store calls per read-write commit (the k refs in one store) ==\n");
-  std::printf("%-28s %10s %10s %12s %10s %10s\n", "refs", "write calls", "write ms", "erase calls",
-              "erased", "erase ms");
+  std::printf("%-28s %10s %10s %10s %12s %10s %10s %10s\n", "refs", "commit ms", "write calls",
+              "write ms", "erase calls", "erased", "erase ms", "reads");
   for (const std::string where : {"redis", "postgres"}) {
     for (int k : {1, 8}) {
       StoreTally tally;
@@ -50,14 +50,16 @@ void print_store_calls(Stores& stores, int commits) {
       };
       settle(static_cast<std::uint64_t>(k));
       tally.reset();
+      const auto started = std::chrono::steady_clock::now();
       for (int i = 0; i < commits; ++i) commit();
+      const std::chrono::duration<double, std::milli> committing = std::chrono::steady_clock::now() - started;
       settle(static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(commits));  // one trimmed per ref
       const double n = commits;
-      std::printf("%-28s %10.2f %10.3f %12.2f %10.2f %10.3f\n",
-                  ("k=" + std::to_string(k) + ", " + where).c_str(),
+      std::printf("%-28s %10.3f %10.2f %10.3f %12.2f %10.2f %10.3f %10.2f\n",
+                  ("k=" + std::to_string(k) + ", " + where).c_str(), committing.count() / n,
                   static_cast<double>(tally.write_calls) / n, static_cast<double>(tally.write_ns) / 1e6 / n,
                   static_cast<double>(tally.erase_calls) / n, static_cast<double>(tally.erases) / n,
-                  static_cast<double>(tally.erase_ns) / 1e6 / n);
+                  static_cast<double>(tally.erase_ns) / 1e6 / n, static_cast<double>(tally.reads) / n);
     }
   }
 }
