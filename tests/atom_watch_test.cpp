@@ -3,14 +3,17 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
+#include "callback_executor.hpp"  // white-box: a watcher over a value read from elsewhere
 #include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "value_watcher.hpp"
 
 #include <doctest/doctest.h>
 
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -186,4 +189,52 @@ TEST_CASE("a change whose notice gets no reply on the writer's connection still 
   CHECK(written.reset(2) == 2);
   CHECK(seen.reaches(2, scaled(15s)));
   relay.release();
+}
+
+TEST_CASE("a watch whose arm is slow to reach ZooKeeper still hears of a change right after its "
+          "first read") {
+  // The value lives outside ZooKeeper (like a Redis-held atom's) and a notice node announces
+  // its changes. A first read made before the server has the watch could miss a change
+  // announced in between: nothing would fire, and the watch would stay on the older value.
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::testing::HoldingRelay relay(zookeeper.port());
+  avout::ZooKeeperSession watching(avout::SessionOptions{.hosts = relay.connect_string(),
+                                                         .session_timeout = 10000ms});
+  avout::ZooKeeperSession writer(avout::SessionOptions{.hosts = zookeeper.connect_string()});
+  const std::string notice = unique_name("notice");
+  writer.create_recursive(notice);
+  std::mutex mutex;
+  std::string stored = "0";
+  std::string last_read;  // what the watcher saw last: its first read's value or a change's
+  const auto read = [&] {
+    std::lock_guard lock(mutex);
+    last_read = stored;
+    return avout::to_bytes(stored);
+  };
+  const auto last = [&] {
+    std::lock_guard lock(mutex);
+    return last_read;
+  };
+  auto callbacks = std::make_shared<avout::detail::CallbackExecutor>();
+  auto watcher = std::make_shared<avout::detail::ValueWatcher>(watching, notice, "a test value",
+                                                               read, callbacks);
+  relay.hold();
+  auto adding = std::async(std::launch::async,
+                           [&] { watcher->add("k", [](const avout::Bytes&, const avout::Bytes&) {}); });
+  REQUIRE(relay.keeps(notice, scaled(5s)));  // the arm went out and waits in the relay
+  (void)adding.wait_for(1000ms);             // old code: the first read is done by now
+  {
+    std::lock_guard lock(mutex);
+    stored = "1";
+  }
+  writer.set(notice, {});  // announced before the arm reaches the server
+  relay.release();
+  adding.get();
+  const auto deadline = std::chrono::steady_clock::now() + scaled(5s);
+  while (last() != "1" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(last() == "1");
+  watcher->remove("k");
+  callbacks->stop();
 }

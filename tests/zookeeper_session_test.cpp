@@ -4,6 +4,7 @@
 #include <avout/zookeeper_session.hpp>
 
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
 
 #include <doctest/doctest.h>
 
@@ -183,6 +184,44 @@ TEST_CASE("a one-shot watch fires exactly once; a persistent watch sees every ch
   session.set(node, avout::to_bytes("after"));
   std::this_thread::sleep_for(300ms);
   CHECK(every.items().size() == 3);
+}
+
+TEST_CASE("a persistent watch calls back once re-armed: what the callback then reads is at "
+          "least as new as any change it will not hear of") {
+  // A callback that reads elsewhere (a value held in Redis, say) must not read before the
+  // re-arm reached the server: a change falling between that read and the arm would fire
+  // nothing, and the reader would stay on the older value.
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::testing::TcpRelay relay(zookeeper.port());
+  auto slow = options_for(relay.connect_string());
+  slow.session_timeout = 10000ms;  // its pings wait in the relay too
+  avout::ZooKeeperSession watcher(slow);
+  avout::ZooKeeperSession writer(options_for(zookeeper.connect_string()));
+  const std::string node = unique_path("rearmed");
+  writer.create_recursive(node);
+  writer.set(node, avout::to_bytes("0"));
+  Inbox<int> heard;
+  auto subscription = watcher.watch_persistently(node, [&](const avout::WatchEvent&) { heard.push(1); });
+  (void)watcher.exists(node);  // the first arm has reached the server
+  std::size_t read_for = 0;
+  avout::Bytes last;
+  // What the watching side knows: on each callback it reads the node afresh.
+  const auto read_on_news = [&](std::chrono::milliseconds wait) {
+    if (!heard.wait_for_count(read_for + 1, wait)) return false;
+    read_for = heard.items().size();
+    last = writer.get(node).data;
+    return true;
+  };
+  relay.hold();
+  writer.set(node, avout::to_bytes("1"));
+  REQUIRE(relay.keeps(node, scaled(5s)));  // the re-arm went out and waits in the relay
+  (void)read_on_news(1000ms);              // old code: called back already, reads "1"
+  writer.set(node, avout::to_bytes("2"));  // before the re-arm reaches the server
+  relay.release();
+  while (read_on_news(scaled(2s))) {
+  }
+  CHECK(read_for >= 1);
+  CHECK(last == avout::to_bytes("2"));
 }
 
 TEST_CASE("an expired session is reported and replaced by a new one that works") {

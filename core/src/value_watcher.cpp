@@ -28,8 +28,10 @@ void ValueWatcher::add(const std::string& key, BytesWatch watch) {
   if (!subscription_) {
     std::weak_ptr<ValueWatcher> weak = weak_from_this();
     auto callbacks = callbacks_;
-    // Armed before the first read: the arm goes out first on the session, so a change made
-    // after that read fires it (armed after, the change could fall between the two).
+    // Armed before the first read, and the arm answered: a change made after that read
+    // fires it. The value may live outside ZooKeeper, where a read does not queue behind the
+    // arm, so a round trip on the session (which does) comes first. Unanswered, the arm is
+    // retried and the watch looks again once it is in place.
     subscription_ = session_.watch_persistently(watch_path_, [weak, callbacks](const WatchEvent&) {
       // On ZooKeeper's event thread: only hand over; the read happens on the callback thread.
       callbacks->post([weak] {
@@ -37,6 +39,7 @@ void ValueWatcher::add(const std::string& key, BytesWatch watch) {
       });
     });
     try {
+      wait_for_arm();
       last_seen_ = read_();
     } catch (...) {
       subscription_.reset();
@@ -44,6 +47,14 @@ void ValueWatcher::add(const std::string& key, BytesWatch watch) {
     }
   }
   watches_[key] = std::move(watch);
+}
+
+void ValueWatcher::wait_for_arm() {
+  try {
+    (void)session_.exists(watch_path_);
+  } catch (const ConnectionLoss&) {
+  } catch (const SessionExpired&) {
+  }
 }
 
 void ValueWatcher::remove(const std::string& key) {

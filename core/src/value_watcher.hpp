@@ -28,6 +28,9 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
   void remove(const std::string& key);
 
  private:
+  // Returns once the session answered a request sent after the watch's arm (or could not:
+  // the arm is then retried, and the watch looks again once it is in place).
+  void wait_for_arm();
   // Reads the value and calls the watches if it changed; a failed read is retried.
   void on_change(int failed_reads);
   // Reads retried after a change (about 100 ms apart) before the change is given up.

@@ -44,7 +44,9 @@ int multi_refusal(zhandle_t* handle) {
   return state == ZOO_ASSOCIATING_STATE ? ZCONNECTIONLOSS : ZOK;
 }
 
-// A persistent watch: a one-shot exists-watch re-armed each time it fires.
+// A persistent watch: a one-shot exists-watch re-armed each time it fires. The user hears
+// of an event only once the re-arm is answered: whatever the callback then reads, in
+// ZooKeeper or in a store elsewhere, is at least as new as any change that fires nothing.
 struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
   std::string path;
   WatchCallback callback;
@@ -52,7 +54,8 @@ struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
   std::atomic<bool> active{true};
   std::recursive_mutex calling;  // held while the user callback runs; the owner waits on it
 
-  void arm(Handle* handle);
+  // Arms on `handle`; `then` (if any) is delivered once the server has the watch.
+  void arm(Handle* handle, std::optional<WatchEvent> then = std::nullopt);
   void deliver(const WatchEvent& event) {
     std::lock_guard lock(calling);
     if (!active) return;
@@ -64,34 +67,38 @@ struct PersistentArm {
   std::weak_ptr<PersistentWatch> watch;
   Handle* handle;
   detail::WatchRecord* record;
+  std::optional<WatchEvent> then;  // delivered once armed
 };
 
 void complete_persistent_arm(int rc, const Stat*, const void* data) {
   std::unique_ptr<PersistentArm> arm(static_cast<PersistentArm*>(const_cast<void*>(data)));
-  if (rc == ZOK || rc == ZNONODE) return;  // armed
-  arm->handle->drop_watch(arm->record);
   auto watch = arm->watch.lock();
+  if (rc == ZOK || rc == ZNONODE) {  // armed
+    if (watch && arm->then) watch->deliver(*arm->then);
+    return;
+  }
+  arm->handle->drop_watch(arm->record);
   if (!watch || !watch->active) return;
   if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
     // Not armed, and a change may have gone unseen: try again (the request waits in the
-    // client until it reconnects), then tell the user to look, so its look follows the arm.
-    watch->arm(arm->handle);
-    watch->deliver(WatchEvent{WatchEventType::changed, watch->path});
+    // client until it reconnects) and tell the user to look once that arm is answered.
+    watch->arm(arm->handle, arm->then.value_or(WatchEvent{WatchEventType::changed, watch->path}));
   }
-  // Session gone: the renewal re-arms on the next session.
+  // Session gone: the renewal re-arms on the next session, and tells the user to look.
 }
 
-void PersistentWatch::arm(Handle* handle) {
+void PersistentWatch::arm(Handle* handle, std::optional<WatchEvent> then) {
   std::weak_ptr<PersistentWatch> weak = weak_from_this();
   auto* record = handle->add_watch(path, [weak, handle](const WatchEvent& event) {
     auto self = weak.lock();
     if (!self || !self->active) return;
-    // Re-armed before the user hears of it: a read the user makes on hearing goes out after
-    // the new watch, so any change after that read fires again.
-    if (event.type != WatchEventType::session_lost) self->arm(handle);
-    self->deliver(event);
+    if (event.type == WatchEventType::session_lost) {
+      self->deliver(event);
+    } else {
+      self->arm(handle, event);
+    }
   });
-  auto* context = new PersistentArm{weak, handle, record};
+  auto* context = new PersistentArm{weak, handle, record, std::move(then)};
   const int rc = zoo_awexists(handle->get(), path.c_str(), &Handle::on_watch_event, record,
                               &complete_persistent_arm, context);
   if (rc != ZOK) complete_persistent_arm(rc, nullptr, context);
@@ -281,9 +288,8 @@ struct detail::SessionCore {
       }
     }
     for (auto& watch : live) {
-      watch->arm(&target);
       // A change made while no session was up fired no watch: tell the user to look again.
-      watch->deliver(WatchEvent{WatchEventType::changed, watch->path});
+      watch->arm(&target, WatchEvent{WatchEventType::changed, watch->path});
     }
   }
 };

@@ -257,6 +257,9 @@ class ZooKeeperSession {
   /// Watches a node for as long as the returned handle lives: the callback gets every
   /// created/changed/deleted event (changes in quick succession may coalesce into one) and
   /// `session_lost` when a session expires (then the watch is re-armed on the new session).
+  /// An event is passed on once the watch is armed again on the server, so whatever the
+  /// callback then reads (here or in a store elsewhere) is at least as new as any change
+  /// that will fire nothing.
   std::shared_ptr<void> watch_persistently(const std::string& path, WatchCallback callback);
 
   /// Requests sent so far.
