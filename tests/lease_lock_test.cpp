@@ -214,7 +214,9 @@ TEST_CASE("an expired lease is taken by another; the old lease's unlock and rene
     Contender old_holder(kind, name);
     Contender new_holder(kind, name);
     Contender bystander(kind, name);
-    const auto duration = scaled(300ms);
+    // Long enough that the old lease is surely still running at the first try_lock below,
+    // however slowly the machine answers (300 ms ran out there under a loaded ctest).
+    const auto duration = scaled(2s);
     const auto before = Clock::now();
     auto old_lease = old_holder->lock("k", {.duration = duration});
     CHECK_FALSE(new_holder->try_lock("k", 1s));
@@ -241,7 +243,7 @@ TEST_CASE("renew keeps a lease beyond its first duration, and it ends once renew
     const std::string name = unique_name("renew");
     Contender holder(kind, name);
     Contender other(kind, name);
-    const auto duration = scaled(600ms);
+    const auto duration = scaled(1s);  // renewed every quarter: a slow renewal has 750 ms
     auto lease = holder->lock("k", {.duration = duration});
     const auto first_expiry = lease.expires;
     const auto started = Clock::now();
