@@ -117,6 +117,15 @@ class Gate {
   bool open_ = false;
 };
 
+// Waits until `store` erased `count` values in all (10 s, scaled); true when exactly that many.
+bool erased_by(CountingStore& store, int count) {
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (store.erasures < count && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  return store.erasures == count;
+}
+
 avout::ClientOptions options() {
   return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
                               .session_timeout = 6000ms};
@@ -125,6 +134,23 @@ avout::ClientOptions options() {
 std::string unique_name(const std::string& stem) {
   return avout::testing::unique_name("/store-batches-test", stem);
 }
+
+// One client (min_history 0: each commit trims the version it replaced) and one ref of it in
+// a counting wrapper of the real Redis store; the servers must be started first.
+struct CountedRef {
+  explicit CountedRef(const std::string& stem)
+      : name(unique_name(stem)), ref(client.ref<long>(name, 0, counting)) {}
+  // How many versions the store holds for the ref.
+  std::size_t stored_versions() {
+    return counting.reference_data(client.ref_value_key(name))->points().size();
+  }
+
+  avout::Client client{options()};
+  avout::redis::Store redis{avout::testing::shared_redis().url()};
+  CountingStore counting{redis};
+  std::string name;
+  avout::Ref<long> ref;
+};
 
 }  // namespace
 
@@ -180,30 +206,18 @@ TEST_CASE("a commit writes to its stores at the same time") {
 
 TEST_CASE("values a commit trimmed are erased after it returned, without the caller waiting") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());  // min_history 0: each commit trims the version it replaced
-  avout::redis::Store redis(avout::testing::shared_redis().url());
-  CountingStore counting(redis);
-  const std::string name = unique_name("trimmed");
-  auto ref = client.ref<long>(name, 0, counting);
-  client.dosync([&] { ref.ref_set(1); });
-  const auto settle = std::chrono::steady_clock::now() + scaled(10s);
-  while (counting.erasures < 1 && std::chrono::steady_clock::now() < settle) {
-    std::this_thread::sleep_for(10ms);  // the initial value, trimmed by the first commit
-  }
-  REQUIRE(counting.erasures == 1);
+  CountedRef one("trimmed");
+  one.client.dosync([&] { one.ref.ref_set(1); });
+  REQUIRE(erased_by(one.counting, 1));  // the initial value, trimmed by the first commit
   Gate released;
-  counting.before_erase = [&] { (void)released.wait(scaled(5s)); };
-  const int erased = counting.erasures;
-  client.dosync([&] { ref.ref_set(2); });
-  CHECK(counting.erasures == erased);  // held back, and the commit returned all the same
+  one.counting.before_erase = [&] { (void)released.wait(scaled(5s)); };
+  const int erased = one.counting.erasures;
+  one.client.dosync([&] { one.ref.ref_set(2); });
+  CHECK(one.counting.erasures == erased);  // held back, and the commit returned all the same
   released.open();
-  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
-  while (counting.erasures == erased && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
-  CHECK(counting.erasures == erased + 1);
-  CHECK(ref.deref() == 2);
-  CHECK(counting.reference_data(client.ref_value_key(name))->points().size() == 1);
+  CHECK(erased_by(one.counting, erased + 1));
+  CHECK(one.ref.deref() == 2);
+  CHECK(one.stored_versions() == 1);
 }
 
 TEST_CASE("the values a commit trimmed from one store are erased in one batch") {
@@ -217,13 +231,6 @@ TEST_CASE("the values a commit trimmed from one store are erased in one batch") 
   for (int i = 0; i < 8; ++i) {
     refs.push_back(client.ref<long>(prefix + "/r" + std::to_string(i), 0, i < 5 ? first : second));
   }
-  auto erased_by = [](CountingStore& store, int count) {
-    const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
-    while (store.erasures < count && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(10ms);
-    }
-    return store.erasures == count;
-  };
   client.dosync([&] {
     for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
   });
@@ -240,32 +247,24 @@ TEST_CASE("the values a commit trimmed from one store are erased in one batch") 
 
 TEST_CASE("values trimmed by commits that follow each other closely are erased in one batch") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());  // min_history 0: each commit trims the version it replaced
-  avout::redis::Store redis(avout::testing::shared_redis().url());
-  CountingStore counting(redis);
-  const std::string name = unique_name("gathered");
-  auto ref = client.ref<long>(name, 0, counting);
+  CountedRef one("gathered");
   // The first erasure waits at a gate while three more commits queue theirs behind it.
   Gate erasing;
   Gate released;
   std::atomic<bool> held{false};
-  counting.before_erase = [&] {
+  one.counting.before_erase = [&] {
     if (held.exchange(true)) return;
     erasing.open();
     (void)released.wait(scaled(10s));
   };
-  client.dosync([&] { ref.ref_set(1); });
+  one.client.dosync([&] { one.ref.ref_set(1); });
   REQUIRE(erasing.wait(scaled(10s)));
-  for (long value = 2; value <= 4; ++value) client.dosync([&] { ref.ref_set(value); });
+  for (long value = 2; value <= 4; ++value) one.client.dosync([&] { one.ref.ref_set(value); });
   released.open();
-  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
-  while (counting.erasures < 4 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
-  CHECK(counting.erasures == 4);
-  CHECK(counting.erase_batches == 2);  // the held one, then the three queued behind it
-  CHECK(ref.deref() == 4);
-  CHECK(counting.reference_data(client.ref_value_key(name))->points().size() == 1);
+  CHECK(erased_by(one.counting, 4));
+  CHECK(one.counting.erase_batches == 2);  // the held one, then the three queued behind it
+  CHECK(one.ref.deref() == 4);
+  CHECK(one.stored_versions() == 1);
 }
 
 TEST_CASE("queued erasures join only where a version set proves them of one store") {
