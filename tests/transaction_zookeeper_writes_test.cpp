@@ -188,6 +188,40 @@ TEST_CASE("a thread's next read-write transaction over the refs it just wrote co
   }
 }
 
+TEST_CASE("an attempt whose written ref changed since it was read retries without sending the multi that would fail") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::Client other(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  for (const bool in_redis : {false, true}) {
+    CAPTURE(in_redis);
+    const auto name = avout::testing::unique_name("/zk-writes-test", "doomed");
+    auto mine = in_redis ? client.ref<long>(name, 0, redis) : client.ref<long>(name, 0);
+    auto theirs = in_redis ? other.ref<long>(name, 0, redis) : other.ref<long>(name, 0);
+    auto add = [](avout::Client& by, avout::Ref<long>& ref, long d) {
+      by.dosync([&] { ref.alter([](long v, long x) { return v + x; }, d); });
+    };
+    add(client, mine, 1);
+    add(other, theirs, 10);  // from now on `mine`'s head is read with a watch
+    int runs = 0;
+    const auto writes = zookeeper_writes(client, [&] {
+      client.dosync([&] {
+        ++runs;
+        mine.alter([](long v) { return v + 1; });
+        if (runs == 1) {
+          // Another thread: a dosync of another client may not run inside this one.
+          std::async(std::launch::async, [&] { add(other, theirs, 100); }).get();
+          // The change's notice reaches this session before the reply to a later request.
+          (void)client.session().exists(client.options().root);
+        }
+      });
+    });
+    CHECK(runs == 2);
+    CHECK(writes == 2);  // theirs and ours; a multi sent and failed would have been a third
+    CHECK(mine.deref() == 112);
+  }
+}
+
 TEST_CASE("a client that alone commits reads none of the heads it wrote again, however many refs it cycles through") {
   avout::testing::start_shared_servers();
   avout::Client client(options());

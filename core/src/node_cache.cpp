@@ -137,6 +137,7 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
       auto& slot = state_->slots[lookup.path];
       const bool unchanged = state_->ticket(slot) == lookup.ticket && slot.node;
       if (unchanged && (!lookup.unwatched_at || state_->current(*lookup.unwatched_at, read_point))) {
+        lookup.watched = !lookup.unwatched_at;
         return *lookup.known;
       }
       if (unchanged) state_->forget(slot);  // unwatched and not provably current: read it again
@@ -160,13 +161,22 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
           slot.unwatched_at.reset();
         }
         slot.pending = {};
+        lookup.watched = slot.armed;
         return node;
       }
     }
     // The node changed (or the session stirred) since the lookup began: look again.
     lookup = begin(lookup.path);
   }
+  lookup.watched = false;
   return session_.get(lookup.path);  // a fresh, unwatched read is always current enough
+}
+
+bool NodeCache::changed_since(const Lookup& lookup) const {
+  if (!lookup.watched) return false;
+  std::lock_guard lock(state_->mutex);
+  const auto found = state_->slots.find(lookup.path);
+  return found != state_->slots.end() && state_->ticket(found->second) != lookup.ticket;
 }
 
 void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid,

@@ -37,6 +37,7 @@ class NodeCache {
     std::shared_future<NodeData> reply;
     std::uint64_t ticket = 0;
     std::optional<std::int64_t> unwatched_at;  // `known` has no watch: kept at this zxid
+    bool watched = false;  // finished from a watched read: changed_since() can tell
   };
 
   explicit NodeCache(ZooKeeperSession& session);
@@ -50,6 +51,10 @@ class NodeCache {
   /// The node as of now or later; throws NoNode when absent. Without a read point, a node
   /// kept unwatched is read again.
   NodeData finish(Lookup& lookup, std::optional<std::int64_t> read_point = std::nullopt);
+  /// True when the node `lookup` finished with has been reported changed since (its watch
+  /// fired), so a version check against it is bound to fail. False when that cannot be told:
+  /// a node kept unwatched, or one the cache has dropped for room.
+  bool changed_since(const Lookup& lookup) const;
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
   /// Keeps `nodes` (path and node), which this client's commit at `zxid` wrote, without a

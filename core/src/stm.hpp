@@ -253,6 +253,8 @@ class Transaction {
     bool written = false;
     bool ensured = false;
     std::vector<std::function<Bytes(const Bytes&)>> commutes;
+    // Where the head was read from: tells whether it has changed since (NodeCache).
+    NodeCache::Lookup head_read;
     // The ref's barging tag, looked up in the head's round trip: a commit needs it (rule 10)
     // and would otherwise read it in a round trip of its own.
     NodeCache::Lookup tag;
@@ -277,6 +279,8 @@ class Transaction {
   // The stages of commit(), sharing one Commit (transaction.cpp).
   struct Commit;
   struct Multi;
+  // Retries now when a written or ensured head is known to have changed since it was read.
+  void give_up_if_doomed(const Commit& commit) const;
   bool plan_commit(Commit& commit);
   void stage_written(Commit& commit);
   bool stage_commuted(Commit& commit);

@@ -154,6 +154,7 @@ Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Looku
   fresh.head_stat = node.stat;
   fresh.head = decode_head(node.data, fresh.ref->head_path());
   fresh.tag = std::move(lookups.tag);
+  fresh.head_read = std::move(lookups.head);
   return fresh;
 }
 
@@ -410,7 +411,14 @@ struct Transaction::Multi {
 void Transaction::commit() {
   Commit commit;
   if (!plan_commit(commit)) return;
+  give_up_if_doomed(commit);
   stage_written(commit);
+  try {
+    give_up_if_doomed(commit);  // storing values and yielding to older claimants take time
+  } catch (const RetryAttempt&) {
+    Commit::discard(commit.written);
+    throw;
+  }
   marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
   for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
     if (!stage_commuted(commit)) continue;
@@ -467,6 +475,17 @@ bool Transaction::plan_commit(Commit& commit) {
   // its size like everything in it; the values ZooKeeper holds get what room is left.
   commit.carried = runtime_.markers().carry(bytes);
   return true;
+}
+
+// A head written or ensured at the version read is checked by the multi; once its watch has
+// reported a change that check must fail, and the failed multi would still cost the server a
+// logged transaction. The attempt retries without sending it.
+void Transaction::give_up_if_doomed(const Commit& commit) const {
+  for (const Entry* target : commit.fixed) {
+    if (runtime_.nodes().changed_since(target->head_read)) {
+      throw RetryAttempt{"ref " + target->ref->name() + " changed since it was read"};
+    }
+  }
 }
 
 // Values of written refs are final now: validated and stored under fresh points; then the
