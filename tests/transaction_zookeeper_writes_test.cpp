@@ -366,24 +366,30 @@ TEST_CASE("a written ref's barging tag is asked for with its head, not in a roun
   CHECK(mine.deref() == 2);
 }
 
-TEST_CASE("an agent's action costs ZooKeeper its send and one commit write") {
+TEST_CASE("an agent's action costs ZooKeeper its send and one commit write, its value in ZooKeeper or elsewhere") {
   avout::testing::start_shared_servers();
-  const std::string root = avout::testing::unique_name("/zk-writes-test", "agent");
-  {
-    avout::Client client(options(root));
-    avout::redis::Store redis(avout::testing::shared_redis().url());  // its value writes are not ZooKeeper's
-    auto agent = client.agent<long>("/counted", 0, redis);
-    for (int i = 0; i < 2; ++i) {  // a marker for the worker thread to carry
-      agent.send([](long v) { return v + 1; });
-      agent.await(scaled(30s));
+  for (const bool in_redis : {true, false}) {
+    CAPTURE(in_redis);
+    const std::string root = avout::testing::unique_name("/zk-writes-test", "agent");
+    {
+      avout::Client client(options(root));
+      avout::redis::Store redis(avout::testing::shared_redis().url());
+      auto agent = in_redis ? client.agent<long>("/counted", 0, redis) : client.agent<long>("/counted", 0);
+      for (int i = 0; i < 2; ++i) {  // a marker for the worker thread to carry
+        agent.send([](long v) { return v + 1; });
+        agent.await(scaled(30s));
+      }
+      // A value ZooKeeper holds is created, and the one it replaces removed, by that write.
+      CHECK(zookeeper_writes(client, [&] {
+              agent.send([](long v) { return v + 1; });
+              agent.await(scaled(30s));
+            }) == 2);
+      CHECK(agent.deref() == 3);
+      avout::Store& store = in_redis ? static_cast<avout::Store&>(redis) : client.default_store();
+      CHECK(store.reference_data(client.agent_value_key("/counted"))->points().size() == 1);
     }
-    CHECK(zookeeper_writes(client, [&] {
-            agent.send([](long v) { return v + 1; });
-            agent.await(scaled(30s));
-          }) == 2);
-    CHECK(agent.deref() == 3);
+    CHECK(markers_after_close(root).empty());
   }
-  CHECK(markers_after_close(root).empty());
 }
 
 TEST_CASE("an agent's carried markers removed meanwhile neither fail its next batches nor run their actions again") {

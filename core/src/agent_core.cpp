@@ -8,6 +8,7 @@
 #include "runtime.hpp"
 #include "stm.hpp"
 #include "wire.hpp"
+#include "zookeeper_held_values.hpp"
 
 #include <avout/errors.hpp>
 
@@ -580,16 +581,20 @@ std::optional<AgentAction> AgentCore::runnable(const std::string& node, bool blo
   };
 }
 
+std::size_t AgentCore::fixed_multi_bytes() const {
+  // The marker and the head (its error message included) fit in the first few KB; the
+  // carried markers (rule 16) take their most, one point id each.
+  const std::size_t chroot = session_.options().chroot.size();
+  return serialized_size(op::SetData{head_path_, Bytes(4096), 0}, chroot) +
+         serialized_size(op::Create{runtime_.layout().markers(), {}}, chroot) + 64 +
+         PendingMarkers::per_thread *
+             serialized_size(op::Remove{runtime_.layout().marker(std::string(64, '0')), 0}, chroot);
+}
+
 std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
   const std::string own = last_segment(front.node);
   const std::size_t chroot = session_.options().chroot.size();
-  // The marker and the head (its error message included) fit in the first few KB; the
-  // carried markers (rule 16) take their most, one point id each.
-  const std::size_t fixed =
-      serialized_size(op::SetData{head_path_, Bytes(4096), 0}, chroot) +
-      serialized_size(op::Create{runtime_.layout().markers(), {}}, chroot) + 64 +
-      PendingMarkers::per_thread *
-          serialized_size(op::Remove{runtime_.layout().marker(std::string(64, '0')), 0}, chroot);
+  const std::size_t fixed = fixed_multi_bytes();
   std::vector<std::string> queue;
   {
     // Sequence numbers only grow, so nothing can get in front of a node later: when every
@@ -744,7 +749,7 @@ AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) 
       complete(*front.in_doubt);
       return Step::finished;
     }
-    if (front.in_doubt->written) erase_quietly(*front.in_doubt->written);
+    if (front.in_doubt->written && !front.in_doubt->in_multi) erase_quietly(*front.in_doubt->written);
     front.in_doubt.reset();
   }
   auto batch = plan(front);
@@ -765,7 +770,7 @@ void AgentCore::complete(InDoubt& landed) {
     std::lock_guard lock(mutex_);
     for (const auto& node : landed.nodes) std::erase(known_queue_, last_segment(node));
   }
-  if (landed.written) erase_quietly(landed.previous);
+  if (landed.written && !landed.in_multi) erase_quietly(landed.previous);
   runtime_.nodes().refresh(head_path_);
   for (auto& go : landed.later_sends) {
     try {
@@ -782,8 +787,9 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
   auto head_node = runtime_.nodes().finish(lookup);
   auto head = decode_agent_head(head_node.data, head_path_);
-  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, {}, {}};
+  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, false, {}, {}};
   std::vector<Operation> operations;
+  std::vector<Operation> value_operations;  // a ZooKeeper-held value's, for the multi
   operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
   if (head.error) {
     // A failed agent drops the actions still queued; only restart brings it back.
@@ -828,7 +834,9 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
     if (changed) {
       runtime_.announce_session();
       commit.written = runtime_.new_point();
-      data_->set(value, *commit.written);
+      value_operations = held_value_operations(value, *commit.written, head.point, batch);
+      commit.in_multi = !value_operations.empty();
+      if (!commit.in_multi) data_->set(value, *commit.written);
       runtime_.remember(*commit.written, value);
       next_head.point = *commit.written;
     }
@@ -839,11 +847,15 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
     operations.push_back(op::Remove{each.node, 0});
     commit.nodes.push_back(each.node);
   }
+  // The new value's create, then the replaced value's removal: clean-up, which a removal
+  // that finds its node gone already must not fail.
+  const std::size_t cleanup = value_operations.empty() ? 0 : 1;
+  for (auto& operation : value_operations) operations.push_back(std::move(operation));
 
   MultiResult result;
   // Markers it carries stay waiting while its outcome is in doubt: one a later commit finds
   // gone is dropped then.
-  const auto landed = runtime_.markers().commit(operations, commit.marker, &result);
+  const auto landed = runtime_.markers().commit(operations, commit.marker, &result, cleanup);
   if (!landed) {
     front.in_doubt = std::move(commit);  // resolved before anything else is tried
     return Step::retry_later;
@@ -853,12 +865,26 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
     complete(commit);
     return Step::finished;
   }
-  if (commit.written) erase_quietly(*commit.written);
+  if (commit.written && !commit.in_multi) erase_quietly(*commit.written);
   // Another process ran some of these sends, a send vanished, or the head moved (a restart):
   // the queue is read again and the batch planned anew.
   std::lock_guard lock(mutex_);
   known_queue_.clear();
   return Step::again;
+}
+
+std::vector<Operation> AgentCore::held_value_operations(const Bytes& value, const Point& point,
+                                                      const Point& previous,
+                                                      const std::vector<Runnable>& batch) const {
+  auto create = commit_operation(*data_, value, point);
+  if (!create) return {};
+  const std::size_t chroot = session_.options().chroot.size();
+  auto remove = op::Remove{commit_operation(*data_, {}, previous)->path, 0};
+  std::size_t bytes = fixed_multi_bytes() + serialized_size(*create, chroot) +
+                      serialized_size(remove, chroot);
+  for (const Runnable& each : batch) bytes += serialized_size(op::Remove{each.node, 0}, chroot);
+  if (bytes > multi_limit) return {};  // rule 11: the value goes to the store before the multi
+  return {std::move(*create), std::move(remove)};
 }
 
 bool AgentCore::await_for(std::chrono::milliseconds timeout) {

@@ -105,6 +105,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     std::string marker;
     Point previous;                                  // the value the batch replaced
     std::optional<Point> written;                    // set when some action succeeded
+    bool in_multi = false;  // `written` created and `previous` removed by the multi itself
     std::vector<std::function<void()>> later_sends;  // their own sends, out once it landed
     std::vector<std::string> nodes;                  // the send nodes it deletes, oldest first
   };
@@ -155,6 +156,14 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void drive(bool pool);
   Step step(Pending& front, std::vector<std::string>& done);
   std::vector<Runnable> plan(Pending& front);
+  // What a batch's multi holds besides its send nodes' removals (rule 11).
+  std::size_t fixed_multi_bytes() const;
+  // For a value ZooKeeper holds: its create at `point` and the removal of `previous`, to
+  // ride in the batch's multi (one write per batch); empty for other stores, or when they
+  // would not fit.
+  std::vector<Operation> held_value_operations(const Bytes& value, const Point& point,
+                                               const Point& previous,
+                                               const std::vector<Runnable>& batch) const;
   bool watch_until_gone(const std::string& node);
   std::vector<std::string> list_queue();
   void learn_named_sends(const std::vector<std::string>& queue);

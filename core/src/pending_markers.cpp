@@ -101,11 +101,12 @@ void PendingMarkers::carried_gone(const std::vector<std::string>& carried, const
 }
 
 std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
-                                           const std::string& marker, MultiResult* result) {
+                                           const std::string& marker, MultiResult* result,
+                                           std::size_t cleanup) {
   const std::size_t chroot = session_.options().chroot.size();
   std::size_t bytes = 0;
   for (const auto& operation : operations) bytes += serialized_size(operation, chroot);
-  const std::size_t first_cleanup = operations.size();
+  const std::size_t first_cleanup = operations.size() - std::min(cleanup, operations.size());
   const std::vector<std::string> carried = carry(bytes);
   for (const auto& path : carried) operations.push_back(op::Remove{path, 0});
   MultiResult reply;

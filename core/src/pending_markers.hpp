@@ -50,8 +50,10 @@ class PendingMarkers {
   /// Sends a commit multi whose op 0 creates `marker` (commit_with_marker) with the calling
   /// thread's waiting markers riding last; once it landed they are gone and `marker` waits
   /// in their place. One found gone already is dropped and the multi sent again (no conflict).
+  /// The last `cleanup` of `operations` are removals that, like the markers, may find
+  /// their node gone: such a one is dropped too.
   std::optional<bool> commit(std::vector<Operation> operations, const std::string& marker,
-                             MultiResult* result = nullptr);
+                             MultiResult* result = nullptr, std::size_t cleanup = 0);
   /// Removes every waiting marker, one multi per batch, when the client closes. Best
   /// effort and never throws: what it cannot remove, gc removes after its grace period.
   void remove_all() noexcept;
