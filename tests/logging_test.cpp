@@ -4,6 +4,7 @@
 // no server listens) to a few lines.
 #include <avout/avout.hpp>
 #include <avout/logger.hpp>
+#include <avout/redis.hpp>
 
 #include "support/faulty_store.hpp"
 #include "support/processes.hpp"
@@ -203,7 +204,9 @@ TEST_CASE("an agent action held up by its store is reported as a warning through
   CapturedLog log;
   avout::Client client(avout::ClientOptions{.hosts = zookeeper.connect_string(),
                                             .logger = log.logger()});
-  avout::testing::FaultyStore store(client.default_store(), 1, {.fail_early = 1.0});
+  // Values outside ZooKeeper: a ZooKeeper-held value is created by the batch's multi itself.
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  avout::testing::FaultyStore store(redis, 1, {.fail_early = 1.0});
   store.enable(false);
   auto agent = client.agent<long>(unique_name("delayed-agent"), 0, store);
   store.enable(true);
