@@ -59,11 +59,7 @@ Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefi
   for (int t = 0; t < transfers; ++t) {
     const auto from = random() % static_cast<unsigned>(bank.accounts);
     const auto to = (from + 1 + random() % static_cast<unsigned>(bank.accounts - 1)) % static_cast<unsigned>(bank.accounts);
-    stores.client.dosync([&] {
-      ++tally.attempts;
-      accounts[from].alter([](long v) { return v - 1; });
-      accounts[to].alter([](long v) { return v + 1; });
-    });
+    transfer(stores.client, accounts[from], accounts[to], [&] { ++tally.attempts; });
   }
   tally.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   tally.transfers = transfers;

@@ -156,10 +156,7 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
     auto refs = avout_accounts(stores);
     Result row = summarize("bank transfer, 1 process: avout (Redis refs)", measure_client(stores.client, n, [&] {
       auto [from, to] = pick(random);
-      stores.client.dosync([&] {
-        refs[from].alter([](long v) { return v - 1; });
-        refs[to].alter([](long v) { return v + 1; });
-      });
+      transfer(stores.client, refs[from], refs[to]);
     }));
     row.floor_ms = floors.zookeeper_multi;
     row.floor_name = "zookeeper multi";
@@ -190,10 +187,7 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
     std::mt19937 own(static_cast<unsigned>(index) + 100);
     return measure_client(stores.client, per_process, [&] {
       auto [from, to] = pick(own);
-      stores.client.dosync([&] {
-        refs[from].alter([](long v) { return v - 1; });
-        refs[to].alter([](long v) { return v + 1; });
-      });
+      transfer(stores.client, refs[from], refs[to]);
     });
   });
   contended.floor_ms = floors.zookeeper_multi;

@@ -4,8 +4,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <random>
+#include <stdexcept>
 #include <thread>
+#include <tuple>
 
 namespace avout::bench {
 
@@ -64,6 +67,49 @@ void print_store_calls(Stores& stores, int commits) {
   }
 }
 
+// Reads of refs another client has just changed: their cached heads are gone, so deref()
+// one after another waits for each head in turn, where deref_all asks for all of them with
+// the read point. The other client's commit before each read is not timed.
+void print_fresh_reads(const Servers& servers, Stores& stores, const Floors& floors, int n) {
+  constexpr int k = 8;
+  Stores writer(servers);
+  const std::string prefix = unique("stm-fresh");
+  auto mine = make_refs(stores, prefix, k, "redis");
+  auto theirs = make_refs(writer, prefix, k, "redis");
+  std::vector<Result> rows;
+  auto time_reads = [&](const std::string& how, const std::function<long()>& read) {
+    std::vector<double> latencies;
+    long total = 0;
+    for (int i = 0; i < n; ++i) {
+      writer.client.dosync([&] {
+        for (auto& ref : theirs) ref.alter([](long v) { return v + 1; });
+      });
+      const auto start = std::chrono::steady_clock::now();
+      total += read();
+      latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (total <= 0) throw std::logic_error("bench: fresh reads summed to " + std::to_string(total));
+    Result row = summarize("read-only txn, k=8, just changed elsewhere: " + how + ", redis", latencies);
+    row.floor_ms = floors.zookeeper_get;
+    row.floor_name = "zookeeper get";
+    rows.push_back(row);
+  };
+  time_reads("deref one by one", [&] {
+    return stores.client.dosync([&] {
+      long sum = 0;
+      for (auto& ref : mine) sum += ref.deref();
+      return sum;
+    });
+  });
+  time_reads("deref_all", [&] {
+    return stores.client.dosync([&] {
+      const auto values = deref_all(mine[0], mine[1], mine[2], mine[3], mine[4], mine[5], mine[6], mine[7]);
+      return std::apply([](auto... v) { return (v + ...); }, values);
+    });
+  });
+  print_table("stm: reading refs another client just changed", rows);
+}
+
 }  // namespace
 
 void run_stm_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
@@ -101,6 +147,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
   }
   print_table("stm: uncontended transactions over k refs", rows);
   print_store_calls(stores, n);
+  print_fresh_reads(servers, stores, floors, settings.iterations(200));
 
   const std::string bank = unique("stm-bank");
   { (void)make_refs(stores, bank, 20, mixed); }
@@ -111,10 +158,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
     std::mt19937 random(static_cast<unsigned>(index) + 1);
     return measure_client(own.client, transfers, [&] {
       const auto from = random() % 20, to = (from + 1 + random() % 19) % 20;
-      own.client.dosync([&] {
-        accounts[from].alter([](long v) { return v - 1; });
-        accounts[to].alter([](long v) { return v + 1; });
-      });
+      transfer(own.client, accounts[from], accounts[to]);
     });
   });
   contended.floor_ms = floors.zookeeper_multi;

@@ -7,6 +7,7 @@
 
 #include <builtin_stores.hpp>
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -68,6 +69,18 @@ struct Stores {
     return made;
   }
 };
+
+/// The bank's transfer: moves 1 from `from` to `to` in one transaction, both balances read
+/// together (deref_all: one round trip); `each_attempt` runs at the start of every attempt.
+inline void transfer(Client& client, Ref<long>& from, Ref<long>& to,
+                     const std::function<void()>& each_attempt = {}) {
+  client.dosync([&] {
+    if (each_attempt) each_attempt();
+    const auto [taken, given] = deref_all(from, to);
+    from.ref_set(taken - 1);
+    to.ref_set(given + 1);
+  });
+}
 
 /// bench/atom: swap latency and throughput per store, uncontended and from 8 processes.
 void run_atom_workloads(const Settings& settings, const Servers& servers, const Floors& floors);

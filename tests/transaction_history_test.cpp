@@ -161,10 +161,11 @@ TEST_CASE("a claim whose reply was lost ends with its dosync and makes nobody yi
       if (attempts > 3) throw std::runtime_error("the claimant gives up");
       mine.alter([](long v) { return v + 1; });
       std::thread([&] { meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); }); }).join();
-      // The third failed attempt claims the ref: that claim's reply (and this commit's) is lost.
+      // The third failed attempt claims the ref: that claim's reply is lost. (Its commit
+      // multi does not go out: the meddler's change was reported before it.)
       if (attempts == 3) avout::testing::FaultPlan::enable(true);
     }), "the claimant gives up", std::runtime_error);
-    CHECK(avout::testing::FaultPlan::counts().reply_lost >= 2);
+    CHECK(avout::testing::FaultPlan::counts().reply_lost >= 1);
   }
   CHECK(claimant.session().get(tag_path(claimant, name)).data.empty());
   newcomer.dosync([&] { later.alter([](long v) { return v + 100; }); });

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <tuple>
 
 using namespace std::chrono_literals;
 using avout::testing::scaled;
@@ -49,6 +50,28 @@ TEST_CASE("transactional calls outside dosync throw NoTransaction; deref reads t
   CHECK_THROWS_AS(ref.ref_set(1), avout::NoTransaction);
   CHECK(stores.client.dosync([&] { return ref.alter([](long v, long d) { return v + d; }, 3); }) == 10);
   CHECK(*ref == 10);
+}
+
+TEST_CASE("deref_all gives the values of refs in several stores from one snapshot, in and outside dosync") {
+  start_servers();
+  Stores stores;
+  auto in_zookeeper = stores.client.ref<long>(unique_name("all-zk"), 1);
+  auto in_redis = stores.client.ref<std::string>(unique_name("all-redis"), "one", stores.redis);
+  auto in_postgres = stores.client.ref<double>(unique_name("all-pg"), 1.5, stores.postgres);
+  CHECK(avout::deref_all(in_zookeeper, in_redis, in_postgres) == std::tuple<long, std::string, double>{1, "one", 1.5});
+  const auto inside = stores.client.dosync([&] {
+    in_redis.ref_set("two");  // its own write is what the transaction reads
+    return avout::deref_all(in_zookeeper, in_redis, in_postgres, in_zookeeper);
+  });
+  CHECK(inside == std::tuple<long, std::string, double, long>{1, "two", 1.5, 1});
+  CHECK(std::get<0>(avout::deref_all(in_redis)) == "two");
+
+  // Refs of another client: refused, in and outside dosync.
+  Stores others;
+  auto elsewhere = others.client.ref<long>(unique_name("all-other"), 0);
+  CHECK_THROWS_AS(avout::deref_all(in_zookeeper, elsewhere), avout::Error);
+  CHECK_THROWS_AS(stores.client.dosync([&] { return avout::deref_all(in_zookeeper, elsewhere); }),
+                  avout::Error);
 }
 
 TEST_CASE("a ref's initial value is used only when the ref is new") {

@@ -35,6 +35,27 @@ Bytes RefCore::deref() {
 
 Bytes RefCore::read_in_transaction() { return required_transaction(*this).read(*this); }
 
+std::vector<Bytes> RefCore::deref_together(const std::vector<RefHandle*>& handles) {
+  std::vector<RefCore*> refs;
+  for (RefHandle* handle : handles) {
+    auto* ref = dynamic_cast<RefCore*>(handle);
+    if (ref == nullptr || &ref->stm() != &stm()) {
+      throw Error("deref_all: ref " + handle->name() + " belongs to another client than ref " + name());
+    }
+    refs.push_back(ref);
+  }
+  auto read_all = [&](Transaction& transaction) {
+    transaction.read_heads(refs);
+    std::vector<Bytes> values;
+    for (RefCore* ref : refs) values.push_back(transaction.read(*ref));
+    return values;
+  };
+  if (Transaction* transaction = transaction_of(*this)) return read_all(*transaction);
+  std::vector<Bytes> values;
+  run_transaction(stm(), [&] { values = read_all(*Transaction::current()); });
+  return values;
+}
+
 void RefCore::write(Bytes value) { required_transaction(*this).write(*this, std::move(value)); }
 
 Bytes RefCore::ensure() { return required_transaction(*this).ensure(*this); }

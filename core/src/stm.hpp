@@ -85,6 +85,7 @@ class RefCore : public RefHandle, public std::enable_shared_from_this<RefCore> {
   // RefHandle, the calls of Ref<T> (ref_handle.cpp).
   Bytes deref() override;
   Bytes read_in_transaction() override;
+  std::vector<Bytes> deref_together(const std::vector<RefHandle*>& refs) override;
   void write(Bytes value) override;
   Bytes ensure() override;
   Bytes commute(std::function<Bytes(const Bytes&)> function) override;
@@ -221,6 +222,9 @@ class Transaction {
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
 
+  /// Reads the heads of those of `refs` this attempt has not read yet, together: one round
+  /// trip (with the read point's, when that is not in yet) instead of one per ref.
+  void read_heads(const std::vector<RefCore*>& refs);
   /// The ref's value in this transaction (its own write, else as of the read point).
   const Bytes& read(RefCore& ref);
   /// Sets the ref's value in this transaction.

@@ -158,14 +158,22 @@ Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Looku
   return fresh;
 }
 
-Transaction::Entry& Transaction::entry(RefCore& ref) {
-  auto found = entries_.find(&ref);
-  if (found != entries_.end()) return found->second;
-  auto lookups = begin_lookups(ref);  // sent before awaiting the read point
+void Transaction::read_heads(const std::vector<RefCore*>& refs) {
+  std::vector<std::pair<RefCore*, Lookups>> pending;
+  for (RefCore* ref : refs) {
+    const bool known = entries_.contains(ref) ||
+                       std::any_of(pending.begin(), pending.end(), [&](const auto& p) { return p.first == ref; });
+    if (!known) pending.emplace_back(ref, begin_lookups(*ref));  // sent before awaiting the read point
+  }
+  if (pending.empty()) return;
   await_read_point();
-  Entry fresh = finish_entry(ref.shared_from_this(), lookups);
+  for (auto& [ref, lookups] : pending) entries_.emplace(ref, finish_entry(ref->shared_from_this(), lookups));
   check_session();
-  return entries_.emplace(&ref, std::move(fresh)).first->second;
+}
+
+Transaction::Entry& Transaction::entry(RefCore& ref) {
+  read_heads({&ref});
+  return entries_.at(&ref);
 }
 
 Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {

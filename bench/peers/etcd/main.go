@@ -200,6 +200,7 @@ func main() {
 					from := random.Intn(*accounts)
 					to := (from + 1 + random.Intn(*accounts-1)) % *accounts
 					return stm(c, isolation.value, func(s concurrency.STM) error {
+						s.Get(bank[from], bank[to]) // both in one round trip, as avout's deref_all
 						add(s, bank[from], -1)
 						add(s, bank[to], 1)
 						return nil

@@ -6,11 +6,13 @@
 #include <avout/detail/ref_handle.hpp>
 #include <avout/errors.hpp>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace avout {
 
@@ -76,6 +78,9 @@ class TransactionReference {
 
  private:
   friend class Client;
+  template <Encodable... U>
+    requires(sizeof...(U) > 0)
+  friend std::tuple<U...> deref_all(const TransactionReference<U>&... refs);
   explicit TransactionReference(std::shared_ptr<detail::RefHandle> core) : core_(std::move(core)) {}
 
   std::shared_ptr<detail::RefHandle> core_;
@@ -84,5 +89,26 @@ class TransactionReference {
 /// Short name of TransactionReference.
 template <Encodable T>
 using Ref = TransactionReference<T>;
+
+namespace detail {
+/// deref_all's values, decoded each as its ref's type; `names` name the refs for errors.
+template <Encodable... T, std::size_t... I>
+std::tuple<T...> decode_ref_values(const std::vector<Bytes>& values,
+                                   const std::array<const std::string*, sizeof...(T)>& names,
+                                   std::index_sequence<I...>) {
+  return std::tuple<T...>{codec::decode_named<T>(values[I], "ref", *names[I])...};
+}
+}  // namespace detail
+
+/// The values of several refs of one client, their heads read in one round trip where
+/// deref() one after another waits for each in turn: inside dosync, as of its snapshot;
+/// outside, from one snapshot of their own (a read-only transaction). Throws Error when the
+/// refs belong to different clients.
+template <Encodable... T>
+  requires(sizeof...(T) > 0)
+std::tuple<T...> deref_all(const TransactionReference<T>&... refs) {
+  const std::vector<Bytes> values = std::get<0>(std::tie(refs...)).core_->deref_together({refs.core_.get()...});
+  return detail::decode_ref_values<T...>(values, {&refs.name()...}, std::index_sequence_for<T...>{});
+}
 
 }  // namespace avout

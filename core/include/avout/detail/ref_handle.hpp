@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace avout::detail {
 
@@ -23,6 +24,9 @@ class RefHandle {
   virtual Bytes deref() = 0;
   /// The value in the running dosync; NoTransaction outside one.
   virtual Bytes read_in_transaction() = 0;
+  /// The values of `refs` (this client's), their heads read together: inside a dosync as of
+  /// its snapshot, else from one read-only transaction of their own.
+  virtual std::vector<Bytes> deref_together(const std::vector<RefHandle*>& refs) = 0;
   /// Sets the value in the running dosync; NoTransaction outside one.
   virtual void write(Bytes value) = 0;
   /// Protects the ref until the running dosync commits; returns its value.
