@@ -4,6 +4,7 @@
 #include <avout/redis.hpp>
 
 #include "background_erasure.hpp"  // white-box: how queued erasures are grouped
+#include "value_batches.hpp"      // white-box: who runs a commit's batches
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
 
@@ -13,8 +14,12 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <span>
+#include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using avout::testing::scaled;
@@ -202,6 +207,103 @@ TEST_CASE("a commit writes to its stores at the same time") {
   CHECK(met_second);
   CHECK(a.deref() == 1);
   CHECK(b.deref() == 2);
+}
+
+TEST_CASE("commits write their second store on threads kept for the client, not on new ones") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore first(redis);
+  CountingStore second(redis);
+  auto a = client.ref<long>(unique_name("kept-first"), 0, first);
+  auto b = client.ref<long>(unique_name("kept-second"), 0, second);
+  // Kernel thread ids are not reused soon, unlike std::thread::id values of joined threads.
+  std::mutex mutex;
+  std::set<pid_t> writers;
+  auto note = [&] {
+    std::lock_guard lock(mutex);
+    writers.insert(gettid());
+  };
+  first.before_batch_write = note;
+  second.before_batch_write = note;
+  for (int i = 1; i <= 20; ++i) {
+    client.dosync([&] {
+      a.ref_set(i);
+      b.ref_set(-i);
+    });
+  }
+  CHECK(a.deref() == 20);
+  CHECK(b.deref() == -20);
+  // The committing thread and the client's two helpers at most; a thread per commit was 21.
+  CHECK(writers.size() <= 3);
+  CHECK(writers.contains(gettid()));
+}
+
+TEST_CASE("a store batch no helper has begun is run by the committing thread") {
+  avout::testing::start_shared_servers();
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore lead(redis);
+  CountingStore held(redis);
+  CountingStore free_one(redis);
+  auto lead_data = lead.reference_data(unique_name("busy-lead"));
+  auto held_data = held.reference_data(unique_name("busy-held"));
+  auto free_data = free_one.reference_data(unique_name("busy-free"));
+  avout::detail::StoreBatches batches(1);
+  // The one helper is kept busy by a commit's second batch, which waits for `release`; its
+  // first batch waits until the helper has begun, so the helper is the one that takes it.
+  Gate release;
+  Gate helper_busy;
+  std::atomic<pid_t> helper{0};
+  lead.before_batch_write = [&] { (void)helper_busy.wait(scaled(5s)); };
+  held.before_batch_write = [&] {
+    helper = gettid();
+    helper_busy.open();
+    (void)release.wait(scaled(10s));
+  };
+  std::vector<avout::detail::StoreWrites> blocking{
+      {&lead, {{lead_data.get(), avout::Point{"b-0"}, avout::Bytes{1}}}},
+      {&held, {{held_data.get(), avout::Point{"b-1"}, avout::Bytes{2}}}}};
+  std::atomic<pid_t> first_thread{0};
+  std::thread first([&] {
+    first_thread = gettid();
+    batches.write(blocking);
+  });
+  REQUIRE(helper_busy.wait(scaled(5s)));
+  // Meanwhile another commit's two batches: both run here, without waiting for the helper.
+  std::set<pid_t> writers;
+  free_one.before_batch_write = [&] { writers.insert(gettid()); };
+  std::vector<avout::detail::StoreWrites> other{
+      {&free_one, {{free_data.get(), avout::Point{"o-0"}, avout::Bytes{3}}}},
+      {&free_one, {{free_data.get(), avout::Point{"o-1"}, avout::Bytes{4}}}}};
+  const auto start = std::chrono::steady_clock::now();
+  batches.write(other);
+  const auto took = std::chrono::steady_clock::now() - start;
+  release.open();
+  first.join();
+  CHECK(helper != first_thread);
+  CHECK(writers == std::set<pid_t>{gettid()});
+  CHECK(took < scaled(5s));  // the gate holds the helper for 10 s
+  CHECK(free_data->get(avout::Point{"o-1"}) == avout::Bytes{4});
+  CHECK(held_data->get(avout::Point{"b-1"}) == avout::Bytes{2});
+}
+
+TEST_CASE("a failed store batch is reported once every batch of the commit has finished") {
+  avout::testing::start_shared_servers();
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  CountingStore failing(redis);
+  CountingStore slow(redis);
+  auto failing_data = failing.reference_data(unique_name("fail-fails"));
+  auto slow_data = slow.reference_data(unique_name("fail-slow"));
+  failing.before_batch_write = [] { throw std::runtime_error("refused on purpose"); };
+  slow.before_batch_write = [&] { std::this_thread::sleep_for(200ms); };
+  avout::detail::StoreBatches batches;
+  std::vector<avout::detail::StoreWrites> writes{
+      {&failing, {{failing_data.get(), avout::Point{"f-0"}, avout::Bytes{1}}}},
+      {&slow, {{slow_data.get(), avout::Point{"f-1"}, avout::Bytes{2}}}}};
+  CHECK_THROWS_WITH_AS(batches.write(writes), "refused on purpose", std::runtime_error);
+  // Written before write() returned: the failure waited for it.
+  CHECK(slow.batch_writes == 1);
+  CHECK(slow_data->get(avout::Point{"f-1"}) == avout::Bytes{2});
 }
 
 TEST_CASE("values a commit trimmed are erased after it returned, without the caller waiting") {

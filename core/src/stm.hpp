@@ -32,6 +32,7 @@ namespace avout::detail {
 class BackgroundErasure;
 class CallbackExecutor;
 class NodeCache;
+class StoreBatches;
 
 /// One older committed version of a ref: the zxid of its commit and where its value is.
 struct HeadEntry {
@@ -130,6 +131,8 @@ class StmContext {
   Runtime& runtime() { return runtime_; }
   /// Trimmed values waiting to be erased off the committing threads (rule 16).
   BackgroundErasure& erasures() { return *erasures_; }
+  /// Writes and erases a commit's values, a batch per store, the stores concurrently.
+  StoreBatches& batches() { return *batches_; }
 
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
@@ -163,6 +166,7 @@ class StmContext {
 
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
+  std::unique_ptr<StoreBatches> batches_;
   std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };
 

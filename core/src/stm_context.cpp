@@ -2,6 +2,7 @@
 #include "hex.hpp"
 #include "pending_markers.hpp"
 #include "stm.hpp"
+#include "value_batches.hpp"
 #include "wire.hpp"
 
 #include <avout/codec.hpp>
@@ -185,6 +186,7 @@ void RefCore::validate(const Bytes& value) {
 
 StmContext::StmContext(Runtime& runtime)
     : runtime_(runtime),
+      batches_(std::make_unique<StoreBatches>()),
       erasures_(std::make_unique<BackgroundErasure>()) {}
 
 StmContext::~StmContext() = default;

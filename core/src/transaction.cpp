@@ -383,14 +383,14 @@ struct Transaction::Commit {
       if (batch == batches.end()) batch = batches.insert(batches.end(), StoreWrites{store, {}});
       batch->values.push_back(PointValue{&s.target->ref->data(), s.point, *s.unstored});
     }
-    write_per_store(batches);
+    stm.batches().write(batches);
     for (auto& s : staged) {
       if (s.unstored) stm.runtime().remember(s.point, *std::exchange(s.unstored, std::nullopt));
     }
   }
 
   // Erases values stored for an attempt that did not commit, one batch per store.
-  static void discard(std::vector<Staged>& staged) {
+  static void discard(StmContext& stm, std::vector<Staged>& staged) {
     std::vector<StoreErasures> batches;
     for (auto& s : staged) {
       if (s.in_multi) continue;
@@ -400,7 +400,7 @@ struct Transaction::Commit {
       if (batch == batches.end()) batch = batches.insert(batches.end(), StoreErasures{store, {}});
       batch->erasures.push_back(PointErasure{&s.target->ref->data(), s.point});
     }
-    erase_per_store(batches);
+    stm.batches().erase(batches);
     staged.clear();
   }
 };
@@ -424,7 +424,7 @@ void Transaction::commit() {
   try {
     give_up_if_doomed(commit);  // storing values and yielding to older claimants take time
   } catch (const RetryAttempt&) {
-    Commit::discard(commit.written);
+    Commit::discard(stm_, commit.written);
     throw;
   }
   marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
@@ -432,7 +432,7 @@ void Transaction::commit() {
     if (!stage_commuted(commit)) continue;
     if (apply_result(commit, build_multi(commit))) return;
   }
-  Commit::discard(commit.written);
+  Commit::discard(stm_, commit.written);
   throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
 }
 
@@ -510,7 +510,7 @@ void Transaction::stage_written(Commit& commit) {
     commit.tags = finish_tags(stm_, commit.claimable, commit.tag_lookups);
     yield_to_older(stm_, barge_, commit.claimable, commit.tags);
   } catch (...) {
-    Commit::discard(commit.written);
+    Commit::discard(stm_, commit.written);
     throw;
   }
 }
@@ -530,7 +530,7 @@ bool Transaction::stage_commuted(Commit& commit) {
       HeadRecord head = decode_head(node.data, target->ref->head_path());
       auto base = runtime_.fetch_value(target->ref->data(), head.newest);
       if (!base) {
-        Commit::discard(commit.recomputed);
+        Commit::discard(stm_, commit.recomputed);
         return false;
       }
       Bytes value = std::move(*base);
@@ -540,8 +540,8 @@ bool Transaction::stage_commuted(Commit& commit) {
     }
     Commit::store(stm_, commit.recomputed);
   } catch (...) {
-    Commit::discard(commit.recomputed);
-    Commit::discard(commit.written);
+    Commit::discard(stm_, commit.recomputed);
+    Commit::discard(stm_, commit.written);
     throw;
   }
   return true;
@@ -611,8 +611,8 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   try {
     check_session();
   } catch (const RetryAttempt&) {
-    Commit::discard(commit.recomputed);
-    Commit::discard(commit.written);
+    Commit::discard(stm_, commit.recomputed);
+    Commit::discard(stm_, commit.written);
     throw;
   }
   MultiResult& result = commit.result;
@@ -631,14 +631,14 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     after_landing(commit, multi);
     return true;
   }
-  Commit::discard(commit.recomputed);
+  Commit::discard(stm_, commit.recomputed);
   if (result.failed_index >= multi.first_addition && result.failed_index < multi.after_additions) {
     std::size_t at = multi.first_addition;
     for (const auto& addition : additions_) {
       at += addition.operations.size();
       if (result.failed_index < at) {
         if (addition.on_failure) {
-          Commit::discard(commit.written);
+          Commit::discard(stm_, commit.written);
           addition.on_failure();
         }
         break;
@@ -648,7 +648,7 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   const bool only_commutes_conflicted = result.failed_index >= multi.first_commuted &&
                                         result.failed_index < multi.first_commuted + commit.commuted.size();
   if (!only_commutes_conflicted) {
-    Commit::discard(commit.written);
+    Commit::discard(stm_, commit.written);
     throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
   }
   stm_.count_retry();

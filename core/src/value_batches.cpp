@@ -1,40 +1,88 @@
 #include "value_batches.hpp"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <condition_variable>
 #include <exception>
-#include <functional>
-#include <future>
 
 namespace avout::detail {
 
 namespace {
-// Runs `work(i)` for every i < count, all but the first on threads of their own; waits for
-// all, then rethrows the first failure.
-void run_concurrently(std::size_t count, const std::function<void(std::size_t)>& work) {
-  std::vector<std::future<void>> others;
-  for (std::size_t i = 1; i < count; ++i) others.push_back(std::async(std::launch::async, work, i));
+
+// What the caller and the helpers share for one run. A helper that finds its batch already
+// taken leaves without touching `work`, which may be gone by then; one that took it is
+// waited for, so `work` outlives every call made through it.
+struct Run {
+  explicit Run(std::size_t count) : taken(count) {}
+  const std::function<void(std::size_t)>* work = nullptr;
+  std::vector<std::atomic<bool>> taken;
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::size_t running = 0;  // batches helpers took and have not finished
   std::exception_ptr failure;
-  try {
-    if (count > 0) work(0);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  for (auto& other : others) {
+
+  // Runs batch `i` unless somebody took it first; false when it was taken.
+  bool take(std::size_t i) {
+    if (taken[i].exchange(true)) return false;
     try {
-      other.get();
+      (*work)(i);
     } catch (...) {
+      std::lock_guard lock(mutex);
       if (!failure) failure = std::current_exception();
     }
+    return true;
   }
-  if (failure) std::rethrow_exception(failure);
-}
+};
+
 }  // namespace
 
-void write_per_store(std::vector<StoreWrites>& batches) {
-  run_concurrently(batches.size(), [&](std::size_t i) { batches[i].store->set_values(batches[i].values); });
+StoreBatches::StoreBatches(std::size_t helpers) : helper_count_(helpers) {}
+
+StoreBatches::~StoreBatches() {
+  if (pool_) pool_->join();
 }
 
-void erase_per_store(std::vector<StoreErasures>& batches) {
-  run_concurrently(batches.size(), [&](std::size_t i) {
+boost::asio::thread_pool* StoreBatches::helpers() {
+  if (helper_count_ == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (!pool_) pool_ = std::make_unique<boost::asio::thread_pool>(helper_count_);
+  return pool_.get();
+}
+
+void StoreBatches::run(std::size_t count, const std::function<void(std::size_t)>& work) {
+  auto run = std::make_shared<Run>(count);
+  run->work = &work;
+  if (count > 1) {
+    if (auto* pool = helpers()) {
+      for (std::size_t i = 1; i < count; ++i) {
+        boost::asio::post(*pool, [run, i] {
+          {
+            std::lock_guard lock(run->mutex);
+            if (run->taken[i]) return;
+            ++run->running;  // counted before taking it: the caller waits for it
+          }
+          run->take(i);
+          std::lock_guard lock(run->mutex);
+          --run->running;
+          run->finished.notify_all();
+        });
+      }
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) (void)run->take(i);
+  std::unique_lock lock(run->mutex);
+  run->finished.wait(lock, [&] { return run->running == 0; });
+  if (run->failure) std::rethrow_exception(run->failure);
+}
+
+void StoreBatches::write(std::vector<StoreWrites>& batches) {
+  run(batches.size(), [&](std::size_t i) { batches[i].store->set_values(batches[i].values); });
+}
+
+void StoreBatches::erase(std::vector<StoreErasures>& batches) {
+  run(batches.size(), [&](std::size_t i) {
     try {
       batches[i].store->erase_values(batches[i].erasures);
     } catch (const std::exception&) {

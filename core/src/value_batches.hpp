@@ -5,7 +5,15 @@
 
 #include <avout/backend.hpp>
 
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <vector>
+
+namespace boost::asio {
+class thread_pool;
+}
 
 namespace avout::detail {
 
@@ -21,12 +29,34 @@ struct StoreErasures {
   std::vector<PointErasure> erasures;  ///< each by its point
 };
 
-/// Writes every batch, the stores concurrently (this thread writes one of them). Returns once
-/// all have finished; then rethrows the first failure, if any (any value may be written).
-void write_per_store(std::vector<StoreWrites>& batches);
+/// Runs the batches of a commit, one per store, the stores concurrently: the calling thread
+/// takes the first, helper threads kept for the client (started on first use) the others.
+/// A batch no helper has begun by the time the caller is done with its own is run by the
+/// caller too, so a commit never waits behind another commit's batches, and never starts a
+/// thread of its own (a thread per commit cost more than a Redis round trip).
+class StoreBatches {
+ public:
+  /// Helper threads to start on first use; 0 runs every batch on the calling thread.
+  explicit StoreBatches(std::size_t helpers = 2);
+  /// Waits for the batches helpers have begun.
+  ~StoreBatches();
+  StoreBatches(const StoreBatches&) = delete;
+  StoreBatches& operator=(const StoreBatches&) = delete;
 
-/// Erases every batch, the stores concurrently; failures are ignored (unreferenced values
-/// are garbage, never visible, and gc sweeps them).
-void erase_per_store(std::vector<StoreErasures>& batches);
+  /// Writes every batch. Returns once all have finished; then rethrows the first failure,
+  /// if any (any value may be written).
+  void write(std::vector<StoreWrites>& batches);
+  /// Erases every batch; failures are ignored (unreferenced values are garbage, never
+  /// visible, and gc sweeps them).
+  void erase(std::vector<StoreErasures>& batches);
+
+ private:
+  void run(std::size_t count, const std::function<void(std::size_t)>& work);
+  boost::asio::thread_pool* helpers();
+
+  std::size_t helper_count_;
+  std::mutex mutex_;  // guards the start of pool_
+  std::unique_ptr<boost::asio::thread_pool> pool_;
+};
 
 }  // namespace avout::detail
