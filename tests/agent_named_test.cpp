@@ -7,9 +7,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -157,4 +159,44 @@ TEST_CASE("a named action that throws fails the agent as a closure would: the ac
   agent.send("append", 8L);
   REQUIRE(agent.await_for(scaled(30s)));
   CHECK(agent.deref() == Log{7, 8});
+}
+
+TEST_CASE("a process learns from one listing that another process's batch ran all its sends") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("settled");
+  avout::Client runner(options());
+  avout::Client sender(options());
+  auto by_runner = runner.agent<long>(name, 0);
+  auto by_sender = sender.agent<long>(name, 0);
+  for (auto* agent : {&by_runner, &by_sender}) agent->define("add", [](long v, long d) { return v + d; });
+  // The runner's agent workers are all kept busy, so its first send waits in the queue
+  // until the sender's have all been made behind it; then its batch runs them all.
+  const unsigned workers = std::max(2u, std::thread::hardware_concurrency());
+  std::promise<void> gate;
+  const std::shared_future<void> opened = gate.get_future().share();
+  std::atomic<unsigned> busy{0};
+  std::vector<avout::Agent<long>> blockers;
+  for (unsigned i = 0; i < workers; ++i) {
+    blockers.push_back(runner.agent<long>(unique_name("blocker"), 0));
+    blockers.back().send([&busy, opened](long v) {
+      ++busy;
+      (void)opened.wait_for(scaled(30s));
+      return v;
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (busy < workers && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  REQUIRE(busy == workers);
+  by_runner.send("add", 1000L);
+  constexpr int sends = 50;
+  for (int i = 0; i < sends; ++i) by_sender.send("add", 1L);
+  std::this_thread::sleep_for(200ms);  // the sender's worker is waiting on the runner's send
+  const auto before = sender.session().statistics().requests;
+  gate.set_value();
+  REQUIRE(by_sender.await_for(scaled(30s)));
+  const auto after = sender.session().statistics().requests;
+  REQUIRE(by_runner.await_for(scaled(30s)));
+  CHECK(by_runner.deref() == 1000 + sends);
+  // A listing or two, not one (with a watch) for each of its sends.
+  CHECK(after - before <= 6);
 }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <stop_token>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 namespace avout::detail {
@@ -37,8 +38,10 @@ std::string_view sequence_of(const std::string& name) {
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// This process's send node is gone: run by another process, or gone with its session.
-struct SendVanished {};
+// Send nodes of this process are gone: run by another process, or gone with its session.
+struct SendVanished {
+  std::vector<std::string> nodes;  // the oldest pending send's among them
+};
 
 constexpr std::uint8_t named_send_format = 1;
 
@@ -513,6 +516,12 @@ bool AgentCore::watch_until_gone(const std::string& node) {
 }
 
 std::vector<std::string> AgentCore::list_queue() {
+  // Every send made before the listing is asked for is in it unless it is gone.
+  std::vector<std::string> made_before;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [sequence, pending] : pending_) made_before.push_back(pending.node);
+  }
   // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
   auto children = session_.children(queue_path_);
   std::erase_if(children, [](const std::string& child) { return child.rfind("s-", 0) != 0; });
@@ -521,7 +530,20 @@ std::vector<std::string> AgentCore::list_queue() {
   });
   std::lock_guard lock(mutex_);
   known_queue_ = children;
+  pending_at_listing_ = std::move(made_before);
   return children;
+}
+
+std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& listing) {
+  const std::unordered_set<std::string> listed(listing.begin(), listing.end());
+  std::vector<std::string> gone;
+  std::lock_guard lock(mutex_);
+  for (const auto& node : pending_at_listing_) {
+    if (!listed.contains(last_segment(node)) && pending_.contains(std::string(sequence_of(node)))) {
+      gone.push_back(node);
+    }
+  }
+  return gone;
 }
 
 void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
@@ -610,7 +632,7 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
   while (true) {
     const auto mine = std::find(queue.begin(), queue.end(), own);
     if (mine == queue.end()) {
-      if (listed) throw SendVanished{};
+      if (listed) throw SendVanished{gone_from(queue)};
       queue = list_queue();
       listed = true;
       continue;
@@ -695,12 +717,23 @@ void AgentCore::drive(bool pool) {
     std::vector<std::string> done;  // the send nodes a finished step deleted
     try {
       result = step(*front, done);
-    } catch (const SendVanished&) {
+    } catch (const SendVanished& vanished) {
       // With the session it was made in still ours, only a batch deleted a named send: another
-      // process ran it. Else it went with our expired session, like a dead sender's.
-      result = front->named && session_.generation() == front->generation ? Step::finished
-                                                                           : Step::dropped;
-      done = {front->node};
+      // process ran it. Else it went with our expired session, like a dead sender's. All the
+      // sends one listing shows gone are settled at once: another process's batch often runs
+      // hundreds of ours, and a listing each would leave the queue growing meanwhile.
+      std::vector<std::string> ran;
+      {
+        const std::uint64_t generation = session_.generation();
+        std::lock_guard lock(mutex_);
+        for (const auto& node : vanished.nodes) {
+          const auto gone = pending_.find(std::string(sequence_of(node)));
+          if (gone == pending_.end()) continue;
+          (gone->second.named && gone->second.generation == generation ? ran : done).push_back(node);
+        }
+      }
+      if (!ran.empty()) finish(ran, false);
+      result = Step::dropped;  // `done` holds the dropped ones, if any
     } catch (const std::exception& error) {
       // The store or ZooKeeper is unavailable: the send keeps its place and is tried again,
       // after a fresh listing (another process may have run its batch meanwhile).
