@@ -200,3 +200,26 @@ TEST_CASE("a process learns from one listing that another process's batch ran al
   // A listing or two, not one (with a watch) for each of its sends.
   CHECK(after - before <= 6);
 }
+
+TEST_CASE("named sends of two clients, half with 1 KB arguments, each run once") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("large");
+  avout::Client first(options());
+  avout::Client second(options());
+  auto by_first = first.agent<std::string>(name, "");
+  auto by_second = second.agent<std::string>(name, "");
+  const auto append = [](std::string text, std::string more) { return text + more; };
+  by_first.define("append", append);
+  by_second.define("append", append);
+  const std::string large(1000, 'x');
+  // Sent by both, each run by whichever client drives the queue at the time.
+  for (int i = 0; i < 5; ++i) {
+    by_first.send("append", std::string("a"));
+    by_second.send("append", large);
+  }
+  REQUIRE(by_first.await_for(scaled(30s)));
+  REQUIRE(by_second.await_for(scaled(30s)));
+  const std::string value = by_first.deref();
+  CHECK(value.size() == 5 * (1 + large.size()));
+  CHECK(std::count(value.begin(), value.end(), 'a') == 5);
+}
