@@ -516,11 +516,12 @@ bool AgentCore::watch_until_gone(const std::string& node) {
 }
 
 std::vector<std::string> AgentCore::list_queue() {
-  // Every send made before the listing is asked for is in it unless it is gone.
-  std::vector<std::string> made_before;
+  // Every send made before the listing is asked for is in it unless it is gone: so is every
+  // send of a lower sequence, made before one of those.
+  std::string made_before;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [sequence, pending] : pending_) made_before.push_back(pending.node);
+    if (!pending_.empty()) made_before = pending_.rbegin()->first;
   }
   // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
   auto children = session_.children(queue_path_);
@@ -530,7 +531,7 @@ std::vector<std::string> AgentCore::list_queue() {
   });
   std::lock_guard lock(mutex_);
   known_queue_ = children;
-  pending_at_listing_ = std::move(made_before);
+  listed_up_to_ = std::move(made_before);
   return children;
 }
 
@@ -538,10 +539,9 @@ std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& li
   const std::unordered_set<std::string> listed(listing.begin(), listing.end());
   std::vector<std::string> gone;
   std::lock_guard lock(mutex_);
-  for (const auto& node : pending_at_listing_) {
-    if (!listed.contains(last_segment(node)) && pending_.contains(std::string(sequence_of(node)))) {
-      gone.push_back(node);
-    }
+  for (const auto& [sequence, pending] : pending_) {
+    if (sequence > listed_up_to_) break;
+    if (!listed.contains(last_segment(pending.node))) gone.push_back(pending.node);
   }
   return gone;
 }

@@ -166,8 +166,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
                                                const std::vector<Runnable>& batch) const;
   bool watch_until_gone(const std::string& node);
   std::vector<std::string> list_queue();
-  // This process's sends made before the last listing was asked for and missing from
-  // `listing` (that listing): their nodes are gone.
+  // This process's sends made before the last listing was asked for (sequence up to
+  // listed_up_to_) and missing from `listing` (that listing): their nodes are gone.
   std::vector<std::string> gone_from(const std::vector<std::string>& listing);
   void learn_named_sends(const std::vector<std::string>& queue);
   std::optional<AgentAction> runnable(const std::string& node, bool blocking);
@@ -209,7 +209,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
-  std::vector<std::string> pending_at_listing_;  // our send nodes made before that listing
+  // Sequence of our newest send made before that listing was asked for ("": none).
+  std::string listed_up_to_;
   std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
   std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
   // Other processes' named sends read so far (nullopt: unreadable), by node; the driving

@@ -23,16 +23,15 @@ struct Run {
   std::size_t running = 0;  // batches helpers took and have not finished
   std::exception_ptr failure;
 
-  // Runs batch `i` unless somebody took it first; false when it was taken.
-  bool take(std::size_t i) {
-    if (taken[i].exchange(true)) return false;
+  // Runs batch `i` unless somebody took it first.
+  void take(std::size_t i) {
+    if (taken[i].exchange(true)) return;
     try {
       (*work)(i);
     } catch (...) {
       std::lock_guard lock(mutex);
       if (!failure) failure = std::current_exception();
     }
-    return true;
   }
 };
 
@@ -71,7 +70,7 @@ void StoreBatches::run(std::size_t count, const std::function<void(std::size_t)>
       }
     }
   }
-  for (std::size_t i = 0; i < count; ++i) (void)run->take(i);
+  for (std::size_t i = 0; i < count; ++i) run->take(i);
   std::unique_lock lock(run->mutex);
   run->finished.wait(lock, [&] { return run->running == 0; });
   if (run->failure) std::rethrow_exception(run->failure);
