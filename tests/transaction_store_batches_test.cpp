@@ -157,6 +157,21 @@ struct CountedRef {
   avout::Ref<long> ref;
 };
 
+// One client and two refs of it, each in its own counting wrapper of the real Redis store;
+// the servers must be started first.
+struct TwoCountedStores {
+  explicit TwoCountedStores(const std::string& stem)
+      : a(client.ref<long>(unique_name(stem + "-first"), 0, first)),
+        b(client.ref<long>(unique_name(stem + "-second"), 0, second)) {}
+
+  avout::Client client{options()};
+  avout::redis::Store redis{avout::testing::shared_redis().url()};
+  CountingStore first{redis};
+  CountingStore second{redis};
+  avout::Ref<long> a;
+  avout::Ref<long> b;
+};
+
 }  // namespace
 
 TEST_CASE("a commit writes all its values for one store in one batch") {
@@ -179,44 +194,34 @@ TEST_CASE("a commit writes all its values for one store in one batch") {
 
 TEST_CASE("a commit writes to its stores at the same time") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  avout::redis::Store redis(avout::testing::shared_redis().url());
-  CountingStore first(redis);
-  CountingStore second(redis);
-  auto a = client.ref<long>(unique_name("first"), 0, first);
-  auto b = client.ref<long>(unique_name("second"), 0, second);
+  TwoCountedStores two("together");
   // Each batch waits for the other to start: written one after the other, the first would
   // give up waiting.
   Gate first_started;
   Gate second_started;
   std::atomic<bool> met_first{false};
   std::atomic<bool> met_second{false};
-  first.before_batch_write = [&] {
+  two.first.before_batch_write = [&] {
     first_started.open();
     met_second = second_started.wait(scaled(5s));
   };
-  second.before_batch_write = [&] {
+  two.second.before_batch_write = [&] {
     second_started.open();
     met_first = first_started.wait(scaled(5s));
   };
-  client.dosync([&] {
-    a.ref_set(1);
-    b.ref_set(2);
+  two.client.dosync([&] {
+    two.a.ref_set(1);
+    two.b.ref_set(2);
   });
   CHECK(met_first);
   CHECK(met_second);
-  CHECK(a.deref() == 1);
-  CHECK(b.deref() == 2);
+  CHECK(two.a.deref() == 1);
+  CHECK(two.b.deref() == 2);
 }
 
 TEST_CASE("commits write their second store on threads kept for the client, not on new ones") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  avout::redis::Store redis(avout::testing::shared_redis().url());
-  CountingStore first(redis);
-  CountingStore second(redis);
-  auto a = client.ref<long>(unique_name("kept-first"), 0, first);
-  auto b = client.ref<long>(unique_name("kept-second"), 0, second);
+  TwoCountedStores two("kept");
   // Kernel thread ids are not reused soon, unlike std::thread::id values of joined threads.
   std::mutex mutex;
   std::set<pid_t> writers;
@@ -224,16 +229,16 @@ TEST_CASE("commits write their second store on threads kept for the client, not 
     std::lock_guard lock(mutex);
     writers.insert(gettid());
   };
-  first.before_batch_write = note;
-  second.before_batch_write = note;
+  two.first.before_batch_write = note;
+  two.second.before_batch_write = note;
   for (int i = 1; i <= 20; ++i) {
-    client.dosync([&] {
-      a.ref_set(i);
-      b.ref_set(-i);
+    two.client.dosync([&] {
+      two.a.ref_set(i);
+      two.b.ref_set(-i);
     });
   }
-  CHECK(a.deref() == 20);
-  CHECK(b.deref() == -20);
+  CHECK(two.a.deref() == 20);
+  CHECK(two.b.deref() == -20);
   // The committing thread and the client's two helpers at most; a thread per commit was 21.
   CHECK(writers.size() <= 3);
   CHECK(writers.contains(gettid()));
