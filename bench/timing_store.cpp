@@ -42,6 +42,7 @@ class TimingData : public ReferenceData {
   Bytes get(const Point& point) override {
     Stopwatch watch(tally_.read_ns);
     ++tally_.reads;
+    ++tally_.read_calls;
     return inner->get(point);
   }
   void erase(const Point& point) override {
@@ -93,6 +94,15 @@ void TimingStore::set_values(std::span<const PointValue> values) {
   tally_.writes += values.size();
   ++tally_.write_calls;
   inner_.set_values(inner);
+}
+
+std::vector<std::optional<Bytes>> TimingStore::get_values(std::span<const PointRead> reads) {
+  std::vector<PointRead> inner;
+  for (const auto& r : reads) inner.push_back({unwrap(r.data), r.point});
+  Stopwatch watch(tally_.read_ns);
+  tally_.reads += reads.size();
+  ++tally_.read_calls;
+  return inner_.get_values(inner);
 }
 
 void TimingStore::erase_values(std::span<const PointErasure> erasures) {

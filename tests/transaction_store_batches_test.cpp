@@ -14,10 +14,12 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -28,14 +30,14 @@ namespace {
 
 class CountingStore;
 
-// A ref's version set that counts its single writes and erasures.
+// A ref's version set that counts its single writes, reads and erasures.
 class CountingData final : public avout::ReferenceData {
  public:
   CountingData(std::unique_ptr<avout::ReferenceData> inner, CountingStore& store)
       : inner_(std::move(inner)), store_(store) {}
   std::string name() const override { return inner_->name(); }
   void set(avout::Bytes value, const avout::Point& point) override;
-  avout::Bytes get(const avout::Point& point) override { return inner_->get(point); }
+  avout::Bytes get(const avout::Point& point) override;
   void erase(const avout::Point& point) override;
   std::vector<avout::Point> points() override { return inner_->points(); }
   void erase_values(std::span<const avout::PointErasure> erasures) override;
@@ -46,8 +48,8 @@ class CountingData final : public avout::ReferenceData {
   CountingStore& store_;
 };
 
-// A store that counts how its values are written and erased, and runs a hook before each
-// batch write and each erasure.
+// A store that counts how its values are written, read and erased, and runs a hook before
+// each batch write and each erasure.
 class CountingStore final : public avout::Store {
  public:
   explicit CountingStore(avout::Store& inner) : inner_(inner) {}
@@ -71,8 +73,18 @@ class CountingStore final : public avout::Store {
   void erase_values(std::span<const avout::PointErasure> erasures) override {
     for (const auto& e : erasures) e.data->erase(e.point);
   }
+  std::vector<std::optional<avout::Bytes>> get_values(std::span<const avout::PointRead> reads) override {
+    ++batch_reads;
+    batch_read_values += static_cast<int>(reads.size());
+    std::vector<avout::PointRead> inner;
+    for (const auto& r : reads) inner.push_back({&static_cast<CountingData*>(r.data)->inner(), r.point});
+    return inner_.get_values(inner);
+  }
 
   std::atomic<int> batch_writes{0};   ///< set_values calls
+  std::atomic<int> batch_reads{0};    ///< get_values calls
+  std::atomic<int> batch_read_values{0};  ///< values asked for by get_values calls
+  std::atomic<int> single_reads{0};   ///< ReferenceData::get calls
   std::atomic<int> single_writes{0};  ///< ReferenceData::set calls
   std::atomic<int> erasures{0};       ///< values erased
   std::atomic<int> erase_batches{0};  ///< ReferenceData::erase_values calls
@@ -86,6 +98,11 @@ class CountingStore final : public avout::Store {
 void CountingData::set(avout::Bytes value, const avout::Point& point) {
   ++store_.single_writes;
   inner_->set(std::move(value), point);
+}
+
+avout::Bytes CountingData::get(const avout::Point& point) {
+  ++store_.single_reads;
+  return inner_->get(point);
 }
 
 void CountingData::erase(const avout::Point& point) {
@@ -172,6 +189,31 @@ struct TwoCountedStores {
   avout::Ref<long> b;
 };
 
+// Three refs of one client, two in its first counting store and one in its second, and a
+// second client holding the same refs in the plain store: what it writes, the first client
+// has never seen, so no value of it is cached there.
+struct ChangedElsewhere : TwoCountedStores {
+  explicit ChangedElsewhere(const std::string& stem)
+      : TwoCountedStores(stem), c(client.ref<long>(unique_name(stem + "-third"), 0, first)) {}
+  // Sets the three refs through the second client.
+  void change(long x, long y, long z) {
+    other.dosync([&] {
+      a_there.ref_set(x);
+      b_there.ref_set(y);
+      c_there.ref_set(z);
+    });
+  }
+  int single_reads() const { return first.single_reads + second.single_reads; }
+  int batch_reads() const { return first.batch_reads + second.batch_reads; }
+
+  avout::Ref<long> c;
+  avout::Client other{options()};
+  avout::redis::Store other_redis{avout::testing::shared_redis().url()};
+  avout::Ref<long> a_there{other.ref<long>(a.name(), 0, other_redis)};
+  avout::Ref<long> b_there{other.ref<long>(b.name(), 0, other_redis)};
+  avout::Ref<long> c_there{other.ref<long>(c.name(), 0, other_redis)};
+};
+
 }  // namespace
 
 TEST_CASE("a commit writes all its values for one store in one batch") {
@@ -190,6 +232,42 @@ TEST_CASE("a commit writes all its values for one store in one batch") {
   CHECK(counting.batch_writes - batches == 1);
   CHECK(counting.single_writes - singles == 0);
   for (auto& ref : refs) CHECK(ref.deref() == 1);
+}
+
+TEST_CASE("deref_all reads the values another client wrote with one batch per store") {
+  avout::testing::start_shared_servers();
+  ChangedElsewhere three("read-together");
+  three.change(11, 22, 33);
+  const int singles = three.single_reads();
+  CHECK(avout::deref_all(three.a, three.b, three.c) == std::tuple<long, long, long>{11, 22, 33});
+  CHECK(three.single_reads() == singles);
+  CHECK(three.first.batch_reads == 1);
+  CHECK(three.first.batch_read_values == 2);
+  CHECK(three.second.batch_reads == 1);
+  CHECK(three.second.batch_read_values == 1);
+  // Cached now: read again, nothing is asked of the stores.
+  CHECK(avout::deref_all(three.a, three.b, three.c) == std::tuple<long, long, long>{11, 22, 33});
+  CHECK(three.batch_reads() == 2);
+}
+
+TEST_CASE("a commit reads the newest values of its commuted refs with one batch per store") {
+  avout::testing::start_shared_servers();
+  ChangedElsewhere three("commuted-reads");
+  int singles = 0;
+  int batches = 0;
+  bool changed = false;
+  three.client.dosync([&] {
+    for (auto* ref : {&three.a, &three.b, &three.c}) ref->commute([](long v) { return v + 1; });
+    if (!changed) {  // once, on another thread: a thread runs one client's transaction at a time
+      std::thread([&] { three.change(100, 200, 300); }).join();
+      changed = true;
+    }
+    singles = three.single_reads();
+    batches = three.batch_reads();
+  });
+  CHECK(avout::deref_all(three.a, three.b, three.c) == std::tuple<long, long, long>{101, 201, 301});
+  CHECK(three.single_reads() == singles);
+  CHECK(three.batch_reads() - batches == 2);
 }
 
 TEST_CASE("a commit writes to its stores at the same time") {

@@ -46,6 +46,7 @@ std::vector<Bytes> RefCore::deref_together(const std::vector<RefHandle*>& handle
   }
   auto read_all = [&](Transaction& transaction) {
     transaction.read_heads(refs);
+    transaction.prefetch_values(refs);
     std::vector<Bytes> values;
     for (RefCore* ref : refs) values.push_back(transaction.read(*ref));
     return values;

@@ -73,6 +73,11 @@ std::optional<Bytes> Runtime::fetch_value(ReferenceData& data, const Point& poin
   return value;
 }
 
+bool Runtime::has_value(const Point& point) {
+  std::lock_guard lock(cache_mutex_);
+  return cache_.contains(point.id);
+}
+
 void Runtime::remember(const Point& point, const Bytes& value) {
   std::lock_guard lock(cache_mutex_);
   if (cache_.size() >= cached_values) cache_.clear();  // values are immutable: any subset is valid

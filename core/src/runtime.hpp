@@ -62,6 +62,8 @@ class Runtime {
   /// The value at `point` of `data`, from the cache or the store (values never change).
   /// nullopt when the store has no value there.
   std::optional<Bytes> fetch_value(ReferenceData& data, const Point& point);
+  /// True when the value at `point` is cached: fetch_value would not ask its store.
+  bool has_value(const Point& point);
   /// Remembers a value just written at `point`.
   void remember(const Point& point, const Bytes& value);
 

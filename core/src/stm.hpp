@@ -229,6 +229,10 @@ class Transaction {
   /// Reads the heads of those of `refs` this attempt has not read yet, together: one round
   /// trip (with the read point's, when that is not in yet) instead of one per ref.
   void read_heads(const std::vector<RefCore*>& refs);
+  /// Reads together the values, as of the read point, of those of `refs` whose heads this
+  /// attempt read and whose values it has not: one round trip per store, the stores at once.
+  /// read() then finds them cached.
+  void prefetch_values(const std::vector<RefCore*>& refs);
   /// The ref's value in this transaction (its own write, else as of the read point).
   const Bytes& read(RefCore& ref);
   /// Sets the ref's value in this transaction.
@@ -280,6 +284,11 @@ class Transaction {
   // The entry of `ref` from its lookups, judged at the read point (awaited before).
   Entry finish_entry(std::shared_ptr<RefCore> ref, Lookups& lookups);
   Bytes value_at_read_point(Entry& entry, bool newest_on_miss);
+  // The point of the entry's version as of the read point; null when its history is too short.
+  const Point* point_at_read_point(const Entry& entry) const;
+  // Reads into the value cache, a batch per store, the values at these points of their refs
+  // that are not cached yet; one alone is left to be read where it is needed.
+  void cache_values(const std::vector<std::pair<RefCore*, Point>>& wanted);
   // A history miss: counted here and reported to every writer of the ref.
   void report_history_miss(RefCore& ref);
   void require_unchanged_since_read_point(const Entry& entry);

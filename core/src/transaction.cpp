@@ -176,18 +176,48 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
   return entries_.at(&ref);
 }
 
-Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
-  const Point* point = nullptr;
-  if (target.head_stat.mzxid <= read_point_) {
-    point = &target.head.newest;
-  } else {
-    for (const auto& older : target.head.history) {
-      if (older.zxid <= read_point_) {
-        point = &older.point;
-        break;
-      }
+const Point* Transaction::point_at_read_point(const Entry& target) const {
+  if (target.head_stat.mzxid <= read_point_) return &target.head.newest;
+  for (const auto& older : target.head.history) {
+    if (older.zxid <= read_point_) return &older.point;
+  }
+  return nullptr;
+}
+
+void Transaction::prefetch_values(const std::vector<RefCore*>& refs) {
+  std::vector<std::pair<RefCore*, Point>> wanted;
+  for (RefCore* ref : refs) {
+    const auto found = entries_.find(ref);
+    if (found == entries_.end() || found->second.value) continue;
+    // No version old enough: read() retries or takes the newest, as it decides.
+    if (const Point* point = point_at_read_point(found->second)) wanted.emplace_back(ref, *point);
+  }
+  cache_values(wanted);
+}
+
+void Transaction::cache_values(const std::vector<std::pair<RefCore*, Point>>& wanted) {
+  std::vector<StoreReads> batches;
+  for (const auto& [ref, point] : wanted) {
+    if (runtime_.has_value(point)) continue;
+    Store* store = &ref->store();
+    auto batch = std::find_if(batches.begin(), batches.end(), [&](const StoreReads& b) { return b.store == store; });
+    if (batch == batches.end()) batch = batches.insert(batches.end(), StoreReads{store, {}});
+    if (std::none_of(batch->reads.begin(), batch->reads.end(), [&](const PointRead& r) { return r.point == point; })) {
+      batch->reads.push_back(PointRead{&ref->data(), point});
     }
   }
+  if (batches.empty() || (batches.size() == 1 && batches.front().reads.size() == 1)) return;  // read() asks alone
+  stm_.batches().read(batches);
+  for (const auto& batch : batches) {
+    for (std::size_t i = 0; i < batch.reads.size(); ++i) {
+      // A missing value is judged where it is read (rule 8).
+      if (batch.values[i]) runtime_.remember(batch.reads[i].point, *batch.values[i]);
+    }
+  }
+}
+
+Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
+  const Point* point = point_at_read_point(target);
   if (point == nullptr) {
     if (!newest_on_miss) {
       report_history_miss(*target.ref);
@@ -522,12 +552,20 @@ bool Transaction::stage_commuted(Commit& commit) {
   commit.commuted_stats.clear();
   auto& session = runtime_.session();
   try {
-    std::vector<std::future<NodeData>> heads;
-    for (Entry* target : commit.commuted) heads.push_back(session.get_async(target->ref->head_path()));
+    std::vector<std::future<NodeData>> replies;
+    for (Entry* target : commit.commuted) replies.push_back(session.get_async(target->ref->head_path()));
+    std::vector<std::pair<NodeData, HeadRecord>> heads;
+    std::vector<std::pair<RefCore*, Point>> newest;
+    for (std::size_t i = 0; i < commit.commuted.size(); ++i) {
+      NodeData node = session.wait(replies[i]);
+      HeadRecord head = decode_head(node.data, commit.commuted[i]->ref->head_path());
+      newest.emplace_back(commit.commuted[i]->ref.get(), head.newest);
+      heads.emplace_back(std::move(node), std::move(head));
+    }
+    cache_values(newest);
     for (std::size_t i = 0; i < commit.commuted.size(); ++i) {
       Entry* target = commit.commuted[i];
-      NodeData node = session.wait(heads[i]);
-      HeadRecord head = decode_head(node.data, target->ref->head_path());
+      const auto& [node, head] = heads[i];
       auto base = runtime_.fetch_value(target->ref->data(), head.newest);
       if (!base) {
         Commit::discard(stm_, commit.recomputed);

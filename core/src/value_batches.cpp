@@ -1,5 +1,7 @@
 #include "value_batches.hpp"
 
+#include <avout/errors.hpp>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -87,6 +89,18 @@ void StoreBatches::erase(std::vector<StoreErasures>& batches) {
     } catch (const std::exception&) {
       // Left for gc: an unreferenced point is garbage, never visible.
     }
+  });
+}
+
+void StoreBatches::read(std::vector<StoreReads>& batches) {
+  run(batches.size(), [&](std::size_t i) {
+    auto values = batches[i].store->get_values(batches[i].reads);
+    if (values.size() != batches[i].reads.size()) {
+      throw BackendError(batches[i].store->description() + ": read " +
+                         std::to_string(batches[i].reads.size()) + " values, got " +
+                         std::to_string(values.size()));
+    }
+    batches[i].values = std::move(values);
   });
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// A commit's values in one round trip per store, all stores at once (docs/transactions.md
-// rule 16): batches grouped by store, each written with Store::set_values or erased with
-// Store::erase_values, the stores concurrently.
+// A transaction's values in one round trip per store, all stores at once (docs/transactions.md
+// rule 16): batches grouped by store, each written with Store::set_values, erased with
+// Store::erase_values or read with Store::get_values, the stores concurrently.
 
 #include <avout/backend.hpp>
 
@@ -29,6 +29,13 @@ struct StoreErasures {
   std::vector<PointErasure> erasures;  ///< each by its point
 };
 
+/// The values one transaction reads from one store.
+struct StoreReads {
+  Store* store;                                ///< where they are
+  std::vector<PointRead> reads;                ///< each by its point
+  std::vector<std::optional<Bytes>> values{};  ///< filled by StoreBatches::read, in that order
+};
+
 /// Runs the batches of a commit, one per store, the stores concurrently: the calling thread
 /// takes the first, helper threads kept for the client (started on first use) the others.
 /// A batch no helper has begun by the time the caller is done with its own is run by the
@@ -49,6 +56,9 @@ class StoreBatches {
   /// Erases every batch; failures are ignored (unreferenced values are garbage, never
   /// visible, and gc sweeps them).
   void erase(std::vector<StoreErasures>& batches);
+  /// Reads every batch into its `values`. Returns once all have finished; then rethrows the
+  /// first failure, if any.
+  void read(std::vector<StoreReads>& batches);
 
  private:
   void run(std::size_t count, const std::function<void(std::size_t)>& work);

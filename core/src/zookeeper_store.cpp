@@ -119,13 +119,16 @@ class NodeReferenceData final : public ReferenceData, public detail::ZooKeeperHe
   }
 
   Bytes get(const Point& point) override {
-    const std::string path = join_path(folder_, point.id);
+    const std::string path = point_path(point);
     try {
       return session_.get(path).data;
     } catch (const NoNode&) {
       throw MissingPoint("zookeeper ref " + name_ + ": no value at point " + point.id);
     }
   }
+
+  /// The node of the value at `point`.
+  std::string point_path(const Point& point) const { return join_path(folder_, point.id); }
 
   void erase(const Point& point) override {
     // Pipelined, not awaited: later requests of this session see the node gone, and a
@@ -180,18 +183,43 @@ std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
   return std::make_unique<NodeReferenceData>(session_, name, detail::Layout(session_.options().chroot, root_).ref_values(name));
 }
 
+namespace {
+
+// The version set of a batch element, which must have been made by a ZooKeeper store.
+NodeReferenceData& own_data(ReferenceData* data, const std::string& store) {
+  auto* own = dynamic_cast<NodeReferenceData*>(data);
+  if (own == nullptr) {
+    throw BackendError(store + ": a batch holds ref " + (data ? data->name() : std::string("(null)")) +
+                       ", which this store did not make");
+  }
+  return *own;
+}
+
+}  // namespace
+
+std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> reads) {
+  std::vector<std::future<NodeData>> replies;  // every element checked before anything is sent
+  std::vector<std::string> paths;
+  paths.reserve(reads.size());
+  for (const auto& r : reads) paths.push_back(own_data(r.data, description()).point_path(r.point));
+  replies.reserve(reads.size());
+  for (const auto& path : paths) replies.push_back(session_.get_async(path));
+  std::vector<std::optional<Bytes>> values;
+  values.reserve(reads.size());
+  for (auto& reply : replies) {
+    try {
+      values.emplace_back(session_.wait(reply).data);
+    } catch (const NoNode&) {
+      values.emplace_back();
+    }
+  }
+  return values;
+}
+
 void Store::set_values(std::span<const PointValue> values) {
   std::vector<op::Create> creates;  // every value checked before anything is sent
   creates.reserve(values.size());
-  for (const auto& v : values) {
-    auto* data = dynamic_cast<NodeReferenceData*>(v.data);
-    if (data == nullptr) {
-      throw BackendError(description() + ": a batch holds ref " +
-                         (v.data ? v.data->name() : std::string("(null)")) +
-                         ", which this store did not make");
-    }
-    creates.push_back(data->commit_operation(v.value, v.point));
-  }
+  for (const auto& v : values) creates.push_back(own_data(v.data, description()).commit_operation(v.value, v.point));
   // A multi is one request: keep each under the request limit, so a batch of large values
   // becomes several multis (each all or nothing).
   std::vector<Operation> multi;

@@ -113,8 +113,8 @@ inline void run_reference_data_conformance(const StoreFactory& make_store) {
   CHECK_THROWS_AS(other->get(b), MissingPoint);
 }
 
-/// The batch calls Store::set_values / erase_values: many points of several refs, an existing
-/// point, an oversized value, gone points, empty batches.
+/// The batch calls Store::set_values / get_values / erase_values: many points of several refs,
+/// an existing point, an oversized value, points never stored or gone, empty batches.
 inline void run_batch_conformance(const StoreFactory& make_store) {
   auto store = make_store();
   const std::string stem = conformance_name("batch");
@@ -129,6 +129,24 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
   store->set_values(values);
   for (const auto& v : values) CHECK(v.data->get(v.point) == v.value);
   for (const auto& ref : refs) CHECK(ref->points().size() == (ref == refs[0] ? 11u : 10u));
+
+  // Read back in one batch, in order: a point never stored and another ref's point are empty.
+  std::vector<PointRead> reads;
+  for (const auto& v : values) reads.push_back(PointRead{v.data, v.point});
+  reads.insert(reads.begin() + 5, PointRead{refs[0].get(), Point{"never-stored"}});
+  reads.insert(reads.begin() + 7, PointRead{refs[1].get(), Point{"point-0"}});  // refs[0]'s
+  reads.push_back(reads.front());  // a point twice
+  const auto read = store->get_values(reads);
+  REQUIRE(read.size() == reads.size());
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    if (i == 5 || i == 7) {
+      CHECK_FALSE(read[i].has_value());
+      continue;
+    }
+    const auto& value = reads[i].data->get(reads[i].point);
+    REQUIRE(read[i].has_value());
+    CHECK(*read[i] == value);
+  }
 
   // An existing point in a batch is an error, and the stored value stays.
   const std::vector<PointValue> clash{PointValue{refs[1].get(), Point{"fresh"}, to_bytes("F")},
@@ -152,6 +170,7 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
   store->erase_values(erasures);
   store->erase_values(erasures);
   for (const auto& v : values) CHECK_THROWS_AS(v.data->get(v.point), MissingPoint);
+  for (const auto& value : store->get_values(reads)) CHECK_FALSE(value.has_value());
   for (int r = 0; r < 3; ++r) {
     for (const auto& point : refs[r]->points()) {
       CHECK(((point.id == "fresh" && r == 1) || (point.id == "twice" && r == 0)));
@@ -161,6 +180,7 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
   // Empty batches do nothing.
   store->set_values({});
   store->erase_values({});
+  CHECK(store->get_values({}).empty());
 }
 
 /// ReferenceData::erase_values: values of several refs of one store erased through one of

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 #include <optional>
 
 namespace avout::postgres {
@@ -285,6 +286,31 @@ void PostgresReferenceData::erase_values(std::span<const PointErasure> erasures)
 }
 
 void Store::erase_values(std::span<const PointErasure> erasures) { erase_batch(*impl_, erasures); }
+
+std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> reads) {
+  std::vector<std::optional<Bytes>> values(reads.size());
+  for (std::size_t start = 0; start < reads.size(); start += max_rows_per_statement) {
+    const auto chunk = reads.subspan(start, std::min(max_rows_per_statement, reads.size() - start));
+    std::vector<std::string> names, points;
+    for (const auto& r : chunk) {
+      names.push_back(own_data(r.data, *impl_).name());
+      points.push_back(r.point.id);
+    }
+    std::map<std::pair<std::string, std::string>, Bytes> found;
+    impl_->pool.run("read " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
+      pqxx::nontransaction work(c);
+      auto rows = work.exec_params("SELECT name, point, value FROM " + impl_->ref_values +
+                                       " WHERE (name, point) IN (VALUES " + parameter_rows(chunk.size(), 2) + ")",
+                                   pqxx::prepare::make_dynamic_params(names),
+                                   pqxx::prepare::make_dynamic_params(points));
+      for (const auto& row : rows) found.emplace(std::pair(row[0].c_str(), row[1].c_str()), bytes_of(row[2]));
+    });
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      if (auto row = found.find(std::pair(names[i], points[i])); row != found.end()) values[start + i] = row->second;
+    }
+  }
+  return values;
+}
 
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 

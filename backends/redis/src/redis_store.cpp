@@ -222,6 +222,28 @@ void RedisReferenceData::erase_values(std::span<const PointErasure> erasures) {
 
 void Store::erase_values(std::span<const PointErasure> erasures) { erase_batch(*impl_, erasures); }
 
+std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> reads) {
+  std::vector<std::optional<Bytes>> values;
+  if (reads.empty()) return values;
+  std::vector<std::string> keys;
+  keys.reserve(reads.size());
+  for (const auto& r : reads) keys.push_back(own_data(r.data, *impl_).point_key(r.point));
+  std::vector<std::string_view> command{"MGET"};
+  command.insert(command.end(), keys.begin(), keys.end());
+  const Reply reply = impl_->pool.command(command, keys.front());
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != keys.size()) {
+    throw BackendError(description() + ": MGET of " + std::to_string(keys.size()) +
+                       " ref values: unexpected reply");
+  }
+  values.reserve(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const redisReply* element = reply->element[i];
+    if (element->type == REDIS_REPLY_STRING) values.emplace_back(to_bytes(text_of(element)));
+    else values.emplace_back();
+  }
+  return values;
+}
+
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 
 Store::Store(StoreOptions options) {

@@ -15,6 +15,7 @@
 #include <compare>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -98,6 +99,12 @@ struct PointValue {
   Bytes value;          ///< the bytes to store there
 };
 
+/// One stored value to read: an element of Store::get_values.
+struct PointRead {
+  ReferenceData* data;  ///< the ref's version set, made by the store it is handed to
+  Point point;          ///< the point to read
+};
+
 /// A place values live: makes the cells and version sets for names.
 class Store {
  public:
@@ -122,6 +129,22 @@ class Store {
   /// them in one round trip.
   virtual void erase_values(std::span<const PointErasure> erasures) {
     for (const auto& e : erasures) e.data->erase(e.point);
+  }
+  /// The value at every point of `reads`, in their order (each as its `data->get` would),
+  /// empty where the store has no value at that point; every `data` was made by this store.
+  /// The default reads them one after another; a store overrides it to read them in one
+  /// round trip.
+  virtual std::vector<std::optional<Bytes>> get_values(std::span<const PointRead> reads) {
+    std::vector<std::optional<Bytes>> values;
+    values.reserve(reads.size());
+    for (const auto& r : reads) {
+      try {
+        values.emplace_back(r.data->get(r.point));
+      } catch (const MissingPoint&) {
+        values.emplace_back();
+      }
+    }
+    return values;
   }
 };
 

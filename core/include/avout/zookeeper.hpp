@@ -28,6 +28,8 @@ class Store final : public avout::Store {
   /// they exceed what one request takes). All or none of a multi lands; an existing point
   /// throws BackendError and nothing of its multi is written.
   void set_values(std::span<const PointValue> values) override;
+  /// Reads every value with pipelined gets on the session: one round trip.
+  std::vector<std::optional<Bytes>> get_values(std::span<const PointRead> reads) override;
 
  private:
   ZooKeeperSession& session_;

@@ -57,6 +57,8 @@ class Store final : public avout::Store {
   void set_values(std::span<const PointValue> values) override;
   /// Erases every value with one DELETE ... WHERE (name, point) IN (...): one round trip.
   void erase_values(std::span<const PointErasure> erasures) override;
+  /// Reads every value with one SELECT ... WHERE (name, point) IN (...): one round trip.
+  std::vector<std::optional<Bytes>> get_values(std::span<const PointRead> reads) override;
 
  private:
   // Lease locks share this store's connections and table prefix (postgres_lease.cpp).

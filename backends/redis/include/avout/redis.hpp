@@ -61,6 +61,8 @@ class Store final : public avout::Store {
   /// Erases every value (its key and its entry in the ref's point set), pipelined: one round
   /// trip.
   void erase_values(std::span<const PointErasure> erasures) override;
+  /// Reads every value with one MGET: one round trip.
+  std::vector<std::optional<Bytes>> get_values(std::span<const PointRead> reads) override;
 
  private:
   // Lease locks share this store's connections and key prefix (redis_lease.cpp).
