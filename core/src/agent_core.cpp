@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <stop_token>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -548,9 +549,8 @@ std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& li
 
 void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
   // Send nodes never change: each is read once, all of a listing's new ones at once.
-  std::erase_if(named_sends_, [&](const auto& known) {
-    return std::find(queue.begin(), queue.end(), known.first) == queue.end();
-  });
+  const std::unordered_set<std::string_view> listed(queue.begin(), queue.end());
+  std::erase_if(named_sends_, [&](const auto& known) { return !listed.contains(known.first); });
   std::vector<std::pair<std::string, std::future<NodeData>>> reads;
   for (const auto& node : queue) {
     bool ours = false;
