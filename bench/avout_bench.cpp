@@ -1,5 +1,6 @@
-// avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), measures
-// the raw floors, then each workload beside them, then avout and its peers side by side.
+// avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), warms
+// them up, measures the raw floors, then each workload beside them, then avout and its peers
+// side by side.
 // Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank]... [--json FILE] [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
 #include "comparison.hpp"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     if (servers.zookeeper.empty()) servers.zookeeper = avout::testing::shared_zookeeper().connect_string();
     if (servers.redis.empty()) servers.redis = avout::testing::shared_redis().url();
     if (servers.postgres.empty()) servers.postgres = avout::testing::shared_postgres().url();
+    avout::bench::warm_up_servers(settings, servers);
     const auto floors =
         avout::bench::measure_floors(settings, servers.zookeeper, servers.redis, servers.postgres);
     if (runs("atom")) avout::bench::run_atom_workloads(settings, servers, floors);

@@ -159,7 +159,8 @@ void run_etcd_peer(const Settings& settings) {
   {
     EtcdServer server(etcd);
     output = run_capturing("'" + build + "/etcd-peer' -endpoint " + server.endpoint() + " -iterations " +
-                               std::to_string(settings.iterations(500)),
+                               std::to_string(settings.iterations(500)) + " -warmup " +
+                               std::to_string(settings.warm_up().count()) + "ms",
                            "the etcd peer");
   }
   fs::remove_all(build);
@@ -196,7 +197,7 @@ void run_curator_peer(const Settings& settings, const Servers& servers, const Fl
                 "compiling the Curator peer");
   const std::string output =
       run_capturing("'" + java + "' -cp '" + build + ":" + classpath + "' CuratorPeer " + servers.zookeeper + " " +
-                        std::to_string(settings.iterations(500)),
+                        std::to_string(settings.iterations(500)) + " " + std::to_string(settings.warm_up().count()),
                     "the Curator peer");
   fs::remove_all(build);
   print_table("peers: Apache Curator recipes on the same ZooKeeper",

@@ -78,6 +78,8 @@ nlohmann::json& recorded();
 struct Settings {
   bool quick = false;  ///< fewer iterations, for CI smoke runs
   int iterations(int full) const { return quick ? std::max(20, full / 10) : full; }
+  /// How long servers and peers are driven before anything is measured (see warm_up.cpp).
+  std::chrono::milliseconds warm_up() const { return std::chrono::milliseconds(quick ? 500 : 4000); }
 };
 
 }  // namespace avout::bench

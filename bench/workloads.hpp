@@ -82,6 +82,10 @@ inline void transfer(Client& client, Ref<long>& from, Ref<long>& to,
   });
 }
 
+/// Runs transactions over every store and plain ZooKeeper reads and writes for a few seconds,
+/// so that nothing measured after it pays for the servers' warm-up (ZooKeeper's JIT above all).
+void warm_up_servers(const Settings& settings, const Servers& servers);
+
 /// bench/atom: swap latency and throughput per store, uncontended and from 8 processes.
 void run_atom_workloads(const Settings& settings, const Servers& servers, const Floors& floors);
 

@@ -201,7 +201,7 @@ void Transaction::cache_values(const std::vector<std::pair<RefCore*, Point>>& wa
     if (runtime_.has_value(point)) continue;
     Store* store = &ref->store();
     auto batch = std::find_if(batches.begin(), batches.end(), [&](const StoreReads& b) { return b.store == store; });
-    if (batch == batches.end()) batch = batches.insert(batches.end(), StoreReads{store, {}});
+    if (batch == batches.end()) batch = batches.insert(batches.end(), StoreReads{store, {}, {}});
     if (std::none_of(batch->reads.begin(), batch->reads.end(), [&](const PointRead& r) { return r.point == point; })) {
       batch->reads.push_back(PointRead{&ref->data(), point});
     }

@@ -33,7 +33,7 @@ struct StoreErasures {
 struct StoreReads {
   Store* store;                                ///< where they are
   std::vector<PointRead> reads;                ///< each by its point
-  std::vector<std::optional<Bytes>> values{};  ///< filled by StoreBatches::read, in that order
+  std::vector<std::optional<Bytes>> values;    ///< filled by StoreBatches::read, in that order
 };
 
 /// Runs the batches of a commit, one per store, the stores concurrently: the calling thread

@@ -117,8 +117,17 @@ public final class CuratorPeer {
   public static void main(String[] arguments) throws Exception {
     hosts = arguments[0];
     int n = Integer.parseInt(arguments[1]);
+    long warmUpMillis = arguments.length > 2 ? Long.parseLong(arguments[2]) : 4000;
     String root = "/bench-curator-" + System.nanoTime();
     try (CuratorFramework client = connect()) {
+      // Warmed as avout-bench warms its own: this JVM compiles Curator's paths before they count.
+      DistributedAtomicLong warm = new DistributedAtomicLong(client, root + "/warm-up", new RetryNTimes(100000, 0));
+      InterProcessMutex warmLock = new InterProcessMutex(client, root + "/warm-up-lock");
+      for (long start = System.nanoTime(); System.nanoTime() - start < warmUpMillis * 1_000_000L; ) {
+        increment(warm);
+        warmLock.acquire();
+        warmLock.release();
+      }
       // Optimistic only (no promoted lock), retried until it lands, as avout's atom swap.
       DistributedAtomicLong alone = new DistributedAtomicLong(client, root + "/counter-alone", new RetryNTimes(100000, 0));
       alone("atom increment, 1 process: Curator DistributedAtomicLong", n, () -> increment(alone));
