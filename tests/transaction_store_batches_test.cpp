@@ -49,7 +49,7 @@ class CountingData final : public avout::ReferenceData {
 };
 
 // A store that counts how its values are written, read and erased, and runs a hook before
-// each batch write and each erasure.
+// each batch write, batch read and erasure.
 class CountingStore final : public avout::Store {
  public:
   explicit CountingStore(avout::Store& inner) : inner_(inner) {}
@@ -74,6 +74,7 @@ class CountingStore final : public avout::Store {
     for (const auto& e : erasures) e.data->erase(e.point);
   }
   std::vector<std::optional<avout::Bytes>> get_values(std::span<const avout::PointRead> reads) override {
+    if (before_batch_read) before_batch_read();
     ++batch_reads;
     batch_read_values += static_cast<int>(reads.size());
     std::vector<avout::PointRead> inner;
@@ -89,6 +90,7 @@ class CountingStore final : public avout::Store {
   std::atomic<int> erasures{0};       ///< values erased
   std::atomic<int> erase_batches{0};  ///< ReferenceData::erase_values calls
   std::function<void()> before_batch_write;
+  std::function<void()> before_batch_read;
   std::function<void()> before_erase;
 
  private:
@@ -248,6 +250,20 @@ TEST_CASE("deref_all reads the values another client wrote with one batch per st
   // Cached now: read again, nothing is asked of the stores.
   CHECK(avout::deref_all(three.a, three.b, three.c) == std::tuple<long, long, long>{11, 22, 33});
   CHECK(three.batch_reads() == 2);
+}
+
+TEST_CASE("a store that fails a batch read fails deref_all, and the next one reads again") {
+  avout::testing::start_shared_servers();
+  ChangedElsewhere three("read-fails");
+  three.change(5, 6, 7);
+  std::atomic<int> failures{1};
+  three.first.before_batch_read = [&] {
+    if (failures-- > 0) throw avout::StoreUnavailable("counting store: the read is refused, once");
+  };
+  CHECK_THROWS_AS(avout::deref_all(three.a, three.b, three.c), avout::StoreUnavailable);
+  CHECK(three.second.batch_reads == 1);  // the other store's batch ran to its end meanwhile
+  CHECK(avout::deref_all(three.a, three.b, three.c) == std::tuple<long, long, long>{5, 6, 7});
+  CHECK(three.first.batch_reads == 1);
 }
 
 TEST_CASE("a commit reads the newest values of its commuted refs with one batch per store") {
