@@ -7,7 +7,8 @@
 // one of its two kinds: StoreUnavailable (no answer: a write may or may not have been applied;
 // the writes are AtomState::compare_and_set, ReferenceData::set and erase, Store::set_values
 // and erase_values) and StoreRefused (the store answered with an error: nothing applied).
-// ValueTooLarge comes before anything is written; MissingPoint from ReferenceData::get.
+// ValueTooLarge comes before anything is written; MissingPoint from ReferenceData::get
+// (Store::get_values answers an empty optional there instead).
 
 #include <avout/bytes.hpp>
 #include <avout/errors.hpp>
