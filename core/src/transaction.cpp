@@ -197,13 +197,14 @@ void Transaction::prefetch_values(const std::vector<RefCore*>& refs) {
 
 void Transaction::cache_values(const std::vector<std::pair<RefCore*, Point>>& wanted) {
   std::vector<StoreReads> batches;
-  for (const auto& [ref, point] : wanted) {
+  for (const auto& one : wanted) {
+    const Point& point = one.second;
     if (runtime_.has_value(point)) continue;
-    Store* store = &ref->store();
+    Store* store = &one.first->store();
     auto batch = std::find_if(batches.begin(), batches.end(), [&](const StoreReads& b) { return b.store == store; });
     if (batch == batches.end()) batch = batches.insert(batches.end(), StoreReads{store, {}, {}});
     if (std::none_of(batch->reads.begin(), batch->reads.end(), [&](const PointRead& r) { return r.point == point; })) {
-      batch->reads.push_back(PointRead{&ref->data(), point});
+      batch->reads.push_back(PointRead{&one.first->data(), point});
     }
   }
   if (batches.empty() || (batches.size() == 1 && batches.front().reads.size() == 1)) return;  // read() asks alone
