@@ -200,11 +200,9 @@ void Transaction::cache_values(const std::vector<std::pair<RefCore*, Point>>& wa
   for (const auto& one : wanted) {
     const Point& point = one.second;
     if (runtime_.has_value(point)) continue;
-    Store* store = &one.first->store();
-    auto batch = std::find_if(batches.begin(), batches.end(), [&](const StoreReads& b) { return b.store == store; });
-    if (batch == batches.end()) batch = batches.insert(batches.end(), StoreReads{store, {}, {}});
-    if (std::none_of(batch->reads.begin(), batch->reads.end(), [&](const PointRead& r) { return r.point == point; })) {
-      batch->reads.push_back(PointRead{&one.first->data(), point});
+    auto& reads = batch_for(batches, &one.first->store()).reads;
+    if (std::none_of(reads.begin(), reads.end(), [&](const PointRead& r) { return r.point == point; })) {
+      reads.push_back(PointRead{&one.first->data(), point});
     }
   }
   if (batches.empty() || (batches.size() == 1 && batches.front().reads.size() == 1)) return;  // read() asks alone
@@ -408,11 +406,8 @@ struct Transaction::Commit {
     std::vector<StoreWrites> batches;
     for (auto& s : staged) {
       if (!s.unstored) continue;
-      Store* store = &s.target->ref->store();
-      auto batch = std::find_if(batches.begin(), batches.end(),
-                                [&](const StoreWrites& b) { return b.store == store; });
-      if (batch == batches.end()) batch = batches.insert(batches.end(), StoreWrites{store, {}});
-      batch->values.push_back(PointValue{&s.target->ref->data(), s.point, *s.unstored});
+      batch_for(batches, &s.target->ref->store())
+          .values.push_back(PointValue{&s.target->ref->data(), s.point, *s.unstored});
     }
     stm.batches().write(batches);
     for (auto& s : staged) {
@@ -425,11 +420,8 @@ struct Transaction::Commit {
     std::vector<StoreErasures> batches;
     for (auto& s : staged) {
       if (s.in_multi) continue;
-      Store* store = &s.target->ref->store();
-      auto batch = std::find_if(batches.begin(), batches.end(),
-                                [&](const StoreErasures& b) { return b.store == store; });
-      if (batch == batches.end()) batch = batches.insert(batches.end(), StoreErasures{store, {}});
-      batch->erasures.push_back(PointErasure{&s.target->ref->data(), s.point});
+      batch_for(batches, &s.target->ref->store())
+          .erasures.push_back(PointErasure{&s.target->ref->data(), s.point});
     }
     stm.batches().erase(batches);
     staged.clear();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace boost::asio {
@@ -35,6 +36,18 @@ struct StoreReads {
   std::vector<PointRead> reads;                ///< each by its point
   std::vector<std::optional<Bytes>> values;    ///< filled by StoreBatches::read, in that order
 };
+
+/// The batch of `batches` (StoreWrites, StoreErasures or StoreReads) for `store`, added at
+/// the end when there is none yet.
+template <typename Batch>
+Batch& batch_for(std::vector<Batch>& batches, Store* store) {
+  for (auto& batch : batches) {
+    if (batch.store == store) return batch;
+  }
+  Batch added{};
+  added.store = store;
+  return batches.emplace_back(std::move(added));
+}
 
 /// Runs the batches of a commit, one per store, the stores concurrently: the calling thread
 /// takes the first, helper threads kept for the client (started on first use) the others.
