@@ -198,10 +198,11 @@ NodeReferenceData& own_data(ReferenceData* data, const std::string& store) {
 }  // namespace
 
 std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> reads) {
-  std::vector<std::future<NodeData>> replies;  // every element checked before anything is sent
-  std::vector<std::string> paths;
+  const std::string store = description();
+  std::vector<std::string> paths;  // every element checked before anything is sent
   paths.reserve(reads.size());
-  for (const auto& r : reads) paths.push_back(own_data(r.data, description()).point_path(r.point));
+  for (const auto& r : reads) paths.push_back(own_data(r.data, store).point_path(r.point));
+  std::vector<std::future<NodeData>> replies;
   replies.reserve(reads.size());
   for (const auto& path : paths) replies.push_back(session_.get_async(path));
   std::vector<std::optional<Bytes>> values;
@@ -219,7 +220,8 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
 void Store::set_values(std::span<const PointValue> values) {
   std::vector<op::Create> creates;  // every value checked before anything is sent
   creates.reserve(values.size());
-  for (const auto& v : values) creates.push_back(own_data(v.data, description()).commit_operation(v.value, v.point));
+  const std::string store = description();
+  for (const auto& v : values) creates.push_back(own_data(v.data, store).commit_operation(v.value, v.point));
   // A multi is one request: keep each under the request limit, so a batch of large values
   // becomes several multis (each all or nothing).
   std::vector<Operation> multi;
