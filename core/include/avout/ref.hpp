@@ -101,9 +101,9 @@ std::tuple<T...> decode_ref_values(const std::vector<Bytes>& values,
 }  // namespace detail
 
 /// The values of several refs of one client, their heads read in one round trip and the
-/// values not cached in one per store, where deref() one after another waits for each in turn: inside dosync, as of its snapshot;
-/// outside, from one snapshot of their own (a read-only transaction). Throws Error when the
-/// refs belong to different clients.
+/// values not cached in one per store, where deref() one after another waits for each in
+/// turn: inside dosync, as of its snapshot; outside, from one snapshot of their own (a
+/// read-only transaction). Throws Error when the refs belong to different clients.
 template <Encodable... T>
   requires(sizeof...(T) > 0)
 std::tuple<T...> deref_all(const TransactionReference<T>&... refs) {
