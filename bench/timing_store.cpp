@@ -42,7 +42,6 @@ class TimingData : public ReferenceData {
   Bytes get(const Point& point) override {
     Stopwatch watch(tally_.read_ns);
     ++tally_.reads;
-    ++tally_.read_calls;
     return inner->get(point);
   }
   void erase(const Point& point) override {
@@ -101,7 +100,6 @@ std::vector<std::optional<Bytes>> TimingStore::get_values(std::span<const PointR
   for (const auto& r : reads) inner.push_back({unwrap(r.data), r.point});
   Stopwatch watch(tally_.read_ns);
   tally_.reads += reads.size();
-  ++tally_.read_calls;
   return inner_.get_values(inner);
 }
 

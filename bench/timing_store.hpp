@@ -20,7 +20,6 @@ struct StoreTally {
   std::atomic<std::uint64_t> write_calls{0};  ///< set or set_values calls (round trips)
   std::atomic<std::uint64_t> write_ns{0};
   std::atomic<std::uint64_t> reads{0};        ///< values fetched (get or one of get_values)
-  std::atomic<std::uint64_t> read_calls{0};   ///< get or get_values calls (round trips)
   std::atomic<std::uint64_t> read_ns{0};
   std::atomic<std::uint64_t> erases{0};       ///< values removed (erase or one of erase_values)
   std::atomic<std::uint64_t> erase_calls{0};  ///< erase or erase_values calls (round trips)
@@ -28,7 +27,7 @@ struct StoreTally {
 
   /// Zero again, every counter (a workload counts from here on).
   void reset() {
-    for (auto* counter : {&writes, &write_calls, &write_ns, &reads, &read_calls, &read_ns, &erases, &erase_calls, &erase_ns}) {
+    for (auto* counter : {&writes, &write_calls, &write_ns, &reads, &read_ns, &erases, &erase_calls, &erase_ns}) {
       *counter = 0;
     }
   }
