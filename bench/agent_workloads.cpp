@@ -10,9 +10,6 @@ namespace avout::bench {
 
 namespace {
 
-std::string unique(const std::string& stem) {
-  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
-}
 
 // Sends `count` increments to `name` from this process, spread over `threads` sending at
 // once, then awaits them. A closure runs in this process: latency of each is the time from
@@ -83,7 +80,7 @@ void run_agent_workloads(const Settings& settings, const Servers& servers, const
   const int n = settings.iterations(1000);
   // The agent's value in ZooKeeper and in Redis: the other stores add nothing new here.
   for (const std::string where : {"zookeeper", "redis"}) {
-    const std::string name = unique("agent-" + where);
+    const std::string name = unique_name("agent-" + where);
     {
       Stores stores(servers);
       const auto start = std::chrono::steady_clock::now();

@@ -6,9 +6,6 @@
 namespace avout::bench {
 
 namespace {
-std::string unique(const std::string& stem) {
-  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
-}
 
 // `count` swaps(+1) of `counter`; the report's retries are the compare-and-sets that lost
 // (swap's function runs once per attempt).
@@ -29,7 +26,7 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
   std::vector<Result> rows;
   const int n = settings.iterations(1000);
   for (const StoreUrl& of : store_urls(servers)) {
-    const std::string name = unique("atom-" + of.name);
+    const std::string name = unique_name("atom-" + of.name);
     {
       Stores stores(servers);
       auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));

@@ -1,7 +1,7 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), warms
 // them up, measures the raw floors, then each workload beside them, then avout and its peers
 // side by side.
-// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank]... [--json FILE] [--plot FILE.png]
+// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank|rounds]... [--json FILE] [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
 #include "comparison.hpp"
 #include "external_peers.hpp"
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   CLI::App app{"avout-bench: avout's workloads measured beside the raw floors of the same run"};
   app.add_flag("--quick", settings.quick, "shorter runs (a smoke test, not a measurement)");
   app.add_option("--only", only, "run only these groups of workloads (repeatable; the floors always run)")
-      ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank"}));
+      ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank", "rounds"}));
   app.add_option("--json", json_path, "write every measurement to this JSON file");
   app.add_option("--plot", plot_path, "draw the measurements into this PNG file");
   app.add_option("--zookeeper", servers.zookeeper, "use this ZooKeeper (host:port) instead of starting one");
@@ -52,8 +52,13 @@ int main(int argc, char** argv) {
     if (runs("agent")) avout::bench::run_agent_workloads(settings, servers, floors);
     if (runs("peers")) {
       avout::bench::run_peer_workloads(settings, servers, floors);
-      avout::bench::run_etcd_peer(settings);
+      const auto etcd = avout::bench::EtcdPeer::start();
+      if (etcd) avout::bench::run_etcd_peer(settings, *etcd);
       avout::bench::run_curator_peer(settings, servers, floors);
+      avout::bench::run_interleaved_rounds(settings, servers, etcd.get());
+    } else if (runs("rounds")) {
+      const auto etcd = avout::bench::EtcdPeer::start();
+      avout::bench::run_interleaved_rounds(settings, servers, etcd.get());
     }
     if (runs("lock")) avout::bench::run_lock_workloads(settings, servers, floors);
     if (runs("bank")) avout::bench::run_bank_anatomy(settings, servers, floors);

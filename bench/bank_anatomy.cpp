@@ -95,7 +95,7 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
               "multi op");
   std::vector<Result> rows;
   for (const auto& bank : banks) {
-    const std::string prefix = "/bench/anatomy-" + std::to_string(std::random_device{}());
+    const std::string prefix = unique_name("anatomy");
     {  // create the accounts before the processes race to
       Stores stores(servers);
       for (int i = 0; i < bank.accounts; ++i) {

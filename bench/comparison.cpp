@@ -32,6 +32,15 @@ std::vector<Workload> workloads() {
     }
     all.push_back(rw);
   }
+  for (const std::string k : {"1", "2", "4", "8"}) {
+    const std::string row = "rounds: read-write txn, k=" + k + ": ";
+    Workload rw{"read-write txn, k=" + k + ", alternating rounds", false, {}};
+    for (const auto& store : stores) rw.entries.push_back({"avout, " + store, row + "avout, " + store, true});
+    for (const auto& isolation : isolations) {
+      rw.entries.push_back({"etcd STM " + isolation, row + "etcd STM " + isolation, false});
+    }
+    all.push_back(rw);
+  }
   Workload ro{"read-only txn, k=8", false, {}};
   for (const auto& store : stores) ro.entries.push_back({"avout, " + store, "read-only txn, k=8, " + store, true});
   for (const auto& isolation : isolations) {

@@ -75,6 +75,8 @@ bool etcd_healthy(int port) {
   return answer.find("\"health\":\"true\"") != std::string::npos;
 }
 
+}  // namespace
+
 // One etcd on free loopback ports, its data in a temporary folder removed when it stops.
 class EtcdServer {
  public:
@@ -122,12 +124,15 @@ class EtcdServer {
   testing::ChildProcess process_;
 };
 
-// Rows of a peer program's JSON ({"rows": [...]}) as results, each compared with `floor`.
-std::vector<Result> parse_rows(const std::string& output, double floor_ms, const std::string& floor_name) {
-  std::vector<Result> results;
+namespace {
+
+// Rows of a peer program's JSON ({"rows": [...]}), each compared with `floor`.
+std::vector<PeerRow> parse_rows(const std::string& output, double floor_ms, const std::string& floor_name) {
+  std::vector<PeerRow> parsed;
   const auto document = nlohmann::json::parse(output.substr(output.find('{')));
   for (const auto& row : document.at("rows")) {
-    Result result;
+    PeerRow peer;
+    Result& result = peer.result;
     result.workload = row.at("workload");
     result.p50_ms = row.at("p50_ms");
     result.p99_ms = row.at("p99_ms");
@@ -135,36 +140,55 @@ std::vector<Result> parse_rows(const std::string& output, double floor_ms, const
     result.retries = row.at("retries");
     result.floor_ms = floor_ms;
     result.floor_name = floor_name;
-    results.push_back(result);
+    if (row.contains("latencies_ms")) peer.latencies_ms = row.at("latencies_ms").get<std::vector<double>>();
+    parsed.push_back(std::move(peer));
   }
+  return parsed;
+}
+
+std::vector<Result> results_of(const std::vector<PeerRow>& rows) {
+  std::vector<Result> results;
+  for (const auto& row : rows) results.push_back(row.result);
   return results;
 }
 
 }  // namespace
 
-void run_etcd_peer(const Settings& settings) {
+std::unique_ptr<EtcdPeer> EtcdPeer::start() {
   const std::string etcd = find_program("etcd"), go = find_program("go");
   const fs::path source = fs::path(AVOUT_BENCH_PEERS_DIR) / "etcd" / "main.go";
   if (etcd.empty() || go.empty() || !fs::exists("/usr/share/gocode/src/go.etcd.io/etcd/clientv3")) {
     std::printf("\n(etcd peer skipped: needs etcd, go and Debian's golang-etcd-server-dev; "
                 "scripts/setup --bench installs them)\n");
-    return;
+    return nullptr;
   }
-  const std::string build = make_temp_dir("etcd-peer");
+  std::unique_ptr<EtcdPeer> peer(new EtcdPeer);
+  peer->build_dir_ = make_temp_dir("etcd-peer");
   // GOPATH mode against Debian's packaged sources: no module download, no network.
-  run_capturing("cd '" + build + "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
-                    "' build -o '" + build + "/etcd-peer' '" + source.string() + "' 2>&1",
+  run_capturing("cd '" + peer->build_dir_ + "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
+                    "' build -o '" + peer->build_dir_ + "/etcd-peer' '" + source.string() + "' 2>&1",
                 "building the etcd peer");
-  std::string output;
-  {
-    EtcdServer server(etcd);
-    output = run_capturing("'" + build + "/etcd-peer' -endpoint " + server.endpoint() + " -iterations " +
-                               std::to_string(settings.iterations(500)) + " -warmup " +
-                               std::to_string(settings.warm_up().count()) + "ms",
-                           "the etcd peer");
-  }
-  fs::remove_all(build);
-  auto rows = parse_rows(output, 0, "");
+  peer->server_ = std::make_unique<EtcdServer>(etcd);
+  return peer;
+}
+
+EtcdPeer::EtcdPeer() = default;
+
+EtcdPeer::~EtcdPeer() {
+  server_.reset();
+  std::error_code ignored;
+  if (!build_dir_.empty()) fs::remove_all(build_dir_, ignored);
+}
+
+std::vector<PeerRow> EtcdPeer::run(const std::string& arguments) const {
+  const std::string output = run_capturing(
+      "'" + build_dir_ + "/etcd-peer' -endpoint " + server_->endpoint() + " " + arguments, "the etcd peer");
+  return parse_rows(output, 0, "");
+}
+
+void run_etcd_peer(const Settings& settings, const EtcdPeer& peer) {
+  auto rows = results_of(peer.run("-iterations " + std::to_string(settings.iterations(500)) + " -warmup " +
+                                  std::to_string(settings.warm_up().count()) + "ms"));
   double floor = 0;
   for (const auto& row : rows) {
     if (row.workload == "etcd get + put") floor = row.p50_ms;
@@ -201,7 +225,7 @@ void run_curator_peer(const Settings& settings, const Servers& servers, const Fl
                     "the Curator peer");
   fs::remove_all(build);
   print_table("peers: Apache Curator recipes on the same ZooKeeper",
-              parse_rows(output, floors.zookeeper_get_set, "zookeeper get+set"));
+              results_of(parse_rows(output, floors.zookeeper_get_set, "zookeeper get+set")));
 }
 
 }  // namespace avout::bench

@@ -6,11 +6,44 @@
 
 #include "workloads.hpp"
 
+#include <memory>
+#include <string>
+#include <vector>
+
 namespace avout::bench {
+
+/// One row a peer program measured, with every latency when it was asked for them.
+struct PeerRow {
+  Result result{};                    ///< the row as the program summarized it
+  std::vector<double> latencies_ms{};  ///< each operation's, with -latencies (else empty)
+};
+
+class EtcdServer;
+
+/// The etcd peer program (bench/peers/etcd, built for this run) and an etcd of its own on
+/// loopback, kept for the whole run so that several workloads can use them.
+class EtcdPeer {
+ public:
+  /// Builds the program and starts etcd; null, after saying so in one line, when the tools
+  /// are not installed.
+  static std::unique_ptr<EtcdPeer> start();
+  /// Stops etcd and removes the program.
+  ~EtcdPeer();
+  EtcdPeer(const EtcdPeer&) = delete;
+  EtcdPeer& operator=(const EtcdPeer&) = delete;
+
+  /// Runs the program against this etcd with `arguments` (its flags); the rows it printed.
+  std::vector<PeerRow> run(const std::string& arguments) const;
+
+ private:
+  EtcdPeer();
+  std::string build_dir_;
+  std::unique_ptr<EtcdServer> server_;
+};
 
 /// etcd 3.4's STM (serializable and the default isolation) and Mutex, on the same workloads
 /// as avout's rows, beside etcd's own floor (a Get, a Put) measured in the same program.
-void run_etcd_peer(const Settings& settings);
+void run_etcd_peer(const Settings& settings, const EtcdPeer& peer);
 
 /// Curator's DistributedAtomicLong, InterProcessMutex and InterProcessReadWriteLock on the
 /// bench's ZooKeeper.

@@ -19,9 +19,6 @@ namespace {
 
 constexpr int processes = 10;
 
-std::string unique(const std::string& stem) {
-  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
-}
 
 // The short task done while holding the lock: about 100 microseconds of work.
 void short_task() {
@@ -74,7 +71,7 @@ Locker redis_set_nx_locker(const std::string& url, const std::string& prefix) {
 void run_lock_workloads(const Settings& settings, const Servers& servers, const Floors& floors) {
   std::vector<Result> rows;
   const int operations = settings.iterations(100);
-  const std::string run = unique("locks");
+  const std::string run = unique_name("locks");
   const std::string redis_prefix = "bench-nx-" + std::to_string(std::random_device{}()) + ":";
   const std::vector<std::pair<std::string, LockerFactory>> strategies{
       {"avout Lock (ZooKeeper)", [&](Stores& stores) { return mutex_locker(stores, run + "/mutex"); }},
@@ -89,7 +86,10 @@ void run_lock_workloads(const Settings& settings, const Servers& servers, const 
        }},
       {"Redis SET NX PX (peer)", [&](Stores&) { return redis_set_nx_locker(servers.redis, redis_prefix); }},
   };
-  for (const auto& [label, make] : strategies) {
+  for (const auto& strategy : strategies) {
+    // Named, not bound: clang 14 cannot capture a structured binding in a lambda.
+    const auto& label = strategy.first;
+    const auto& make = strategy.second;
     {
       Stores stores(servers);
       auto locker = make(stores);

@@ -50,6 +50,11 @@ std::vector<double> time_each(int count, const std::function<void()>& operation)
   return latencies;
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return percentile(values, 0.5);
+}
+
 Result summarize(const std::string& workload, std::vector<double> latencies_ms) {
   std::sort(latencies_ms.begin(), latencies_ms.end());
   const double total = std::accumulate(latencies_ms.begin(), latencies_ms.end(), 0.0);

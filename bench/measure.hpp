@@ -29,6 +29,9 @@ struct Result {
 /// Runs `operation` `count` times in this process; returns per-operation latencies in ms.
 std::vector<double> time_each(int count, const std::function<void()>& operation);
 
+/// The median of `values` (0 when there are none).
+double median(std::vector<double> values);
+
 /// Builds a result from latencies measured in one process (throughput = 1 / mean).
 Result summarize(const std::string& workload, std::vector<double> latencies_ms);
 

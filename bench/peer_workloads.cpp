@@ -15,9 +15,6 @@ namespace {
 
 constexpr int bank_accounts = 20;
 
-std::string unique(const std::string& stem) {
-  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
-}
 
 // One transfer with optimistic Redis transactions: WATCH, read, MULTI/EXEC, again on abort.
 void redis_transfer(RawRedis& redis, const std::string& prefix, int from, int to, long amount) {
@@ -143,7 +140,7 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
                std::to_string(bank_accounts - 1) + ") g");
     setup.commit();
   }
-  const std::string avout_bank = unique("peer-bank");
+  const std::string avout_bank = unique_name("peer-bank");
   auto avout_accounts = [&](Stores& stores) {
     std::vector<Ref<long>> refs;
     for (int i = 0; i < bank_accounts; ++i) {
@@ -219,13 +216,13 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   // Deref and ref-set: avout against Avout's 2011 recipe, ZooKeeper-held values.
   {
     Stores stores(servers);
-    auto ref = stores.client.ref<long>(unique("peer-ref"), 1);
+    auto ref = stores.client.ref<long>(unique_name("peer-ref"), 1);
     Result row = summarize("deref outside dosync: avout", measure_client(stores.client, n, [&] { (void)ref.deref(); }));
     row.floor_ms = floors.zookeeper_get;
     row.floor_name = "zookeeper get";
     rows.push_back(row);
     auto& session = stores.client.session();
-    const std::string recipe = unique("avout-2011");
+    const std::string recipe = unique_name("avout-2011");
     const std::string history = recipe + "/stm-history";
     session.create_recursive(history);
     std::vector<std::string> recipe_refs;
@@ -241,7 +238,7 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
     rows.push_back(row);
 
     // ref-set of k refs in one dosync, k = 1 and 8: avout beside the recipe.
-    const std::string avout_refs = unique("peer-refs");
+    const std::string avout_refs = unique_name("peer-refs");
     for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
       std::vector<Ref<long>> refs;
       for (std::size_t i = 0; i < k; ++i) refs.push_back(stores.client.ref<long>(avout_refs + "/" + std::to_string(i), 1));

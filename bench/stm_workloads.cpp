@@ -13,9 +13,6 @@
 namespace avout::bench {
 
 namespace {
-std::string unique(const std::string& stem) {
-  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
-}
 
 // Refs named prefix/0..k-1, placed at `where` (a store's name or "mixed": see Stores::index).
 std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int k, const std::string& where) {
@@ -36,7 +33,7 @@ void print_store_calls(Stores& stores, int commits) {
     for (int k : {1, 8}) {
       StoreTally tally;
       TimingStore timed(stores.store(where), tally);
-      const std::string prefix = unique("store-calls-" + where);
+      const std::string prefix = unique_name("store-calls-" + where);
       std::vector<Ref<long>> refs;
       for (int i = 0; i < k; ++i) refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 0, timed));
       auto commit = [&] {
@@ -73,7 +70,7 @@ void print_store_calls(Stores& stores, int commits) {
 void print_fresh_reads(const Servers& servers, Stores& stores, const Floors& floors, int n) {
   constexpr int k = 8;
   Stores writer(servers);
-  const std::string prefix = unique("stm-fresh");
+  const std::string prefix = unique_name("stm-fresh");
   auto mine = make_refs(stores, prefix, k, "redis");
   auto theirs = make_refs(writer, prefix, k, "redis");
   std::vector<Result> rows;
@@ -121,7 +118,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
   placements.push_back(mixed);
   for (const auto& where : placements) {
     for (int k : {1, 2, 4, 8}) {
-      auto refs = make_refs(stores, unique("stm-" + where), k, where);
+      auto refs = make_refs(stores, unique_name("stm-" + where), k, where);
       auto measure = [&](const std::string& label, double floor, const std::string& floor_name,
                          const std::function<void()>& transaction) {
         transaction();  // warm: heads and tags are cached from here on
@@ -149,7 +146,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
   print_store_calls(stores, n);
   print_fresh_reads(servers, stores, floors, settings.iterations(200));
 
-  const std::string bank = unique("stm-bank");
+  const std::string bank = unique_name("stm-bank");
   { (void)make_refs(stores, bank, 20, mixed); }
   const int transfers = settings.iterations(250);
   Result contended = run_processes("bank transfer, 8 processes, 20 mixed refs", 8, [&](int index) {

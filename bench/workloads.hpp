@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ inline std::vector<StoreUrl> store_urls(const Servers& servers) {
   return {{"zookeeper", "zookeeper:", &Floors::zookeeper_get_set},
           {"redis", servers.redis, &Floors::redis_get_set},
           {"postgres", servers.postgres, &Floors::postgres_get_set}};
+}
+
+/// A fresh ZooKeeper path under /bench for a workload's nodes: `stem` and a random number.
+inline std::string unique_name(const std::string& stem) {
+  return "/bench/" + stem + "-" + std::to_string(std::random_device{}());
 }
 
 /// Where a workload puts its refs when not all in one store (named by its store_urls name):
@@ -101,6 +107,12 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
 /// The contended bank taken apart: attempts, sleeps, store calls and ZooKeeper requests per
 /// commit, for mixed and Redis refs, and with less contention for comparison.
 void run_bank_anatomy(const Settings& settings, const Servers& servers, const Floors& floors);
+
+class EtcdPeer;
+
+/// Read-write transactions over k refs in every placement, the raw floor of each and etcd's
+/// STM (when `etcd` is not null), measured in alternating rounds; per-round ratios.
+void run_interleaved_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd);
 
 /// bench/stm: read-only and read-write transactions over k refs, and the contended bank.
 void run_stm_workloads(const Settings& settings, const Servers& servers, const Floors& floors);

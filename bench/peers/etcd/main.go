@@ -1,7 +1,8 @@
 // etcd-peer: etcd's STM and Mutex on the workloads avout-bench measures, printed as JSON rows
 // ({"rows": [{"workload", "p50_ms", "p99_ms", "operations_per_second", "retries"}]}) that
 // avout-bench reads. Built in GOPATH mode against Debian's golang-etcd-server-dev (etcd 3.4).
-// Usage: etcd-peer -endpoint 127.0.0.1:PORT [-iterations N] [-clients 8] [-accounts 20]
+// Usage: etcd-peer -endpoint 127.0.0.1:PORT [-iterations N] [-clients 8] [-accounts 20] [-warmup 4s]
+// [-readwrite-only] [-latencies]
 package main
 
 import (
@@ -22,11 +23,12 @@ import (
 
 // row is one measured workload, in avout-bench's field names.
 type row struct {
-	Workload   string  `json:"workload"`
-	P50        float64 `json:"p50_ms"`
-	P99        float64 `json:"p99_ms"`
-	Throughput float64 `json:"operations_per_second"`
-	Retries    float64 `json:"retries"`
+	Workload   string    `json:"workload"`
+	P50        float64   `json:"p50_ms"`
+	P99        float64   `json:"p99_ms"`
+	Throughput float64   `json:"operations_per_second"`
+	Retries    float64   `json:"retries"`
+	Latencies  []float64 `json:"latencies_ms,omitempty"` // with -latencies: every operation's
 }
 
 var (
@@ -35,7 +37,10 @@ var (
 	clients    = flag.Int("clients", 8, "clients of the contended workloads (one connection each)")
 	accounts   = flag.Int("accounts", 20, "accounts of the bank")
 	warmUp     = flag.Duration("warmup", 4*time.Second, "gets, puts and STM transactions run before measuring")
-	rows       []row
+	// avout-bench's interleaved rounds run the peer once per round for these rows alone.
+	readWriteOnly = flag.Bool("readwrite-only", false, "measure only the read-write transactions over k keys")
+	withLatencies = flag.Bool("latencies", false, "add every operation's latency (ms) to its row")
+	rows          []row
 )
 
 func connect() *clientv3.Client {
@@ -70,8 +75,12 @@ func record(workload string, latencies []float64, wall time.Duration, retries in
 	if wall > 0 {
 		throughput = float64(len(latencies)) / wall.Seconds()
 	}
-	rows = append(rows, row{workload, percentile(latencies, 0.5), percentile(latencies, 0.99), throughput,
-		float64(retries) / float64(len(latencies))})
+	measured := row{workload, percentile(latencies, 0.5), percentile(latencies, 0.99), throughput,
+		float64(retries) / float64(len(latencies)), nil}
+	if *withLatencies {
+		measured.Latencies = latencies
+	}
+	rows = append(rows, measured)
 }
 
 // timeEach runs operation n times and returns its latencies in ms.
@@ -157,36 +166,18 @@ func main() {
 			return nil
 		})
 	}
+	if *readWriteOnly {
+		readWrite(client, prefix, n)
+		finish()
+		return
+	}
 	record("etcd get", timeEach(n, func() { client.Get(ctx, floorKey) }), 0, 0)
 	record("etcd put", timeEach(n, func() { client.Put(ctx, floorKey, "1") }), 0, 0)
 	record("etcd get + put", timeEach(n, func() { client.Get(ctx, floorKey); client.Put(ctx, floorKey, "2") }), 0, 0)
 
-	isolations := []struct {
-		name  string
-		value concurrency.Isolation
-	}{{"serializable", concurrency.Serializable}, {"default", concurrency.SerializableSnapshot}}
-	keys := func(stem string, k int) []string {
-		names := make([]string, k)
-		for i := range names {
-			names[i] = fmt.Sprintf("%s%s/%d", prefix, stem, i)
-			client.Put(ctx, names[i], "1000")
-		}
-		return names
-	}
+	readWrite(client, prefix, n)
+	keys := func(stem string, k int) []string { return makeKeys(client, prefix, stem, k) }
 	for _, isolation := range isolations {
-		for _, k := range []int{1, 2, 4, 8} {
-			names := keys(fmt.Sprintf("rw-%s-%d", isolation.name, k), k)
-			retries := 0
-			latencies := timeEach(n, func() {
-				retries += stm(client, isolation.value, func(s concurrency.STM) error {
-					for _, name := range names {
-						add(s, name, 1)
-					}
-					return nil
-				})
-			})
-			record(fmt.Sprintf("read-write txn, k=%d: etcd STM %s", k, isolation.name), latencies, 0, retries)
-		}
 		names := keys("ro-"+isolation.name, 8)
 		latencies := timeEach(n, func() {
 			stm(client, isolation.value, func(s concurrency.STM) error {
@@ -257,6 +248,49 @@ func main() {
 			}
 		})
 
+	finish()
+}
+
+// finish prints the rows for avout-bench.
+func finish() {
 	out, _ := json.Marshal(map[string][]row{"rows": rows})
 	fmt.Println(string(out))
+}
+
+// The isolations measured: etcd's strictest and its default.
+var isolations = []struct {
+	name  string
+	value concurrency.Isolation
+}{{"serializable", concurrency.Serializable}, {"default", concurrency.SerializableSnapshot}}
+
+// makeKeys puts k keys under prefix/stem, each holding 1000.
+func makeKeys(client *clientv3.Client, prefix, stem string, k int) []string {
+	names := make([]string, k)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%s/%d", prefix, stem, i)
+		if _, err := client.Put(context.Background(), names[i], "1000"); err != nil {
+			fail(err)
+		}
+	}
+	return names
+}
+
+// readWrite records, per isolation and k = 1, 2, 4, 8, n STM transactions that add 1 to
+// each of k keys.
+func readWrite(client *clientv3.Client, prefix string, n int) {
+	for _, isolation := range isolations {
+		for _, k := range []int{1, 2, 4, 8} {
+			names := makeKeys(client, prefix, fmt.Sprintf("rw-%s-%d", isolation.name, k), k)
+			retries := 0
+			latencies := timeEach(n, func() {
+				retries += stm(client, isolation.value, func(s concurrency.STM) error {
+					for _, name := range names {
+						add(s, name, 1)
+					}
+					return nil
+				})
+			})
+			record(fmt.Sprintf("read-write txn, k=%d: etcd STM %s", k, isolation.name), latencies, 0, retries)
+		}
+	}
 }

@@ -1,0 +1,224 @@
+// Read-write transactions over k refs, avout beside etcd's STM and the raw floor, measured in
+// alternating rounds. Rows measured one after another drift apart with the machine (the
+// servers' compilers, their logs, whatever else runs): in one run the same workload measured
+// minutes apart differed by a third. Here every round runs every row for a slice of its
+// operations, so drift lands on all rows alike, and each round compares avout with etcd
+// under the same conditions.
+#include "external_peers.hpp"
+#include "raw_redis.hpp"
+#include "workloads.hpp"
+
+#include <avout/zookeeper_session.hpp>
+
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+
+namespace avout::bench {
+
+namespace {
+
+constexpr int ks[] = {1, 2, 4, 8};
+
+// Where a row's refs live: each store alone, and round-robin over all of them.
+std::vector<std::string> placements() { return {"zookeeper", "redis", "postgres", mixed}; }
+
+
+std::string row_name(int k, const std::string& who) {
+  return "rounds: read-write txn, k=" + std::to_string(k) + ": " + who;
+}
+
+std::string floor_name(int k, const std::string& store) {
+  return "rounds: floor, k=" + std::to_string(k) + ": zookeeper get + " +
+         (store == "zookeeper" ? "" : store + " write of k + ") + "multi of k";
+}
+
+// The store whose write a transaction over k refs placed at `where` waits for longest (the
+// floor's write): "mixed" places refs round-robin over zookeeper, redis, postgres.
+std::string slowest_store(const std::string& where, int k) {
+  if (where != mixed) return where;
+  return k >= 3 ? "postgres" : k == 2 ? "redis" : "zookeeper";
+}
+
+// The latencies of every row, all rounds together, and each round's p50 per row.
+struct Tally {
+  std::map<std::string, std::vector<double>> latencies;
+  std::map<std::string, std::vector<double>> round_p50s;
+  void add(const std::string& row, std::vector<double> measured) {
+    round_p50s[row].push_back(median(measured));
+    auto& all = latencies[row];
+    all.insert(all.end(), measured.begin(), measured.end());
+  }
+};
+
+// The raw round trips a read-write transaction over k refs cannot do without: a get, the
+// values' write to their store (none for ZooKeeper-held values, which ride in the multi),
+// and a multi setting k nodes.
+class RawFloor {
+ public:
+  explicit RawFloor(const Servers& servers)
+      : session_(SessionOptions{.hosts = servers.zookeeper}), redis_(servers.redis), postgres_(servers.postgres),
+        base_(unique_name("rounds-floor")), table_("bench_rounds_" + std::to_string(std::random_device{}() % 1000000)) {
+    for (int i = 0; i < 8; ++i) session_.create_recursive(base_ + "/" + std::to_string(i));
+    pqxx::work setup(postgres_);
+    setup.exec("CREATE TABLE " + table_ + " (id bigserial primary key, value bigint)");
+    setup.commit();
+  }
+
+  void once(int k, const std::string& store) {
+    (void)session_.get(base_ + "/0");
+    if (store == "redis") {
+      std::vector<std::string> mset{"MSET"};
+      for (int i = 0; i < k; ++i) {
+        mset.push_back(base_ + ":" + std::to_string(i));
+        mset.push_back("12345678");
+      }
+      redis_.command(mset);
+    } else if (store == "postgres") {
+      std::string rows;
+      for (int i = 0; i < k; ++i) rows += std::string(i ? "," : "") + "(12345678)";
+      pqxx::nontransaction statement(postgres_);
+      statement.exec("INSERT INTO " + table_ + " (value) VALUES " + rows);
+    }
+    std::vector<Operation> sets;
+    for (int i = 0; i < k; ++i) sets.push_back(op::SetData{base_ + "/" + std::to_string(i), Bytes(8, 1), -1});
+    session_.multi(sets);
+  }
+
+ private:
+  ZooKeeperSession session_;
+  RawRedis redis_;
+  pqxx::connection postgres_;
+  std::string base_;
+  std::string table_;
+};
+
+// avout's side: refs placed at `where`, k of them, altered in one dosync.
+struct AvoutRow {
+  std::string where;
+  int k;
+  std::vector<Ref<long>> refs;
+};
+
+// Per round, the p50 of one row over another's: the median, the extremes, and in how many
+// rounds the first was the lower.
+void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
+  std::printf("\n== rounds: one row's p50 over another's, per round (median [min, max] of %d rounds) ==\n",
+              rounds);
+  auto ratios = [&](const std::string& label, const std::string& mine, const std::string& theirs) {
+    const auto& a = tally.round_p50s.at(mine);
+    const auto& b = tally.round_p50s.at(theirs);
+    std::vector<double> each;
+    int lower = 0;
+    for (std::size_t r = 0; r < a.size() && r < b.size(); ++r) {
+      each.push_back(a[r] / b[r]);
+      if (a[r] < b[r]) ++lower;
+    }
+    std::printf("  %-52s %5.2f [%4.2f, %4.2f]  lower in %d of %zu\n", label.c_str(), median(each),
+                *std::min_element(each.begin(), each.end()), *std::max_element(each.begin(), each.end()), lower,
+                each.size());
+  };
+  for (const auto& where : placements()) {
+    for (int k : ks) {
+      const std::string slowest = slowest_store(where, k);
+      ratios("k=" + std::to_string(k) + ", avout " + where + " / floor (" + slowest + ")",
+             row_name(k, "avout, " + where), floor_name(k, slowest));
+    }
+  }
+  for (const auto& where : placements()) {
+    ratios("avout " + where + ", k=8 / k=1", row_name(8, "avout, " + where), row_name(1, "avout, " + where));
+  }
+  if (with_etcd) {
+    for (const std::string where : {"zookeeper", "redis"}) {
+      for (int k : ks) {
+        for (const std::string isolation : {"serializable", "default"}) {
+          ratios("k=" + std::to_string(k) + ", avout " + where + " / etcd STM " + isolation,
+                 row_name(k, "avout, " + where), row_name(k, "etcd STM " + isolation));
+        }
+      }
+    }
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void run_interleaved_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd) {
+  const int rounds = settings.quick ? 2 : 10;
+  const int per_round = std::max(10, settings.iterations(500) / rounds);
+  Stores stores(servers);
+  RawFloor floor(servers);
+  std::vector<AvoutRow> avout;
+  for (const auto& where : placements()) {
+    for (int k : ks) {
+      AvoutRow row{where, k, {}};
+      const std::string prefix = unique_name("rounds-" + where);
+      for (int i = 0; i < k; ++i) {
+        row.refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(where, i)));
+      }
+      avout.push_back(std::move(row));
+    }
+  }
+  auto commit = [&](AvoutRow& row) {
+    stores.client.dosync([&] {
+      for (auto& ref : row.refs) ref.alter([](long v) { return v + 1; });
+    });
+  };
+  for (auto& row : avout) commit(row);  // heads and tags cached from here on
+
+  Tally tally;
+  for (int round = 0; round < rounds; ++round) {
+    for (int k : ks) {
+      for (const std::string store : {"zookeeper", "redis", "postgres"}) {
+        tally.add(floor_name(k, store), time_each(per_round, [&] { floor.once(k, store); }));
+      }
+    }
+    for (auto& row : avout) {
+      tally.add(row_name(row.k, "avout, " + row.where), time_each(per_round, [&] { commit(row); }));
+    }
+    if (etcd != nullptr) {
+      // The first round warms etcd as the servers were warmed; later ones only connect.
+      const auto warm = round == 0 ? settings.warm_up() : std::chrono::milliseconds(100);
+      for (auto& peer : etcd->run("-readwrite-only -latencies -iterations " + std::to_string(per_round) +
+                                  " -warmup " + std::to_string(warm.count()) + "ms")) {
+        const auto& name = peer.result.workload;  // "read-write txn, k=K: etcd STM ..."
+        tally.add("rounds: " + name, peer.latencies_ms);
+      }
+    }
+  }
+
+  std::vector<Result> rows;
+  auto floor_of = [&](int k, const std::string& store) {
+    return summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))).p50_ms;
+  };
+  for (int k : ks) {
+    for (const std::string store : {"zookeeper", "redis", "postgres"}) {
+      rows.push_back(summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))));
+    }
+    for (const auto& row : avout) {
+      if (row.k != k) continue;
+      Result result = summarize(row_name(k, "avout, " + row.where), tally.latencies.at(row_name(k, "avout, " + row.where)));
+      const std::string slowest = slowest_store(row.where, k);
+      result.floor_ms = floor_of(k, slowest);
+      result.floor_name = "floor, " + slowest;
+      rows.push_back(result);
+    }
+    for (const std::string isolation : {"serializable", "default"}) {
+      const std::string name = row_name(k, "etcd STM " + isolation);
+      if (tally.latencies.count(name) == 0) continue;
+      Result result = summarize(name, tally.latencies.at(name));
+      result.floor_ms = floor_of(k, "zookeeper");
+      result.floor_name = "floor, zookeeper";
+      rows.push_back(result);
+    }
+  }
+  print_table("rounds: read-write txn over k refs, " + std::to_string(rounds) + " alternating rounds of " +
+                  std::to_string(per_round) + " per row",
+              rows);
+  print_round_comparison(tally, rounds, etcd != nullptr);
+}
+
+}  // namespace avout::bench
