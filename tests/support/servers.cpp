@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -108,6 +109,9 @@ class Process {
   Process() = default;
   Process(const std::vector<std::string>& argv, const std::string& log, RunAs as = {}) {
     owner_ = getpid();
+    // The kernel sends the parent-death signal when the thread that forked ends, so only a
+    // server started by the main thread gets one: a helper thread may end long before the run.
+    const bool dies_with_owner = gettid() == owner_;
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
@@ -118,6 +122,13 @@ class Process {
         dup2(fd, 2);
       }
       if (as.drop && (setgid(as.gid) != 0 || setuid(as.uid) != 0)) _exit(126);
+      // A test killed by its timeout or a benchmark whose output was cut leaves no server
+      // running unowned (its own process group is out of reach of the terminal's signals).
+      // Set after the user change, which clears it.
+      if (dies_with_owner) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != owner_) _exit(125);  // the owner ended before the line above
+      }
       std::vector<char*> args;
       for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
       args.push_back(nullptr);
