@@ -56,10 +56,12 @@ std::vector<Workload> workloads() {
                   {"Redis WATCH/MULTI", "bank transfer, 8 processes: Redis WATCH/MULTI", false},
                   {"PostgreSQL SERIALIZABLE", "bank transfer, 8 processes: PostgreSQL SERIALIZABLE", false}}});
   for (const std::string k : {"1", "8"}) {
-    all.push_back({"ref-set in dosync, k=" + k,
-                   false,
-                   {{"avout", "ref-set in dosync, k=" + k + ": avout", true},
-                    {"Avout 2011 recipe", "ref-set in dosync, k=" + k + ": Avout 2011 recipe", false}}});
+    for (const std::string prefix : {"", "rounds: "}) {
+      const std::string row = prefix + "ref-set in dosync, k=" + k + ": ";
+      all.push_back({"ref-set in dosync, k=" + k + (prefix.empty() ? "" : ", alternating rounds"),
+                     false,
+                     {{"avout", row + "avout", true}, {"Avout 2011 recipe", row + "Avout 2011 recipe", false}}});
+    }
   }
   all.push_back({"atom increment, 1 process",
                  false,

@@ -1,9 +1,10 @@
-// Read-write transactions over k refs, avout beside etcd's STM and the raw floor, measured in
-// alternating rounds. Rows measured one after another drift apart with the machine (the
+// Read-write transactions over k refs, avout beside etcd's STM and the raw floor, and ref-set
+// in a transaction beside Avout's 2011 recipe, measured in alternating rounds. Rows measured one after another drift apart with the machine (the
 // servers' compilers, their logs, whatever else runs): in one run the same workload measured
 // minutes apart differed by a third. Here every round runs every row for a slice of its
 // operations, so drift lands on all rows alike, and each round compares avout with etcd
 // under the same conditions.
+#include "avout_recipe.hpp"
 #include "external_peers.hpp"
 #include "raw_redis.hpp"
 #include "workloads.hpp"
@@ -29,6 +30,10 @@ std::vector<std::string> placements() { return {"zookeeper", "redis", "postgres"
 
 std::string row_name(int k, const std::string& who) {
   return "rounds: read-write txn, k=" + std::to_string(k) + ": " + who;
+}
+
+std::string ref_set_name(std::size_t k, const std::string& who) {
+  return "rounds: ref-set in dosync, k=" + std::to_string(k) + ": " + who;
 }
 
 std::string floor_name(int k, const std::string& store) {
@@ -131,6 +136,10 @@ void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
   for (const auto& where : placements()) {
     ratios("avout " + where + ", k=8 / k=1", row_name(8, "avout, " + where), row_name(1, "avout, " + where));
   }
+  for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
+    ratios("ref-set k=" + std::to_string(k) + ", Avout 2011 recipe / avout",
+           ref_set_name(k, "Avout 2011 recipe"), ref_set_name(k, "avout"));
+  }
   if (with_etcd) {
     for (const std::string where : {"zookeeper", "redis"}) {
       for (int k : ks) {
@@ -168,6 +177,17 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
     });
   };
   for (auto& row : avout) commit(row);  // heads and tags cached from here on
+  AvoutRecipe recipe(stores.client.session(), 8);
+  std::map<std::size_t, std::vector<Ref<long>>> ref_set_refs;
+  for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
+    const std::string prefix = unique_name("rounds-ref-set");
+    for (std::size_t i = 0; i < k; ++i) ref_set_refs[k].push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1));
+  }
+  auto ref_set = [&](std::size_t k) {
+    stores.client.dosync([&] {
+      for (auto& ref : ref_set_refs[k]) ref.ref_set(2);
+    });
+  };
 
   Tally tally;
   for (int round = 0; round < rounds; ++round) {
@@ -178,6 +198,12 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
     }
     for (auto& row : avout) {
       tally.add(row_name(row.k, "avout, " + row.where), time_each(per_round, [&] { commit(row); }));
+    }
+    for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
+      tally.add(ref_set_name(k, "avout"), time_each(per_round, [&] { ref_set(k); }));
+      // The recipe's ref-set takes 18 sequential requests at k=1, about 100 at k=8: fewer runs.
+      const int recipe_runs = std::max(2, per_round / (k == 1 ? 2 : 4));
+      tally.add(ref_set_name(k, "Avout 2011 recipe"), time_each(recipe_runs, [&] { recipe.ref_set(k); }));
     }
     if (etcd != nullptr) {
       // The first round warms etcd as the servers were warmed; later ones only connect.
@@ -215,8 +241,16 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
       rows.push_back(result);
     }
   }
-  print_table("rounds: read-write txn over k refs, " + std::to_string(rounds) + " alternating rounds of " +
-                  std::to_string(per_round) + " per row",
+  for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
+    for (const std::string who : {"avout", "Avout 2011 recipe"}) {
+      Result result = summarize(ref_set_name(k, who), tally.latencies.at(ref_set_name(k, who)));
+      result.floor_ms = floor_of(static_cast<int>(k), "zookeeper");
+      result.floor_name = "floor, zookeeper";
+      rows.push_back(result);
+    }
+  }
+  print_table("rounds: read-write txn over k refs and ref-set, " + std::to_string(rounds) +
+                  " alternating rounds of " + std::to_string(per_round) + " per row (the recipe fewer)",
               rows);
   print_round_comparison(tally, rounds, etcd != nullptr);
 }

@@ -1,7 +1,7 @@
 // The peers, side by side with avout on the same workloads and servers: Redis WATCH/MULTI
 // and PostgreSQL SERIALIZABLE transactions for the bank transfer, and Avout's 2011 recipe
-// (../shared/AVOUT-RECIPE.md: its ZooKeeper operation sequence, issued for real) for deref
-// and ref-set.
+// (avout_recipe.hpp) for deref and ref-set.
+#include "avout_recipe.hpp"
 #include "raw_redis.hpp"
 #include "workloads.hpp"
 
@@ -50,68 +50,6 @@ void postgres_transfer(pqxx::connection& connection, const std::string& table, i
       work.commit();
       return;
     } catch (const pqxx::transaction_rollback&) {  // serialization failure or deadlock
-    }
-  }
-}
-
-// Avout 2011: deref of one ref outside a transaction, its 7 sequential operations.
-void recipe_deref(ZooKeeperSession& session, const std::string& ref, const std::string& history) {
-  const std::string lock = session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential);
-  (void)session.children(ref + "/lock");
-  auto versions = session.children(ref + "/history");
-  for (const auto& version : versions) {  // candidates, newest first, until a committed one
-    (void)session.get(history + "/" + version.substr(0, version.find('@')));
-    break;
-  }
-  (void)session.get(ref);  // the value (ZooKeeper-held)
-  session.remove(lock);
-}
-
-// Avout 2011: ref-set of each of `refs` in one dosync: ~18 sequential operations for one
-// ref, of which all but the transaction's own (start, state, commit point) repeat per ref.
-void recipe_ref_set(ZooKeeperSession& session, const std::vector<std::string>& refs, const std::string& history,
-                    const Bytes& value) {
-  const std::string start = session.create(history + "/t-", to_bytes("RUNNING"), CreateMode::persistent_sequential);
-  const std::string kept = start.substr(start.rfind('/') + 1);
-  std::vector<std::string> tags;
-  for (const auto& ref : refs) {  // each ref: read its newest committed value, tag it as written
-    const std::string lock = session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential);
-    (void)session.children(ref + "/lock");
-    auto versions = session.children(ref + "/history");
-    if (!versions.empty()) (void)session.get(history + "/" + versions.front().substr(0, versions.front().find('@')));
-    (void)session.children(ref + "/txn");
-    tags.push_back(session.create(ref + "/txn/" + kept, {}, CreateMode::ephemeral));
-    session.remove(lock);
-  }
-  auto state = session.get(start);
-  session.set(start, to_bytes("COMMITTING"), state.stat.version);
-  std::vector<std::string> locks;
-  for (const auto& ref : refs) {
-    locks.push_back(session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential));
-    (void)session.children(ref + "/lock");
-  }
-  const std::string point = session.create(history + "/t-", to_bytes("COMMITTED"), CreateMode::persistent_sequential);
-  for (const auto& ref : refs) {
-    // Named <start>@<commit point> ('@' because the tick names hold '-').
-    session.create(ref + "/history/" + kept + "@" + point.substr(point.rfind('/') + 1), {});
-    session.set(ref, value);
-  }
-  session.set(start, to_bytes("COMMITTED"));
-  for (const auto& lock : locks) session.remove(lock);
-  for (const auto& tag : tags) session.remove(tag);
-  // Older versions go (the recipe trims beyond MAX-HISTORY; here it keeps one): this keeps
-  // the run's tree small, and deref finds the newest version first. The refs of one
-  // transaction share its nodes: the first ref trimmed removes them.
-  for (const auto& ref : refs) {
-    for (const auto& old : session.children(ref + "/history")) {
-      if (old.rfind(kept + "@", 0) == 0) continue;
-      session.remove(ref + "/history/" + old);
-      for (const auto& node : {old.substr(0, old.find('@')), old.substr(old.find('@') + 1)}) {
-        try {
-          session.remove(history + "/" + node);
-        } catch (const NoNode&) {  // removed with another ref of its transaction
-        }
-      }
     }
   }
 }
@@ -221,18 +159,9 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
     row.floor_ms = floors.zookeeper_get;
     row.floor_name = "zookeeper get";
     rows.push_back(row);
-    auto& session = stores.client.session();
-    const std::string recipe = unique_name("avout-2011");
-    const std::string history = recipe + "/stm-history";
-    session.create_recursive(history);
-    std::vector<std::string> recipe_refs;
-    for (int i = 0; i < 8; ++i) {
-      recipe_refs.push_back(recipe + "/ref-" + std::to_string(i));
-      for (const auto* folder : {"/lock", "/history", "/txn"}) session.create_recursive(recipe_refs.back() + folder);
-    }
-    row = summarize("deref outside dosync: Avout 2011 recipe", measure_client(stores.client, n, [&] {
-      recipe_deref(session, recipe_refs.front(), history);
-    }));
+    AvoutRecipe recipe(stores.client.session(), 8);
+    row = summarize("deref outside dosync: Avout 2011 recipe",
+                    measure_client(stores.client, n, [&] { recipe.deref(); }));
     row.floor_ms = floors.zookeeper_get;
     row.floor_name = "zookeeper get";
     rows.push_back(row);
@@ -251,10 +180,8 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
       row.floor_ms = floors.zookeeper_multi;
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
-      const std::vector<std::string> written(recipe_refs.begin(), recipe_refs.begin() + static_cast<long>(k));
-      row = summarize(label + "Avout 2011 recipe", measure_client(stores.client, k == 1 ? n : n / 4, [&] {
-        recipe_ref_set(session, written, history, Bytes(8, 2));
-      }));
+      row = summarize(label + "Avout 2011 recipe",
+                      measure_client(stores.client, k == 1 ? n : n / 4, [&] { recipe.ref_set(k); }));
       row.floor_ms = floors.zookeeper_multi;
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
