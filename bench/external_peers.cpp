@@ -3,10 +3,7 @@
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -59,20 +56,8 @@ std::string make_temp_dir(const std::string& stem) {
 
 // True when etcd on `port` answers its health check with healthy.
 bool etcd_healthy(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string answer;
-  const std::string request = "GET /health HTTP/1.0\r\n\r\n";
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-    char buffer[1024];
-    for (ssize_t got; (got = recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, static_cast<std::size_t>(got));
-  }
-  close(fd);
-  return answer.find("\"health\":\"true\"") != std::string::npos;
+  return testing::ask_loopback(port, "GET /health HTTP/1.0\r\n\r\n").find("\"health\":\"true\"") !=
+         std::string::npos;
 }
 
 }  // namespace

@@ -6,30 +6,18 @@
 
 #include <doctest/doctest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <thread>
 
-namespace {
-
 using namespace std::chrono_literals;
 
-// True when something accepts connections on 127.0.0.1:`port`.
-bool listening(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
-  close(fd);
-  return connected;
-}
+namespace {
+
+// True when a Redis server answers PING on 127.0.0.1:`port`.
+bool answers(int port) { return avout::testing::ask_loopback(port, "PING\r\n").rfind("+PONG", 0) == 0; }
 
 }  // namespace
 
@@ -55,13 +43,13 @@ TEST_CASE("a server started by a process that is then killed stops with it") {
   close(pipe_ends[0]);
   REQUIRE(got == static_cast<ssize_t>(sizeof started));
   const int port = started.port;
-  REQUIRE(listening(port));
+  REQUIRE(answers(port));
 
   owner.signal(SIGKILL);
   CHECK(owner.wait(10s) == 128 + SIGKILL);
   const auto deadline = std::chrono::steady_clock::now() + avout::testing::scaled(10s);
-  while (listening(port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
-  CHECK_MESSAGE(!listening(port), "the Redis server of a killed owner still listens on port " << port);
+  while (answers(port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  CHECK_MESSAGE(!answers(port), "the Redis server of a killed owner still answers on port " << port);
   std::error_code ignored;
   std::filesystem::remove_all(started.folder, ignored);
 }

@@ -47,11 +47,7 @@ int free_port() {
   return ntohs(address.sin_port);
 }
 
-namespace {
-
-// Sends `request` to 127.0.0.1:port and returns what comes back before the server closes
-// (or within a short time); empty when nothing listens.
-std::string ask(int port, const std::string& request) {
+std::string ask_loopback(int port, const std::string& request) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   timeval timeout{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
@@ -72,6 +68,8 @@ std::string ask(int port, const std::string& request) {
   close(fd);
   return answer;
 }
+
+namespace {
 
 std::string make_temp_dir(const char* stem) {
   std::string pattern = std::string("/tmp/avout-") + stem + "-XXXXXX";
@@ -193,7 +191,7 @@ std::vector<std::string> zookeeper_command(const std::string& config) {
 }
 
 std::string zookeeper_mode(int port) {
-  const std::string answer = ask(port, "srvr");
+  const std::string answer = ask_loopback(port, "srvr");
   const auto at = answer.find("Mode: ");
   if (at == std::string::npos) return "";
   return answer.substr(at + 6, answer.find('\n', at) - at - 6);
@@ -236,7 +234,7 @@ void ZooKeeperServer::stop() { impl_->process.stop(SIGTERM); }
 void ZooKeeperServer::start() {
   const std::string log = impl_->dir + "/server.log";
   impl_->process = Process(zookeeper_command(impl_->dir + "/zoo.cfg"), log);
-  wait_until([&] { return ask(impl_->port, "ruok") == "imok"; }, 60s,
+  wait_until([&] { return ask_loopback(impl_->port, "ruok") == "imok"; }, 60s,
              "zookeeper on port " + std::to_string(impl_->port), log);
 }
 
@@ -378,7 +376,7 @@ void RedisServer::start() {
     argv.insert(argv.end(), {"--appendonly", "no"});
   }
   impl_->process = Process(argv, log);
-  wait_until([&] { return ask(impl_->port, "PING\r\n").rfind("+PONG", 0) == 0; }, 30s,
+  wait_until([&] { return ask_loopback(impl_->port, "PING\r\n").rfind("+PONG", 0) == 0; }, 30s,
              "redis on port " + std::to_string(impl_->port), log);
 }
 
@@ -413,7 +411,7 @@ struct PostgresServer::Impl {
   }
   std::string log() const { return dir + "/server.log"; }
   bool accepting() const {
-    return ask(port, std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8)) == "N";  // SSLRequest: 'N'
+    return ask_loopback(port, std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8)) == "N";  // SSLRequest: 'N'
   }
 };
 

@@ -17,6 +17,10 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds timeout);
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for a test server).
 int free_port();
 
+/// Sends `request` to 127.0.0.1:`port` and returns what comes back before the server closes
+/// (at most a second's wait; a PING's first line); empty when nothing listens.
+std::string ask_loopback(int port, const std::string& request);
+
 /// One standalone ZooKeeper server.
 class ZooKeeperServer {
  public:
