@@ -1,9 +1,9 @@
 // Read-write transactions over k refs, avout beside etcd's STM and the raw floor, and ref-set
-// in a transaction beside Avout's 2011 recipe, measured in alternating rounds. Rows measured one after another drift apart with the machine (the
-// servers' compilers, their logs, whatever else runs): in one run the same workload measured
-// minutes apart differed by a third. Here every round runs every row for a slice of its
-// operations, so drift lands on all rows alike, and each round compares avout with etcd
-// under the same conditions.
+// in a transaction beside Avout's 2011 recipe, measured in alternating rounds. Rows measured
+// one after another drift apart with the machine (the servers' compilers, their logs,
+// whatever else runs): in one run the same workload measured minutes apart differed by a
+// third. Here every round runs every row for a slice of its operations, so drift lands on all
+// rows alike, and each round compares avout with etcd under the same conditions.
 #include "avout_recipe.hpp"
 #include "external_peers.hpp"
 #include "raw_redis.hpp"
@@ -27,7 +27,6 @@ constexpr int ks[] = {1, 2, 4, 8};
 
 // Where a row's refs live: each store alone, and round-robin over all of them.
 std::vector<std::string> placements() { return {"zookeeper", "redis", "postgres", mixed}; }
-
 
 std::string row_name(int k, const std::string& who) {
   return "rounds: read-write txn, k=" + std::to_string(k) + ": " + who;
@@ -154,13 +153,51 @@ void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
   std::fflush(stdout);
 }
 
+// Every row over all rounds, each avout and etcd row beside the floor of the same k.
+std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>& avout) {
+  std::vector<Result> rows;
+  auto floor_of = [&](int k, const std::string& store) {
+    return summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))).p50_ms;
+  };
+  for (int k : ks) {
+    for (const std::string store : {"zookeeper", "redis", "postgres"}) {
+      rows.push_back(summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))));
+    }
+    for (const auto& row : avout) {
+      if (row.k != k) continue;
+      Result result = summarize(row_name(k, "avout, " + row.where), tally.latencies.at(row_name(k, "avout, " + row.where)));
+      const std::string slowest = slowest_store(row.where, k);
+      result.floor_ms = floor_of(k, slowest);
+      result.floor_name = "floor, " + slowest;
+      rows.push_back(result);
+    }
+    for (const std::string isolation : {"serializable", "default"}) {
+      const std::string name = row_name(k, "etcd STM " + isolation);
+      if (tally.latencies.count(name) == 0) continue;
+      Result result = summarize(name, tally.latencies.at(name));
+      result.floor_ms = floor_of(k, "zookeeper");
+      result.floor_name = "floor, zookeeper";
+      rows.push_back(result);
+    }
+  }
+  for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
+    for (const std::string who : {"avout", "Avout 2011 recipe"}) {
+      Result result = summarize(ref_set_name(k, who), tally.latencies.at(ref_set_name(k, who)));
+      result.floor_ms = floor_of(static_cast<int>(k), "zookeeper");
+      result.floor_name = "floor, zookeeper";
+      rows.push_back(result);
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 void run_interleaved_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd) {
   const int rounds = settings.quick ? 2 : 10;
   const int per_round = std::max(10, settings.iterations(500) / rounds);
   Stores stores(servers);
-  RawFloor floor(servers);
+  RawFloor raw(servers);
   std::vector<AvoutRow> avout;
   for (const auto& where : placements()) {
     for (int k : ks) {
@@ -197,7 +234,7 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   for (int round = 0; round < rounds; ++round) {
     for (int k : ks) {
       for (const std::string store : {"zookeeper", "redis", "postgres"}) {
-        tally.add(floor_name(k, store), time_each(per_round, [&] { floor.once(k, store); }));
+        tally.add(floor_name(k, store), time_each(per_round, [&] { raw.once(k, store); }));
       }
     }
     for (auto& row : avout) {
@@ -220,42 +257,9 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
     }
   }
 
-  std::vector<Result> rows;
-  auto floor_of = [&](int k, const std::string& store) {
-    return summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))).p50_ms;
-  };
-  for (int k : ks) {
-    for (const std::string store : {"zookeeper", "redis", "postgres"}) {
-      rows.push_back(summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))));
-    }
-    for (const auto& row : avout) {
-      if (row.k != k) continue;
-      Result result = summarize(row_name(k, "avout, " + row.where), tally.latencies.at(row_name(k, "avout, " + row.where)));
-      const std::string slowest = slowest_store(row.where, k);
-      result.floor_ms = floor_of(k, slowest);
-      result.floor_name = "floor, " + slowest;
-      rows.push_back(result);
-    }
-    for (const std::string isolation : {"serializable", "default"}) {
-      const std::string name = row_name(k, "etcd STM " + isolation);
-      if (tally.latencies.count(name) == 0) continue;
-      Result result = summarize(name, tally.latencies.at(name));
-      result.floor_ms = floor_of(k, "zookeeper");
-      result.floor_name = "floor, zookeeper";
-      rows.push_back(result);
-    }
-  }
-  for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
-    for (const std::string who : {"avout", "Avout 2011 recipe"}) {
-      Result result = summarize(ref_set_name(k, who), tally.latencies.at(ref_set_name(k, who)));
-      result.floor_ms = floor_of(static_cast<int>(k), "zookeeper");
-      result.floor_name = "floor, zookeeper";
-      rows.push_back(result);
-    }
-  }
   print_table("rounds: read-write txn over k refs and ref-set, " + std::to_string(rounds) +
                   " alternating rounds of " + std::to_string(per_round) + " per row (the recipe fewer)",
-              rows);
+              summary_rows(tally, avout));
   print_round_comparison(tally, rounds, etcd != nullptr);
 }
 
