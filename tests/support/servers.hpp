@@ -1,8 +1,10 @@
 #pragma once
 // Real servers for the tests: ZooKeeper (standalone and a 3-server ensemble), Redis and
 // PostgreSQL, each started on a free loopback port in a temporary directory and stopped (its
-// whole process group) when the object dies, also when a test fails. A server that cannot be
-// started throws std::runtime_error: tests never skip silently.
+// whole process group) when the object dies, also when a test fails. One started by the main
+// thread also stops (SIGTERM) when the process that started it ends without destroying it:
+// killed by a timeout or a signal. A server that cannot be started throws
+// std::runtime_error: tests never skip silently.
 
 #include <chrono>
 #include <memory>
