@@ -48,15 +48,25 @@ std::string slowest_store(const std::string& where, int k) {
   return k >= 3 ? "postgres" : k == 2 ? "redis" : "zookeeper";
 }
 
-// The latencies of every row, all rounds together, and each round's p50 per row.
+// Every row's latencies and client counters, all rounds together, and each round's p50.
 struct Tally {
-  std::map<std::string, std::vector<double>> latencies;
+  std::map<std::string, ProcessReport> reports;
   std::map<std::string, std::vector<double>> round_p50s;
-  void add(const std::string& row, std::vector<double> measured) {
-    round_p50s[row].push_back(median(measured));
-    auto& all = latencies[row];
-    all.insert(all.end(), measured.begin(), measured.end());
+  void add(const std::string& row, const ProcessReport& measured) {
+    round_p50s[row].push_back(median(measured.latencies_ms));
+    auto& all = reports[row];
+    all.latencies_ms.insert(all.latencies_ms.end(), measured.latencies_ms.begin(), measured.latencies_ms.end());
+    all.zookeeper_requests += measured.zookeeper_requests;
+    all.zookeeper_round_trips += measured.zookeeper_round_trips;
+    all.retries += measured.retries;
   }
+  void add(const std::string& row, std::vector<double> latencies_ms) {
+    ProcessReport measured;
+    measured.latencies_ms = std::move(latencies_ms);
+    add(row, measured);
+  }
+  // The row over all rounds (counters per operation).
+  Result summary(const std::string& row) const { return summarize(row, reports.at(row)); }
 };
 
 // The raw round trips a read-write transaction over k refs cannot do without: a get, the
@@ -157,15 +167,15 @@ void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
 std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>& avout) {
   std::vector<Result> rows;
   auto floor_of = [&](int k, const std::string& store) {
-    return summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))).p50_ms;
+    return tally.summary(floor_name(k, store)).p50_ms;
   };
   for (int k : ks) {
     for (const std::string store : {"zookeeper", "redis", "postgres"}) {
-      rows.push_back(summarize(floor_name(k, store), tally.latencies.at(floor_name(k, store))));
+      rows.push_back(tally.summary(floor_name(k, store)));
     }
     for (const auto& row : avout) {
       if (row.k != k) continue;
-      Result result = summarize(row_name(k, "avout, " + row.where), tally.latencies.at(row_name(k, "avout, " + row.where)));
+      Result result = tally.summary(row_name(k, "avout, " + row.where));
       const std::string slowest = slowest_store(row.where, k);
       result.floor_ms = floor_of(k, slowest);
       result.floor_name = "floor, " + slowest;
@@ -173,8 +183,8 @@ std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>
     }
     for (const std::string isolation : {"serializable", "default"}) {
       const std::string name = row_name(k, "etcd STM " + isolation);
-      if (tally.latencies.count(name) == 0) continue;
-      Result result = summarize(name, tally.latencies.at(name));
+      if (tally.reports.count(name) == 0) continue;
+      Result result = tally.summary(name);
       result.floor_ms = floor_of(k, "zookeeper");
       result.floor_name = "floor, zookeeper";
       rows.push_back(result);
@@ -182,7 +192,7 @@ std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>
   }
   for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
     for (const std::string who : {"avout", "Avout 2011 recipe"}) {
-      Result result = summarize(ref_set_name(k, who), tally.latencies.at(ref_set_name(k, who)));
+      Result result = tally.summary(ref_set_name(k, who));
       result.floor_ms = floor_of(static_cast<int>(k), "zookeeper");
       result.floor_name = "floor, zookeeper";
       rows.push_back(result);
@@ -238,13 +248,15 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
       }
     }
     for (auto& row : avout) {
-      tally.add(row_name(row.k, "avout, " + row.where), time_each(per_round, [&] { commit(row); }));
+      tally.add(row_name(row.k, "avout, " + row.where),
+                measure_client(stores.client, per_round, [&] { commit(row); }));
     }
     for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
-      tally.add(ref_set_name(k, "avout"), time_each(per_round, [&] { ref_set(k); }));
+      tally.add(ref_set_name(k, "avout"), measure_client(stores.client, per_round, [&] { ref_set(k); }));
       // The recipe's ref-set takes 18 sequential requests at k=1, about 100 at k=8: fewer runs.
       const int recipe_runs = std::max(2, per_round / (k == 1 ? 2 : 4));
-      tally.add(ref_set_name(k, "Avout 2011 recipe"), time_each(recipe_runs, [&] { recipes[k]->ref_set(k); }));
+      tally.add(ref_set_name(k, "Avout 2011 recipe"),
+                measure_client(stores.client, recipe_runs, [&] { recipes[k]->ref_set(k); }));
     }
     if (etcd != nullptr) {
       // The first round warms etcd as the servers were warmed; later ones only connect.
