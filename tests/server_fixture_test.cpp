@@ -14,13 +14,6 @@
 
 using namespace std::chrono_literals;
 
-namespace {
-
-// True when a Redis server answers PING on 127.0.0.1:`port`.
-bool answers(int port) { return avout::testing::ask_loopback(port, "PING\r\n").rfind("+PONG", 0) == 0; }
-
-}  // namespace
-
 TEST_CASE("a server started by a process that is then killed stops with it") {
   int pipe_ends[2];
   REQUIRE(pipe(pipe_ends) == 0);
@@ -43,13 +36,16 @@ TEST_CASE("a server started by a process that is then killed stops with it") {
   close(pipe_ends[0]);
   REQUIRE(got == static_cast<ssize_t>(sizeof started));
   const int port = started.port;
-  REQUIRE(answers(port));
+  REQUIRE(avout::testing::redis_answers(port));
 
   owner.signal(SIGKILL);
   CHECK(owner.wait(10s) == 128 + SIGKILL);
   const auto deadline = std::chrono::steady_clock::now() + avout::testing::scaled(10s);
-  while (answers(port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
-  CHECK_MESSAGE(!answers(port), "the Redis server of a killed owner still answers on port " << port);
+  while (avout::testing::redis_answers(port) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK_MESSAGE(!avout::testing::redis_answers(port),
+                "the Redis server of a killed owner still answers on port " << port);
   std::error_code ignored;
   std::filesystem::remove_all(started.folder, ignored);
 }

@@ -69,6 +69,8 @@ std::string ask_loopback(int port, const std::string& request) {
   return answer;
 }
 
+bool redis_answers(int port) { return ask_loopback(port, "PING\r\n").rfind("+PONG", 0) == 0; }
+
 namespace {
 
 std::string make_temp_dir(const char* stem) {
@@ -376,7 +378,7 @@ void RedisServer::start() {
     argv.insert(argv.end(), {"--appendonly", "no"});
   }
   impl_->process = Process(argv, log);
-  wait_until([&] { return ask_loopback(impl_->port, "PING\r\n").rfind("+PONG", 0) == 0; }, 30s,
+  wait_until([&] { return redis_answers(impl_->port); }, 30s,
              "redis on port " + std::to_string(impl_->port), log);
 }
 

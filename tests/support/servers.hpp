@@ -23,6 +23,9 @@ int free_port();
 /// (at most a second's wait; a PING's first line); empty when nothing listens.
 std::string ask_loopback(int port, const std::string& request);
 
+/// True when a Redis server answers PING on 127.0.0.1:`port`.
+bool redis_answers(int port);
+
 /// One standalone ZooKeeper server.
 class ZooKeeperServer {
  public:
