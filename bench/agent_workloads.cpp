@@ -10,7 +10,6 @@ namespace avout::bench {
 
 namespace {
 
-
 // Sends `count` increments to `name` from this process, spread over `threads` sending at
 // once, then awaits them. A closure runs in this process: latency of each is the time from
 // send() until it starts running. A named action ("increment", defined by every process) may

@@ -25,9 +25,6 @@ namespace {
 
 constexpr int ks[] = {1, 2, 4, 8};
 
-// Where a row's refs live: each store alone, and round-robin over all of them.
-std::vector<std::string> placements() { return {"zookeeper", "redis", "postgres", mixed}; }
-
 std::string row_name(int k, const std::string& who) {
   return "rounds: read-write txn, k=" + std::to_string(k) + ": " + who;
 }
@@ -120,7 +117,8 @@ struct AvoutRow {
 
 // Per round, the p50 of one row over another's: the median, the extremes, and in how many
 // rounds the first was the lower.
-void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
+void print_round_comparison(const Tally& tally, const std::vector<std::string>& placements, int rounds,
+                            bool with_etcd) {
   std::printf("\n== rounds: one row's p50 over another's, per round (median [min, max] of %d rounds) ==\n",
               rounds);
   auto ratios = [&](const std::string& label, const std::string& mine, const std::string& theirs) {
@@ -136,14 +134,14 @@ void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
                 *std::min_element(each.begin(), each.end()), *std::max_element(each.begin(), each.end()), lower,
                 each.size());
   };
-  for (const auto& where : placements()) {
+  for (const auto& where : placements) {
     for (int k : ks) {
       const std::string slowest = slowest_store(where, k);
       ratios("k=" + std::to_string(k) + ", avout " + where + " / floor (" + slowest + ")",
              row_name(k, "avout, " + where), floor_name(k, slowest));
     }
   }
-  for (const auto& where : placements()) {
+  for (const auto& where : placements) {
     ratios("avout " + where + ", k=8 / k=1", row_name(8, "avout, " + where), row_name(1, "avout, " + where));
   }
   for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
@@ -166,36 +164,27 @@ void print_round_comparison(const Tally& tally, int rounds, bool with_etcd) {
 // Every row over all rounds, each avout and etcd row beside the floor of the same k.
 std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>& avout) {
   std::vector<Result> rows;
-  auto floor_of = [&](int k, const std::string& store) {
-    return tally.summary(floor_name(k, store)).p50_ms;
+  auto beside_floor = [&](const std::string& row, int k, const std::string& store) {
+    Result result = tally.summary(row);
+    result.floor_ms = tally.summary(floor_name(k, store)).p50_ms;
+    result.floor_name = "floor, " + store;
+    rows.push_back(result);
   };
   for (int k : ks) {
     for (const std::string store : {"zookeeper", "redis", "postgres"}) {
       rows.push_back(tally.summary(floor_name(k, store)));
     }
     for (const auto& row : avout) {
-      if (row.k != k) continue;
-      Result result = tally.summary(row_name(k, "avout, " + row.where));
-      const std::string slowest = slowest_store(row.where, k);
-      result.floor_ms = floor_of(k, slowest);
-      result.floor_name = "floor, " + slowest;
-      rows.push_back(result);
+      if (row.k == k) beside_floor(row_name(k, "avout, " + row.where), k, slowest_store(row.where, k));
     }
     for (const std::string isolation : {"serializable", "default"}) {
       const std::string name = row_name(k, "etcd STM " + isolation);
-      if (tally.reports.count(name) == 0) continue;
-      Result result = tally.summary(name);
-      result.floor_ms = floor_of(k, "zookeeper");
-      result.floor_name = "floor, zookeeper";
-      rows.push_back(result);
+      if (tally.reports.count(name) != 0) beside_floor(name, k, "zookeeper");
     }
   }
   for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
     for (const std::string who : {"avout", "Avout 2011 recipe"}) {
-      Result result = tally.summary(ref_set_name(k, who));
-      result.floor_ms = floor_of(static_cast<int>(k), "zookeeper");
-      result.floor_name = "floor, zookeeper";
-      rows.push_back(result);
+      beside_floor(ref_set_name(k, who), static_cast<int>(k), "zookeeper");
     }
   }
   return rows;
@@ -209,7 +198,7 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   Stores stores(servers);
   RawFloor raw(servers);
   std::vector<AvoutRow> avout;
-  for (const auto& where : placements()) {
+  for (const auto& where : placements(servers)) {
     for (int k : ks) {
       AvoutRow row{where, k, {}};
       const std::string prefix = unique_name("rounds-" + where);
@@ -272,7 +261,7 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   print_table("rounds: read-write txn over k refs and ref-set, " + std::to_string(rounds) +
                   " alternating rounds of " + std::to_string(per_round) + " per row (the recipe fewer)",
               summary_rows(tally, avout));
-  print_round_comparison(tally, rounds, etcd != nullptr);
+  print_round_comparison(tally, placements(servers), rounds, etcd != nullptr);
 }
 
 }  // namespace avout::bench

@@ -15,7 +15,6 @@ namespace {
 
 constexpr int bank_accounts = 20;
 
-
 // One transfer with optimistic Redis transactions: WATCH, read, MULTI/EXEC, again on abort.
 void redis_transfer(RawRedis& redis, const std::string& prefix, int from, int to, long amount) {
   const std::string a = prefix + std::to_string(from), b = prefix + std::to_string(to);

@@ -113,10 +113,7 @@ void run_stm_workloads(const Settings& settings, const Servers& servers, const F
   std::vector<Result> rows;
   const int n = settings.iterations(500);
   Stores stores(servers);
-  std::vector<std::string> placements;
-  for (const auto& store : stores.urls) placements.push_back(store.name);
-  placements.push_back(mixed);
-  for (const auto& where : placements) {
+  for (const auto& where : placements(servers)) {
     for (int k : {1, 2, 4, 8}) {
       auto refs = make_refs(stores, unique_name("stm-" + where), k, where);
       auto measure = [&](const std::string& label, double floor, const std::string& floor_name,

@@ -46,6 +46,14 @@ inline std::string unique_name(const std::string& stem) {
 /// round-robin over all the stores of store_urls.
 inline const std::string mixed = "mixed";
 
+/// Where a workload can place its refs: each store of store_urls alone, then mixed.
+inline std::vector<std::string> placements(const Servers& servers) {
+  std::vector<std::string> all;
+  for (const auto& store : store_urls(servers)) all.push_back(store.name);
+  all.push_back(mixed);
+  return all;
+}
+
 /// A client and each store of store_urls (made by the store registry from its URL), as each
 /// benchmark process makes them.
 struct Stores {
