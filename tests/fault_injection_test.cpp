@@ -123,11 +123,9 @@ TEST_CASE("a held relay, released while its client goes on sending, delivers wha
   avout::testing::TcpRelay relay(avout::testing::shared_redis().port());
   const int client = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(client >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
   const std::string relay_address = relay.connect_string();
-  address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(relay_address.substr(relay_address.rfind(':') + 1))));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address =
+      avout::testing::loopback_address(std::stoi(relay_address.substr(relay_address.rfind(':') + 1)));
   REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
   const std::string key = avout::testing::unique_name("relay-order", "key");
   auto send_line = [&](const std::string& line) {

@@ -6,15 +6,20 @@
 #include <pwd.h>
 #include <sys/prctl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -32,29 +37,74 @@ std::chrono::milliseconds scaled(std::chrono::milliseconds timeout) {
       static_cast<long long>(static_cast<double>(timeout.count()) * (factor > 0 ? factor : 1.0)));
 }
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// The lowest port of the kernel's ephemeral range, from which it picks outgoing connections'
+// local ports.
+int ephemeral_low() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  range >> low;
+  return low;
+}
+
+bool can_bind(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address = loopback_address(port);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  close(fd);
+  return bound;
+}
+
+// Claims `port` among every process of the machine that uses this fixture (test programs run
+// side by side, the bench) until this process ends: the lock's descriptor is never closed, so
+// a port stays this process's while its server is stopped for a restart.
+bool claim(int port) {
+  const char* folder = "/tmp/avout-port-claims";
+  mkdir(folder, 01777);
+  chmod(folder, 01777);  // whoever created it, every user of the machine may claim
+  const std::string path = std::string(folder) + "/" + std::to_string(port);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return false;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+sockaddr_in loopback_address(int port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    close(fd);
-    throw std::runtime_error("free_port: bind failed");
+  return address;
+}
+
+int free_port() {
+  // Below the ephemeral range: a port in it, free when checked, can become an outgoing
+  // connection's local end before the server binds it (the server then exits on start).
+  static std::mutex choosing;
+  static std::mt19937 random{std::random_device{}()};
+  const std::lock_guard lock(choosing);
+  const int low = 10000;
+  const int high = std::max(ephemeral_low() - 1, low + 1000);
+  std::uniform_int_distribution<int> pick(low, high);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = pick(random);
+    if (can_bind(port) && claim(port)) return port;
   }
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
+  throw std::runtime_error("free_port: no free port between " + std::to_string(low) + " and " +
+                           std::to_string(high));
 }
 
 std::string ask_loopback(int port, const std::string& request) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   timeval timeout{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address = loopback_address(port);
   std::string answer;
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
       send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
@@ -168,11 +218,16 @@ class Process {
   pid_t owner_ = 0;
 };
 
+// Waits for `ready`; fails at once, with the server's log, when `server` has exited (a port
+// taken, a bad option) instead of polling a dead server until the timeout.
 template <typename Ready>
 void wait_until(Ready ready, std::chrono::milliseconds timeout, const std::string& what,
-                const std::string& log) {
+                const std::string& log, const Process* server = nullptr) {
   const auto deadline = std::chrono::steady_clock::now() + scaled(timeout);
   while (!ready()) {
+    if (server != nullptr && !server->running()) {
+      throw std::runtime_error(what + " exited before it was ready; log tail:\n" + tail_of(log));
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error(what + " did not become ready; log tail:\n" + tail_of(log));
     }
@@ -188,7 +243,10 @@ void remove_dir(const std::string& dir, pid_t owner) {
 }
 
 std::vector<std::string> zookeeper_command(const std::string& config) {
-  return {"java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", "/etc/zookeeper/conf:/usr/share/java/*",
+  // ZooKeeper's jar names its own dependencies; slf4j-simple, the one logging binding on the
+  // class path, puts its warnings and errors (a port it cannot bind) in the server's log.
+  return {"java", "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+          "-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar",
           "org.apache.zookeeper.server.quorum.QuorumPeerMain", config};
 }
 
@@ -237,7 +295,7 @@ void ZooKeeperServer::start() {
   const std::string log = impl_->dir + "/server.log";
   impl_->process = Process(zookeeper_command(impl_->dir + "/zoo.cfg"), log);
   wait_until([&] { return ask_loopback(impl_->port, "ruok") == "imok"; }, 60s,
-             "zookeeper on port " + std::to_string(impl_->port), log);
+             "zookeeper on port " + std::to_string(impl_->port), log, &impl_->process);
 }
 
 // ---- ZooKeeper ensemble -----------------------------------------------------------------
@@ -321,7 +379,8 @@ void ZooKeeperEnsemble::restart(int index) {
   wait_until([&] {
     const auto mode = zookeeper_mode(member_port);
     return mode == "leader" || mode == "follower";
-  }, 60s, "ensemble member " + std::to_string(index), impl_->members[static_cast<std::size_t>(index)].dir + "/server.log");
+  }, 60s, "ensemble member " + std::to_string(index), impl_->members[static_cast<std::size_t>(index)].dir + "/server.log",
+     &impl_->members[static_cast<std::size_t>(index)].process);
 }
 
 void ZooKeeperEnsemble::wait_for_quorum() const {
@@ -379,7 +438,7 @@ void RedisServer::start() {
   }
   impl_->process = Process(argv, log);
   wait_until([&] { return redis_answers(impl_->port); }, 30s,
-             "redis on port " + std::to_string(impl_->port), log);
+             "redis on port " + std::to_string(impl_->port), log, &impl_->process);
 }
 
 // ---- PostgreSQL -------------------------------------------------------------------------
@@ -452,7 +511,7 @@ void PostgresServer::start() {
                             "max_connections=200"},
                            impl_->log(), impl_->as);
   wait_until([&] { return impl_->accepting(); }, 60s,
-             "postgres on port " + std::to_string(impl_->port), impl_->log());
+             "postgres on port " + std::to_string(impl_->port), impl_->log(), &impl_->process);
 }
 
 // ---- shared per binary --------------------------------------------------------------------

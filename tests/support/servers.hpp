@@ -6,6 +6,8 @@
 // killed by a timeout or a signal. A server that cannot be started throws
 // std::runtime_error: tests never skip silently.
 
+#include <netinet/in.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -16,8 +18,13 @@ namespace avout::testing {
 /// Multiplies a test timeout by AVOUT_TEST_TIMEOUT_SCALE (default 1; sanitizer builds raise it).
 std::chrono::milliseconds scaled(std::chrono::milliseconds timeout);
 
-/// A free TCP port on 127.0.0.1 (bound and released; good enough for a test server).
+/// A TCP port on 127.0.0.1 that nothing holds, below the kernel's ephemeral range (where no
+/// outgoing connection can take it), claimed for the rest of this process's life against every
+/// other process using this fixture, so a server stopped for a restart gets it back.
 int free_port();
+
+/// The IPv4 loopback address 127.0.0.1:`port`.
+sockaddr_in loopback_address(int port);
 
 /// Sends `request` to 127.0.0.1:`port` and returns what comes back before the server closes
 /// (at most a second's wait; a PING's first line); empty when nothing listens.
