@@ -64,7 +64,7 @@ bool claim(int port) {
   mkdir(folder, 01777);
   chmod(folder, 01777);  // whoever created it, every user of the machine may claim
   const std::string path = std::string(folder) + "/" + std::to_string(port);
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);  // any owner's file
   if (fd < 0) return false;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
