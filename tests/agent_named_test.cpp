@@ -223,3 +223,73 @@ TEST_CASE("named sends of two clients, half with 1 KB arguments, each run once")
   CHECK(value.size() == 5 * (1 + large.size()));
   CHECK(std::count(value.begin(), value.end(), 'a') == 5);
 }
+
+TEST_CASE("a named send whose node would not fit one ZooKeeper request throws ValueTooLarge at "
+          "once and sends nothing, in dosync and in an action too") {
+  avout::Client client(options());
+  const std::string name = unique_name("too-large");
+  auto agent = client.agent<long>(name, 0);
+  agent.define("length", [](long, std::string text) { return static_cast<long>(text.size()); });
+  const std::string too_large(1100000, 'z');  // over jute.maxbuffer's 1 MB
+
+  const auto started = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(agent.send("length", too_large), avout::ValueTooLarge);
+  CHECK_THROWS_AS(agent.send_off("length", too_large), avout::ValueTooLarge);
+  CHECK_THROWS_AS(client.dosync([&] { agent.send("length", too_large); }), avout::ValueTooLarge);
+  // Well under a session timeout: before, the server dropped the connection over the request
+  // and the send was retried until ZooKeeper counted as unreachable (ConnectionLoss).
+  CHECK(std::chrono::steady_clock::now() - started < scaled(1500ms));
+  CHECK(client.session().children(avout::inspect::agent_queue_path(client, name)).empty());
+
+  // Made by an action, it fails that action (and so the agent), never vanishing silently.
+  auto sender = client.agent<long>(unique_name("too-large-sender"), 0);
+  sender.send([&](long value) {
+    agent.send("length", too_large);
+    return value + 1;
+  });
+  REQUIRE(sender.await_for(scaled(30s)));
+  REQUIRE(sender.error().has_value());
+  CHECK_MESSAGE(sender.error()->find("ZooKeeper accepts in one request") != std::string::npos,
+                *sender.error());
+  CHECK(sender.deref() == 0);
+
+  const std::string fits(900000, 'y');
+  agent.send("length", fits);
+  REQUIRE(agent.await_for(scaled(30s)));
+  CHECK(agent.deref() == 900000);
+  CHECK_FALSE(agent.error().has_value());
+}
+
+TEST_CASE("named sends made at once whose nodes together would not fit one request each run "
+          "once") {
+  avout::Client client(options());
+  const std::string name = unique_name("large-together");
+  auto agent = client.agent<long>(name, 0);
+  agent.define("add_length",
+               [](long value, std::string text) { return value + static_cast<long>(text.size()); });
+  // Four threads sending 400 KB each at the same moment: the sends that wait for one create
+  // share the next multi, which must stay under the 1 MB a request may take.
+  constexpr int threads = 4;
+  constexpr int sends = 3;
+  const std::string text(400000, 'q');
+  // Such a multi made the server drop the connection (the sends went through on a retry).
+  std::atomic<int> disconnects{0};
+  const auto listener = client.session().add_listener([&](avout::SessionState state) {
+    if (state == avout::SessionState::disconnected) ++disconnects;
+  });
+  std::vector<std::future<void>> senders;
+  std::atomic<int> ready{0};
+  for (int t = 0; t < threads; ++t) {
+    senders.push_back(std::async(std::launch::async, [&] {
+      ++ready;
+      while (ready.load() < threads) std::this_thread::yield();
+      for (int i = 0; i < sends; ++i) agent.send("add_length", text);
+    }));
+  }
+  for (auto& sender : senders) CHECK_NOTHROW(sender.get());
+  REQUIRE(agent.await_for(scaled(60s)));
+  CHECK(agent.deref() == static_cast<long>(threads * sends * text.size()));
+  CHECK_FALSE(agent.error().has_value());
+  CHECK(disconnects.load() == 0);
+  client.session().remove_listener(listener);
+}

@@ -152,6 +152,23 @@ std::string AgentCore::send_prefix(const std::string& tag) const {
   return queue_path_ + "/s-" + tag + "-";
 }
 
+std::size_t AgentCore::send_create_size(const std::string& tag, const Bytes& data) const {
+  constexpr std::size_t sequence_digits = 10;  // the server appends them to the prefix
+  return op_overhead + session_.options().chroot.size() + send_prefix(tag).size() +
+         sequence_digits + data.size();
+}
+
+std::size_t AgentCore::sends_fitting_one_request() const {
+  std::size_t count = 0;
+  std::size_t bytes = 0;
+  for (const auto& one : to_create_) {
+    bytes += send_create_size(one->tag, one->data);
+    if (count == max_batch || (count > 0 && bytes > multi_limit)) break;
+    ++count;
+  }
+  return count;
+}
+
 std::optional<std::string> AgentCore::locate_send(const std::string& tag,
                                                   std::chrono::steady_clock::time_point deadline) {
   while (true) {
@@ -190,9 +207,9 @@ std::string AgentCore::create_send(const std::string& tag, Bytes data, const Dea
   while (!mine->done) {
     if (!mine->taken && !creating_) {
       creating_ = true;
-      // Bounded like a batch, which keeps the multi far under rule 11's size.
-      const auto taken = to_create_.begin() +
-                         static_cast<std::ptrdiff_t>(std::min(to_create_.size(), max_batch));
+      // Bounded like a batch, and by rule 11's size: the arguments of named sends count.
+      const auto taken =
+          to_create_.begin() + static_cast<std::ptrdiff_t>(sends_fitting_one_request());
       const Group group(to_create_.begin(), taken);
       to_create_.erase(to_create_.begin(), taken);
       for (const auto& one : group) one->taken = true;
@@ -407,6 +424,12 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   }
   const std::string tag = (named ? "n" : "") + runtime_.new_point().id;
   Bytes data = named ? std::move(*named) : Bytes{};
+  // Rule 11: over one request, the server would drop the connection instead of answering.
+  if (const std::size_t bytes = send_create_size(tag, data); bytes > multi_limit) {
+    throw ValueTooLarge(what + ": its node would take about " + std::to_string(bytes) +
+                        " bytes, over the " + std::to_string(multi_limit) +
+                        " ZooKeeper accepts in one request; nothing was sent");
+  }
   const bool is_named = named.has_value();
   // Taken before the create: the same generation later means the node cannot have gone with
   // an expired session.

@@ -177,6 +177,10 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
+  // What the create of a send node weighs in a request (rule 11), as multi_size.hpp counts.
+  std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
+  // How many of the sends waiting in to_create_ fit one request together (at least one).
+  std::size_t sends_fitting_one_request() const;
   std::string create_send(const std::string& tag, Bytes data, const Deadline& deadline);
   std::optional<std::string> create_one_send(const Creating& one);
   void create_together(const Group& group, const Deadline& deadline);

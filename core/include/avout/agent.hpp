@@ -48,8 +48,10 @@ class Agent {
   /// Queues f(value, args...) and returns once its place in the global order is fixed (one
   /// ZooKeeper round trip), without waiting for it to run; it runs on the fixed worker pool.
   /// When `f` is a name, queues the action define()d under it with `args` (UndefinedAction
-  /// when this handle defined none, CodecError when `args` do not fit its parameters:
-  /// nothing is sent); any process that defined the name may run it. A named send of a
+  /// when this handle defined none, CodecError when `args` do not fit its parameters,
+  /// ValueTooLarge when they would not fit one ZooKeeper request, about 960 KB: nothing is
+  /// sent; made by an action, it fails that action); any process that defined the name may
+  /// run it. A named send of a
   /// process that dies is dropped with its session like a closure's.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
   /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
