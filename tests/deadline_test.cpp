@@ -359,3 +359,23 @@ TEST_CASE("a stop request cancels an Agent::send held up by a ZooKeeper outage, 
   REQUIRE(other_agent.await_for(scaled(20s)));
   CHECK(agent.deref() == 101);  // the cancelled action never ran
 }
+
+TEST_CASE("a session or connect timeout that is zero or negative is InvalidDuration at once, for "
+          "a Client and a bare session") {
+  using Options = avout::ClientOptions;
+  const std::string hosts = zookeeper().connect_string();
+  const auto started = std::chrono::steady_clock::now();
+  for (const auto bad : {0ms, -1ms, -10000ms}) {
+    CAPTURE(bad.count());
+    CHECK_THROWS_AS(avout::Client(Options{.hosts = hosts, .session_timeout = bad}),
+                    avout::InvalidDuration);
+    CHECK_THROWS_AS(avout::Client(Options{.hosts = hosts, .connect_timeout = bad}),
+                    avout::InvalidDuration);
+    CHECK_THROWS_AS(avout::ZooKeeperSession(avout::SessionOptions{.hosts = hosts, .session_timeout = bad}),
+                    avout::InvalidDuration);
+  }
+  // Before, each waited out the connect timeout (10 s) and threw ConnectionLoss.
+  CHECK(std::chrono::steady_clock::now() - started < scaled(5s));
+  avout::Client fine(Options{.hosts = hosts, .session_timeout = 1000ms, .connect_timeout = 5000ms});
+  CHECK(fine.session().connected());
+}

@@ -2,6 +2,7 @@
 #include "agent_workers.hpp"
 #include "atom_core.hpp"
 #include "callback_executor.hpp"
+#include "durations.hpp"
 #include "lock_core.hpp"
 #include "runtime.hpp"
 #include "stm.hpp"
@@ -30,9 +31,8 @@ Client::Client(const std::string& hosts) : Client(ClientOptions{.hosts = hosts})
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   validate_path(options_.root);
   if (options_.retry_limit == 0) throw Error("ClientOptions::retry_limit must be at least 1");
-  if (options_.operation_timeout && options_.operation_timeout->count() <= 0) {
-    throw InvalidDuration("ClientOptions::operation_timeout must be positive, got " +
-                          std::to_string(options_.operation_timeout->count()) + " ms");
+  if (options_.operation_timeout) {
+    detail::require_positive(*options_.operation_timeout, "ClientOptions::operation_timeout");
   }
   if (options_.min_history > options_.max_history) {
     throw Error("ClientOptions::min_history (" + std::to_string(options_.min_history) +

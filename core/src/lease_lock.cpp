@@ -1,5 +1,7 @@
 #include <avout/lease_lock.hpp>
 
+#include "durations.hpp"
+
 #include <algorithm>
 #include <random>
 #include <thread>
@@ -51,10 +53,7 @@ void validate_lease_name(const std::string& name) {
 }
 
 void validate_lease_duration(milliseconds duration, const char* what) {
-  if (duration <= milliseconds::zero()) {
-    throw InvalidDuration(std::string("lease ") + what + " must be positive, got " +
-                          std::to_string(duration.count()) + " ms");
-  }
+  detail::require_positive(duration, std::string("lease ") + what);
   if (duration > longest_duration) {
     throw InvalidDuration(std::string("lease ") + what + " of " +
                           std::to_string(duration.count()) + " ms is longer than a year");

@@ -1,3 +1,4 @@
+#include "durations.hpp"
 #include "zookeeper_c.hpp"
 #include "zookeeper_errors.hpp"
 #include "zookeeper_expiry.hpp"
@@ -296,6 +297,8 @@ struct detail::SessionCore {
 
 ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<detail::SessionCore>()) {
   if (!options.chroot.empty()) validate_path(options.chroot);
+  detail::require_positive(options.session_timeout, "session_timeout");
+  detail::require_positive(options.connect_timeout, "connect_timeout");
   impl_->options = std::move(options);
   impl_->handle = impl_->open(0);
   impl_->renewer = std::thread([impl = impl_.get()] { impl->renew_forever(); });

@@ -117,8 +117,8 @@ struct MultiResult {
 struct SessionOptions {
   std::string hosts = "127.0.0.1:2181";               ///< "host:port,host:port"
   std::string chroot{};                                ///< e.g. "/app"; empty: none. Must exist.
-  std::chrono::milliseconds session_timeout{10000};    ///< negotiated with the server
-  std::chrono::milliseconds connect_timeout{10000};    ///< wait for the first connect
+  std::chrono::milliseconds session_timeout{10000};    ///< negotiated with the server; > 0
+  std::chrono::milliseconds connect_timeout{10000};    ///< wait for the first connect; > 0
   std::optional<std::string> digest{};                 ///< "user:password" digest credentials;
                                                        ///< when set, created nodes get a
                                                        ///< creator-only ACL
@@ -145,7 +145,8 @@ struct SessionCore;  // the session's state (zookeeper_session.cpp)
 class ZooKeeperSession {
  public:
   /// Connects and waits up to `connect_timeout` for the session; throws ConnectionLoss on
-  /// timeout and NoNode when the chroot does not exist.
+  /// timeout, NoNode when the chroot does not exist and InvalidDuration (nothing opened) when
+  /// a timeout is not positive.
   explicit ZooKeeperSession(SessionOptions options);
   /// Closes the session (its ephemeral nodes vanish at once).
   ~ZooKeeperSession();
