@@ -3,6 +3,7 @@
 // node, no send node).
 #include <avout/avout.hpp>
 #include <avout/postgres.hpp>
+#include <avout/redis.hpp>
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <random>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -378,4 +380,38 @@ TEST_CASE("a session or connect timeout that is zero or negative is InvalidDurat
   CHECK(std::chrono::steady_clock::now() - started < scaled(5s));
   avout::Client fine(Options{.hosts = hosts, .session_timeout = 1000ms, .connect_timeout = 5000ms});
   CHECK(fine.session().connected());
+}
+
+TEST_CASE("a dosync whose Redis store stopped answering ends within one command timeout of its "
+          "deadline, and commits nothing") {
+  avout::testing::RedisServer redis;
+  avout::testing::TcpRelay relay(redis.port());
+  constexpr auto command_timeout = 2000ms;
+  avout::redis::Store store(
+      avout::redis::StoreOptions{.url = relay.url(), .command_timeout = command_timeout});
+  avout::Client client(options());
+  const std::string name = "/deadline-test/stopped-store-" + std::to_string(std::random_device{}());
+  auto in_redis = client.ref<long>(name + "/redis", 100, store);
+  auto in_zookeeper = client.ref<long>(name + "/zookeeper", 100);
+  const auto transfer = [&] {
+    in_redis.alter([](long value) { return value - 1; });
+    in_zookeeper.alter([](long value) { return value + 1; });
+  };
+  client.dosync(transfer);
+
+  relay.set(avout::testing::TcpRelay::Mode::drop_all);
+  constexpr auto deadline = 200ms;
+  const auto started = Clock::now();
+  CHECK_THROWS_AS(client.dosync(avout::Deadline::after(deadline), transfer), avout::Error);
+  const auto took = Clock::now() - started;
+  // The value's write may take one command timeout past the deadline; before, erasing it
+  // (the attempt had failed) took a second one.
+  CHECK_MESSAGE(took < deadline + command_timeout + scaled(1000ms),
+                "took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms");
+
+  relay.set(avout::testing::TcpRelay::Mode::pass);
+  const auto [redis_value, zookeeper_value] = avout::deref_all(in_redis, in_zookeeper);
+  CHECK(redis_value == 99);
+  CHECK(zookeeper_value == 101);
 }

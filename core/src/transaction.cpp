@@ -415,15 +415,15 @@ struct Transaction::Commit {
     }
   }
 
-  // Erases values stored for an attempt that did not commit, one batch per store.
+  // Erases values stored for an attempt that did not commit, off this thread like trimmed
+  // ones: no head names them, so none is ever read, and a store that stopped answering does
+  // not hold the caller past its deadline a second time.
   static void discard(StmContext& stm, std::vector<Staged>& staged) {
-    std::vector<StoreErasures> batches;
+    BackgroundErasure::Job unreferenced;
     for (auto& s : staged) {
-      if (s.in_multi) continue;
-      batch_for(batches, &s.target->ref->store())
-          .erasures.push_back(PointErasure{&s.target->ref->data(), s.point});
+      if (!s.in_multi) unreferenced.emplace_back(s.target->ref, s.point);
     }
-    stm.batches().erase(batches);
+    if (!unreferenced.empty()) stm.erasures().post(std::move(unreferenced));
     staged.clear();
   }
 };

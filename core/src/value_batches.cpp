@@ -82,16 +82,6 @@ void StoreBatches::write(std::vector<StoreWrites>& batches) {
   run(batches.size(), [&](std::size_t i) { batches[i].store->set_values(batches[i].values); });
 }
 
-void StoreBatches::erase(std::vector<StoreErasures>& batches) {
-  run(batches.size(), [&](std::size_t i) {
-    try {
-      batches[i].store->erase_values(batches[i].erasures);
-    } catch (const std::exception&) {
-      // Left for gc: an unreferenced point is garbage, never visible.
-    }
-  });
-}
-
 void StoreBatches::read(std::vector<StoreReads>& batches) {
   run(batches.size(), [&](std::size_t i) {
     auto values = batches[i].store->get_values(batches[i].reads);

@@ -1,7 +1,7 @@
 #pragma once
 // A transaction's values in one round trip per store, all stores at once (docs/transactions.md
-// rule 16): batches grouped by store, each written with Store::set_values, erased with
-// Store::erase_values or read with Store::get_values, the stores concurrently.
+// rule 16): batches grouped by store, each written with Store::set_values or read with
+// Store::get_values, the stores concurrently. (Erasures go through BackgroundErasure.)
 
 #include <avout/backend.hpp>
 
@@ -24,12 +24,6 @@ struct StoreWrites {
   std::vector<PointValue> values;  ///< each at its fresh point
 };
 
-/// The values one commit erases from one store.
-struct StoreErasures {
-  Store* store;                        ///< where they are
-  std::vector<PointErasure> erasures;  ///< each by its point
-};
-
 /// The values one transaction reads from one store.
 struct StoreReads {
   Store* store;                                ///< where they are
@@ -37,7 +31,7 @@ struct StoreReads {
   std::vector<std::optional<Bytes>> values;    ///< filled by StoreBatches::read, in that order
 };
 
-/// The batch of `batches` (StoreWrites, StoreErasures or StoreReads) for `store`, added at
+/// The batch of `batches` (StoreWrites or StoreReads) for `store`, added at
 /// the end when there is none yet.
 template <typename Batch>
 Batch& batch_for(std::vector<Batch>& batches, Store* store) {
@@ -66,9 +60,6 @@ class StoreBatches {
   /// Writes every batch. Returns once all have finished; then rethrows the first failure,
   /// if any (any value may be written).
   void write(std::vector<StoreWrites>& batches);
-  /// Erases every batch; failures are ignored (unreferenced values are garbage, never
-  /// visible, and gc sweeps them).
-  void erase(std::vector<StoreErasures>& batches);
   /// Reads every batch into its `values`. Returns once all have finished; then rethrows the
   /// first failure, if any.
   void read(std::vector<StoreReads>& batches);
