@@ -6,7 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -46,4 +49,24 @@ TEST_CASE("an agent holding a list read as a string is CodecError naming the age
   INFO(message);
   CHECK(message.find("agent /jobs") != std::string::npos);
   CHECK(message.find("expected a string, found a list") != std::string::npos);
+}
+
+TEST_CASE("a ref whose value does not fit the handle's type is CodecError naming the ref, read "
+          "by alter, commute and ensure in a transaction too") {
+  avout::Client client(avout::ClientOptions{
+      .hosts = avout::testing::shared_zookeeper().connect_string(), .root = unique_root()});
+  (void)client.ref<long>("/wide", 1L << 40);
+  auto narrow = client.ref<int>("/wide", 0);
+  const std::vector<std::pair<const char*, std::function<void()>>> reads{
+      {"deref", [&] { (void)narrow.deref(); }},
+      {"alter", [&] { client.dosync([&] { narrow.alter([](int value) { return value + 1; }); }); }},
+      {"commute", [&] { client.dosync([&] { narrow.commute([](int value) { return value + 1; }); }); }},
+      {"ensure", [&] { client.dosync([&] { (void)narrow.ensure(); }); }},
+  };
+  for (const auto& read : reads) {
+    const std::string message = codec_error_of(read.second);
+    INFO(std::string(read.first) << ": " << message);
+    CHECK(message.find("ref /wide") != std::string::npos);
+    CHECK(message.find("out of the type's range") != std::string::npos);
+  }
 }

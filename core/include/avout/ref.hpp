@@ -24,16 +24,14 @@ class TransactionReference {
  public:
   /// Inside dosync: the value as of the transaction's snapshot (or its own write).
   /// Outside: the newest committed value.
-  T deref() const {
-    return codec::decode_named<T>(core_->deref(), "ref", core_->name());
-  }
+  T deref() const { return decoded(core_->deref()); }
   /// Same as deref().
   T operator*() const { return deref(); }
 
   /// Sets the value to f(value, args...) in the running transaction; returns it.
   template <typename F, typename... Args>
   T alter(F&& f, Args&&... args) {
-    T next = static_cast<T>(f(decode<T>(core_->read_in_transaction()), args...));
+    T next = static_cast<T>(f(decoded(core_->read_in_transaction()), args...));
     core_->write(encode(next));
     return next;
   }
@@ -42,15 +40,18 @@ class TransactionReference {
   template <typename F, typename... Args>
   T commute(F&& f, Args&&... args) {
     auto apply = [f = std::decay_t<F>(std::forward<F>(f)),
-                  bound = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...)](
-                     const Bytes& current) {
+                  bound = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...),
+                  name = core_->name()](const Bytes& current) {
       return encode(static_cast<T>(std::apply(
-          [&](const auto&... arguments) { return f(decode<T>(current), arguments...); }, bound)));
+          [&](const auto&... arguments) {
+            return f(codec::decode_named<T>(current, "ref", name), arguments...);
+          },
+          bound)));
     };
-    return decode<T>(core_->commute(std::move(apply)));
+    return decoded(core_->commute(std::move(apply)));
   }
   /// Keeps other transactions from changing this ref until the running one commits.
-  T ensure() { return decode<T>(core_->ensure()); }
+  T ensure() { return decoded(core_->ensure()); }
   /// Sets the value in the running transaction; returns it.
   T ref_set(const T& value) {
     core_->write(encode(value));
@@ -64,7 +65,9 @@ class TransactionReference {
       throw ValidationError("ref " + core_->name() + ": current value fails the validator");
     }
     if (!validator) return core_->set_validator({});
-    core_->set_validator([validator](const Bytes& bytes) { return validator(decode<T>(bytes)); });
+    core_->set_validator([validator, name = core_->name()](const Bytes& bytes) {
+      return validator(codec::decode_named<T>(bytes, "ref", name));
+    });
   }
   /// Adds (or replaces) the watch `key`, called with (old, new) after commits by any process
   /// on the client's callback thread; quick successive commits may coalesce.
@@ -82,6 +85,8 @@ class TransactionReference {
     requires(sizeof...(U) > 0)
   friend std::tuple<U...> deref_all(const TransactionReference<U>&... refs);
   explicit TransactionReference(std::shared_ptr<detail::RefHandle> core) : core_(std::move(core)) {}
+  // A stored value as a T; CodecError naming this ref when it is not one.
+  T decoded(const Bytes& bytes) const { return codec::decode_named<T>(bytes, "ref", core_->name()); }
 
   std::shared_ptr<detail::RefHandle> core_;
 };
