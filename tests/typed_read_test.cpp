@@ -40,15 +40,26 @@ TEST_CASE("an atom holding a string read as long is CodecError naming the atom a
   CHECK(message.find("expected an integer, found a string") != std::string::npos);
 }
 
-TEST_CASE("an agent holding a list read as a string is CodecError naming the agent") {
+TEST_CASE("an agent holding a list attached as a string is CodecError naming the agent, and the "
+          "agent keeps working for its own type") {
   avout::Client client(avout::ClientOptions{
       .hosts = avout::testing::shared_zookeeper().connect_string(), .root = unique_root()});
-  (void)client.agent<std::vector<long>>("/jobs", {1, 2});
-  const std::string message =
-      codec_error_of([&] { (void)client.agent<std::string>("/jobs", "").deref(); });
+  auto jobs = client.agent<std::vector<long>>("/jobs", {1, 2});
+  // Before, the handle attached and its first send failed the agent for every process.
+  const std::string message = codec_error_of([&] {
+    auto mistyped = client.agent<std::string>("/jobs", "");
+    mistyped.send([](std::string text) { return text + "!"; });
+    (void)mistyped.await_for(std::chrono::seconds(30));
+  });
   INFO(message);
-  CHECK(message.find("agent /jobs") != std::string::npos);
-  CHECK(message.find("expected a string, found a list") != std::string::npos);
+  CHECK(message.find("agent /jobs holds a list, not a string") != std::string::npos);
+  jobs.send([](std::vector<long> list) {
+    list.push_back(3);
+    return list;
+  });
+  REQUIRE(jobs.await_for(avout::testing::scaled(std::chrono::seconds(30))));
+  CHECK_FALSE(jobs.error().has_value());
+  CHECK(jobs.deref() == std::vector<long>{1, 2, 3});
 }
 
 TEST_CASE("a ref whose value does not fit the handle's type is CodecError naming the ref, read "

@@ -138,6 +138,10 @@ bool AgentCore::head_exists_after_outage() {
   }
 }
 
+void AgentCore::require_kind(const Bytes& sample) {
+  codec::require_same_kind(read_latest(), sample, "agent", name_);
+}
+
 Bytes AgentCore::read_latest() {
   auto head = decode_agent_head(session_.get(head_path_).data, head_path_);
   auto value = runtime_.fetch_value(*data_, head.point);
@@ -380,7 +384,7 @@ void AgentCore::send_named(const std::string& name, Bytes arguments, bool blocki
   }
   if (!named) {
     throw UndefinedAction("agent " + name_ + ": send: no action named '" + name +
-                          "' is defined by this process (Agent::define)");
+                          "' is defined by this handle (Agent::define; each handle defines its own)");
   }
   try {
     named->check(arguments);

@@ -138,34 +138,9 @@ Bytes RefCore::read_latest() {
   });
 }
 
-namespace {
-// The kind of value a codec's tag byte announces, for messages.
-std::string kind_of(const Bytes& value) {
-  if (value.empty()) return "an empty value";
-  switch (static_cast<codec::Tag>(value.front())) {
-    case codec::Tag::signed_integer:
-    case codec::Tag::unsigned_integer: return "an integer";
-    case codec::Tag::float64: return "a floating-point number";
-    case codec::Tag::boolean: return "a bool";
-    case codec::Tag::string: return "a string";
-    case codec::Tag::bytes: return "bytes";
-    case codec::Tag::list: return "a list";
-    case codec::Tag::map: return "a map";
-    case codec::Tag::optional: return "an optional";
-    case codec::Tag::user: return "a user type";
-  }
-  return "an unknown kind of value (tag " + std::to_string(value.front()) + ")";
-}
-}  // namespace
 
 void RefCore::require_kind(const Bytes& sample) {
-  const Bytes stored = read_latest();
-  const std::string stored_kind = kind_of(stored);
-  const std::string requested_kind = kind_of(sample);
-  if (stored_kind != requested_kind) {
-    throw CodecError("ref " + name_ + " holds " + stored_kind + ", not " + requested_kind +
-                     " as this handle's type");
-  }
+  codec::require_same_kind(read_latest(), sample, "ref", name_);
 }
 
 void RefCore::set_validator(std::function<bool(const Bytes&)> validator) {

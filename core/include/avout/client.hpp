@@ -79,10 +79,13 @@ class Client {
   }
   /// The agent `name` whose value lives in `store`; created with `initial` if new
   /// (OutcomeUnknown when the create may have landed and ZooKeeper stayed unreachable).
+  /// CodecError when it holds another kind of value (its sends would fail it for everyone).
   template <Encodable T>
   Agent<T> agent(const std::string& name, const T& initial, Store& store) {
+    const Bytes encoded = encode(initial);
     auto core = attach_agent(name, store);
-    core->create_if_absent(encode(initial));
+    core->create_if_absent(encoded);
+    core->require_kind(encoded);
     return Agent<T>(std::move(core));
   }
 

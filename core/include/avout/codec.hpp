@@ -100,6 +100,17 @@ inline std::string kind_of(std::span<const std::uint8_t> encoded) {
   return encoded.empty() ? std::string("nothing") : kind_name(encoded.front());
 }
 
+/// CodecError ("KIND NAME holds a list, not a string as this handle's type") when `stored` is
+/// another kind of value than `sample`, an encoded value of the handle's type.
+inline void require_same_kind(std::span<const std::uint8_t> stored,
+                              std::span<const std::uint8_t> sample, const char* kind,
+                              const std::string& name) {
+  if (kind_of(stored) != kind_of(sample)) {
+    throw CodecError(std::string(kind) + " " + name + " holds " + kind_of(stored) + ", not " +
+                     kind_of(sample) + " as this handle's type");
+  }
+}
+
 /// Deepest nesting of lists, maps and optionals a decoder accepts.
 inline constexpr int max_depth = 64;
 

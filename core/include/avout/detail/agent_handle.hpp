@@ -33,6 +33,8 @@ class AgentHandle {
   virtual void create_if_absent(const Bytes& initial) = 0;
   /// The newest stored value.
   virtual Bytes read_latest() = 0;
+  /// CodecError naming both kinds when the stored value is another kind than `sample`.
+  virtual void require_kind(const Bytes& sample) = 0;
   /// Queues `action` by `deadline` (ignored inside dosync or an action); `blocking` picks
   /// the send_off workers.
   virtual void send(AgentAction action, bool blocking, const Deadline& deadline) = 0;
