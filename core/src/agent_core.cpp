@@ -384,7 +384,7 @@ void AgentCore::send_named(const std::string& name, Bytes arguments, bool blocki
   }
   if (!named) {
     throw UndefinedAction("agent " + name_ + ": send: no action named '" + name +
-                          "' is defined by this handle (Agent::define; each handle defines its own)");
+                          "' is defined by this handle (Agent::define; each handle has its own)");
   }
   try {
     named->check(arguments);
