@@ -69,6 +69,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
 
   /// The newest stored value.
   Bytes read_latest() override;
+  /// CodecError naming both kinds when the stored value is another kind than `sample`.
   void require_kind(const Bytes& sample) override;
   /// Queues `action`: inside dosync it goes out with the commit, inside an action after that
   /// action's value is stored (`deadline` ignored), else at once, or Timeout by `deadline`

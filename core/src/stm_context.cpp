@@ -138,7 +138,6 @@ Bytes RefCore::read_latest() {
   });
 }
 
-
 void RefCore::require_kind(const Bytes& sample) {
   codec::require_same_kind(read_latest(), sample, "ref", name_);
 }

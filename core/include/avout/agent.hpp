@@ -51,8 +51,8 @@ class Agent {
   /// when this handle defined none, CodecError when `args` do not fit its parameters,
   /// ValueTooLarge when they would not fit one ZooKeeper request, about 960 KB: nothing is
   /// sent; made by an action, it fails that action); any process that defined the name may
-  /// run it. A named send of a
-  /// process that dies is dropped with its session like a closure's.
+  /// run it. A named send of a process that dies is dropped with its session like a
+  /// closure's.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
   /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
   /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));

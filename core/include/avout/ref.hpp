@@ -86,7 +86,9 @@ class TransactionReference {
   friend std::tuple<U...> deref_all(const TransactionReference<U>&... refs);
   explicit TransactionReference(std::shared_ptr<detail::RefHandle> core) : core_(std::move(core)) {}
   // A stored value as a T; CodecError naming this ref when it is not one.
-  T decoded(const Bytes& bytes) const { return codec::decode_named<T>(bytes, "ref", core_->name()); }
+  T decoded(const Bytes& bytes) const {
+    return codec::decode_named<T>(bytes, "ref", core_->name());
+  }
 
   std::shared_ptr<detail::RefHandle> core_;
 };
