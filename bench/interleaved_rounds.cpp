@@ -198,7 +198,8 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   Stores stores(servers);
   RawFloor raw(servers);
   std::vector<AvoutRow> avout;
-  for (const auto& where : placements(servers)) {
+  const std::vector<std::string> wheres = placements(servers);
+  for (const auto& where : wheres) {
     for (int k : ks) {
       AvoutRow row{where, k, {}};
       const std::string prefix = unique_name("rounds-" + where);
@@ -261,7 +262,7 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   print_table("rounds: read-write txn over k refs and ref-set, " + std::to_string(rounds) +
                   " alternating rounds of " + std::to_string(per_round) + " per row (the recipe fewer)",
               summary_rows(tally, avout));
-  print_round_comparison(tally, placements(servers), rounds, etcd != nullptr);
+  print_round_comparison(tally, wheres, rounds, etcd != nullptr);
 }
 
 }  // namespace avout::bench

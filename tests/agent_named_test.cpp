@@ -262,6 +262,9 @@ TEST_CASE("a named send whose node would not fit one ZooKeeper request throws Va
 
 TEST_CASE("named sends made at once whose nodes together would not fit one request each run "
           "once") {
+  // Such a multi made the server drop the connection (the sends went through on a retry).
+  // Declared before the client, whose listener counts into it until the client is gone.
+  std::atomic<int> disconnects{0};
   avout::Client client(options());
   const std::string name = unique_name("large-together");
   auto agent = client.agent<long>(name, 0);
@@ -272,8 +275,6 @@ TEST_CASE("named sends made at once whose nodes together would not fit one reque
   constexpr int threads = 4;
   constexpr int sends = 3;
   const std::string text(400000, 'q');
-  // Such a multi made the server drop the connection (the sends went through on a retry).
-  std::atomic<int> disconnects{0};
   const auto listener = client.session().add_listener([&](avout::SessionState state) {
     if (state == avout::SessionState::disconnected) ++disconnects;
   });

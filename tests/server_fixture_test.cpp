@@ -8,12 +8,10 @@
 
 #include <doctest/doctest.h>
 
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>

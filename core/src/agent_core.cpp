@@ -158,8 +158,9 @@ std::string AgentCore::send_prefix(const std::string& tag) const {
 
 std::size_t AgentCore::send_create_size(const std::string& tag, const Bytes& data) const {
   constexpr std::size_t sequence_digits = 10;  // the server appends them to the prefix
-  return op_overhead + session_.options().chroot.size() + send_prefix(tag).size() +
-         sequence_digits + data.size();
+  // Counted without building the op, which would copy the arguments.
+  return serialized_size(send_prefix(tag).size() + sequence_digits, data.size(),
+                         session_.options().chroot.size());
 }
 
 std::size_t AgentCore::sends_fitting_one_request() const {
