@@ -78,27 +78,41 @@ struct Bank {
   }
 };
 
-// The body of one client process: transfers, audits and increments until `stop` exists.
-void run_client(const std::string& prefix, const std::filesystem::path& directory, int index) {
-  avout::testing::HistoryWriter history((directory / std::to_string(index)).string(), index);
-  // Setting up talks to the servers too: a fault may hit it (a frozen process finds its
-  // session expired when it wakes), so all of it is retried, not only the first step.
-  std::unique_ptr<Bank> bank;
-  std::vector<avout::Ref<std::vector<long>>> ledgers;  // every client's, for the audits
-  std::optional<avout::Lock> lock_handle;
-  while (!lock_handle) {
+// Runs `step` until no avout::Error stops it, for up to `within`: setting up talks to the
+// servers too, and a fault or a loaded machine (a server silent past the receive timeout)
+// may fail it with ConnectionLoss, which says to try again. The last error is rethrown.
+template <typename Step>
+void until_done(std::chrono::milliseconds within, Step&& step) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
     try {
-      ledgers.clear();  // made by the client a failed try opened: gone before it goes
-      bank.reset();
-      bank = std::make_unique<Bank>(prefix);
-      for (int other = 0; other < most_clients; ++other) {
-        ledgers.push_back(bank->ledger(prefix, other));
-      }
-      lock_handle.emplace(bank->client.lock(prefix + "/lock"));
+      step();
+      return;
     } catch (const avout::Error&) {
+      if (std::chrono::steady_clock::now() >= deadline) throw;
       std::this_thread::sleep_for(200ms);
     }
   }
+}
+
+// The body of one client process: transfers, audits and increments until `stop` exists.
+void run_client(const std::string& prefix, const std::filesystem::path& directory, int index) {
+  avout::testing::HistoryWriter history((directory / std::to_string(index)).string(), index);
+  // A fault may hit the setup (a frozen process finds its session expired when it wakes), so
+  // all of it is retried, not only the first step.
+  std::unique_ptr<Bank> bank;
+  std::vector<avout::Ref<std::vector<long>>> ledgers;  // every client's, for the audits
+  std::optional<avout::Lock> lock_handle;
+  until_done(scaled(120s), [&] {
+    lock_handle.reset();
+    ledgers.clear();  // made by the client a failed try opened: gone before it goes
+    bank.reset();
+    bank = std::make_unique<Bank>(prefix);
+    for (int other = 0; other < most_clients; ++other) {
+      ledgers.push_back(bank->ledger(prefix, other));
+    }
+    lock_handle.emplace(bank->client.lock(prefix + "/lock"));
+  });
   auto& ledger = ledgers.at(static_cast<std::size_t>(index));
   // A plain ZooKeeper counter changed only under the lock: a lost exclusion loses increments.
   auto& lock = *lock_handle;
@@ -187,11 +201,12 @@ void run_client(const std::string& prefix, const std::filesystem::path& director
 class Workload {
  public:
   Workload() : prefix_(unique_name("bank")), directory_(make_directory()) {
-    {
+    until_done(scaled(60s), [&] {
       Bank setup(prefix_);  // accounts exist before the clients race to create them
-      setup.client.session().create_recursive(setup.client.options().root + "/fault-counters" + prefix_);
-      setup.client.session().set(setup.client.options().root + "/fault-counters" + prefix_, avout::to_bytes("0"));
-    }
+      const std::string counter = setup.client.options().root + "/fault-counters" + prefix_;
+      setup.client.session().create_recursive(counter);
+      setup.client.session().set(counter, avout::to_bytes("0"));
+    });
     for (int i = 0; i < clients; ++i) start(i);
   }
   ~Workload() {
@@ -224,14 +239,7 @@ class Workload {
     children_.clear();
 
     std::unique_ptr<Bank> bank;
-    for (int tries = 0; !bank && tries < 100; ++tries) {
-      try {
-        bank = std::make_unique<Bank>(prefix_);
-      } catch (const avout::Error&) {
-        std::this_thread::sleep_for(300ms);
-      }
-    }
-    REQUIRE(bank);
+    until_done(scaled(60s), [&] { bank = std::make_unique<Bank>(prefix_); });
     const auto events = avout::testing::read_histories(directory_.string());
     const auto operations = avout::testing::pair_operations(events);
     std::vector<long> balances;
