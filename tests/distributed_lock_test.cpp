@@ -151,6 +151,51 @@ TEST_CASE("holds are reentrant per thread; other threads wait; timeouts leave no
   CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // a thread without a hold
 }
 
+TEST_CASE("destroying the last handle of a held lock releases its holds") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  avout::Client other(options());
+  const std::string name = unique_name("abandoned");
+  {
+    auto lock = client.lock(name);
+    lock.lock();
+    lock.lock();  // nested: one node all the same
+    auto second = std::async(std::launch::async, [&] { return lock.try_lock_for(200ms); });
+    CHECK_FALSE(second.get());
+  }
+  // No handle is left that could unlock: another process, and this one, get the lock.
+  auto elsewhere = other.lock(name);
+  REQUIRE(elsewhere.try_lock_for(scaled(5s)));
+  elsewhere.unlock();
+  auto again = client.lock(name);
+  REQUIRE(again.try_lock_for(scaled(5s)));
+  again.unlock();
+  CHECK(waiting_nodes(client, name) == 0);
+
+  // A read-write lock: a soft writer's gate and place in line go, and so does a reader's node.
+  const std::string rw_name = unique_name("abandoned-rw");
+  const std::string folder = avout::inspect::lock_path(client, rw_name, true);
+  auto writer = other.read_write_lock(rw_name, avout::WriterPolicy::soft);
+  {
+    auto rw = client.read_write_lock(rw_name, avout::WriterPolicy::soft);
+    rw.lock();
+    CHECK(client.session().children(folder + "/gates").size() == 1);
+  }
+  REQUIRE(writer.try_lock_for(scaled(5s)));
+  writer.unlock();
+  {
+    auto rw = client.read_write_lock(rw_name, avout::WriterPolicy::soft);
+    rw.lock_shared();
+    CHECK(client.session().children(folder + "/readers").size() == 1);
+  }
+  REQUIRE(writer.try_lock_for(scaled(5s)));
+  writer.unlock();
+  for (const char* kind : {"/writers", "/readers", "/gates"}) {
+    INFO(kind);
+    CHECK(client.session().children(folder + kind).empty());
+  }
+}
+
 TEST_CASE("a SIGKILLed holder's lock passes on when its session ends") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("killed");

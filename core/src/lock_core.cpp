@@ -80,12 +80,37 @@ Deadline LockCore::default_deadline() const {
 LockCore::~LockCore() {
   // After remove_listener returns the listener never runs again, so it may use `this`.
   if (listener_ != 0) session_.remove_listener(listener_);
+  std::vector<std::string> abandoned;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     changed_.notify_all();
+    abandoned = nodes_of_live_holds();
   }
   if (watchdog_.joinable()) watchdog_.join();
+  // No handle is left to unlock them, so holds still in place would bar every other process
+  // (and this one) until the session ends: release them, fire and forget (a destructor must
+  // not wait for replies; an unreachable server ends them with the session).
+  for (const auto& node : abandoned) {
+    try {
+      (void)session_.remove_async(node, 0);
+    } catch (const Error&) {
+    }
+  }
+}
+
+std::vector<std::string> LockCore::nodes_of_live_holds() const {
+  std::vector<std::string> nodes;
+  for (const auto& [thread, hold] : holds_) {
+    if (hold.lost) continue;  // gone with their session, or already in pending_removals_
+    if (!hold.gate.empty()) nodes.push_back(hold.gate);  // first: readers may enter then
+    if (!hold.node.empty()) nodes.push_back(hold.node);
+  }
+  const auto generation = session_.generation();
+  for (const auto& pending : pending_removals_) {
+    if (pending.generation == generation) nodes.push_back(pending.node);
+  }
+  return nodes;
 }
 
 void LockCore::start() {

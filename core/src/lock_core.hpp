@@ -101,6 +101,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   void check_stall(std::unique_lock<std::mutex>& lock);
   std::chrono::milliseconds stall_limit() const;
   const Hold* hold_of_this_thread() const;
+  // With mutex_ held: the nodes of every hold not lost, and those of lapsed holds waiting for
+  // the session to come back, gates first.
+  std::vector<std::string> nodes_of_live_holds() const;
 
   ZooKeeperSession& session_;
   std::string name_;

@@ -67,7 +67,8 @@ enum class WriterPolicy {
 };
 
 /// A distributed, reentrant, FIFO mutex. Lockable and TimedLockable: works with
-/// std::scoped_lock, std::unique_lock and std::lock_guard. Copies share one lock object.
+/// std::scoped_lock, std::unique_lock and std::lock_guard. Copies share one lock object;
+/// destroying the last copy releases the holds still taken through it (in the background).
 class Lock {
  public:
   /// Blocks until this thread holds the lock (reentrant: counts nested holds). Throws
@@ -135,7 +136,8 @@ class Lock {
 /// A distributed, reentrant read-write lock. SharedTimedLockable: std::shared_lock works for
 /// reading, std::unique_lock for writing; read_lock() and write_lock() give Lockable views.
 /// A thread holding the write lock may also read; asking to write while only reading throws
-/// Error (an upgrade could deadlock two readers).
+/// Error (an upgrade could deadlock two readers). Destroying the last copy (views included)
+/// releases the holds still taken through it, as for Lock.
 class ReadWriteLock {
  public:
   /// Exclusive hold (see Lock::lock).
