@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <future>
@@ -236,5 +237,54 @@ TEST_CASE("a watch whose arm is slow to reach ZooKeeper still hears of a change 
   }
   CHECK(last() == "1");
   watcher->remove("k");
+  callbacks->stop();
+}
+
+TEST_CASE("watches whose value cannot be read keep the callback thread free between their tries") {
+  // A store that is down fails each read at once; each watch tries again 100 ms later. Those
+  // pauses must not occupy the client's one callback thread, where a lock's loss is told too.
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::ZooKeeperSession session(avout::SessionOptions{.hosts = zookeeper.connect_string()});
+  const std::string folder = unique_name("unreadable");
+  constexpr int watched = 100;
+  std::atomic<bool> store_down{false};
+  std::atomic<int> failed_reads{0};
+  const auto read = [&] {
+    if (store_down) {
+      ++failed_reads;
+      throw avout::BackendError("the test's store is down");
+    }
+    return avout::to_bytes("0");
+  };
+  auto callbacks = std::make_shared<avout::detail::CallbackExecutor>();
+  std::vector<std::shared_ptr<avout::detail::ValueWatcher>> watchers;
+  for (int i = 0; i < watched; ++i) {
+    const std::string notice = folder + "/" + std::to_string(i);
+    session.create_recursive(notice);
+    watchers.push_back(std::make_shared<avout::detail::ValueWatcher>(session, notice, notice, read,
+                                                                     callbacks));
+    watchers.back()->add("k", [](const avout::Bytes&, const avout::Bytes&) {});
+  }
+  store_down = true;
+  for (int i = 0; i < watched; ++i) session.set(folder + "/" + std::to_string(i), {});
+  const auto events_deadline = std::chrono::steady_clock::now() + scaled(10s);
+  while (failed_reads < 1 && std::chrono::steady_clock::now() < events_deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(failed_reads >= 1);  // the changes are being told
+  std::this_thread::sleep_for(200ms);  // and all of them have reached the callback thread
+  // A callback posted now runs about as soon as the failed reads ahead of it are done; with a
+  // 100 ms sleep per failed read (the old code) it waited for about 10 s of them.
+  auto ran = std::make_shared<std::promise<void>>();  // outlives this scope if the task does
+  auto done = ran->get_future();
+  const auto posted = std::chrono::steady_clock::now();
+  callbacks->post([ran] { ran->set_value(); });
+  const bool in_time = done.wait_for(scaled(1s)) == std::future_status::ready;
+  const auto waited = std::chrono::steady_clock::now() - posted;
+  INFO("the callback waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                              << " ms");
+  CHECK(in_time);
+  CHECK(failed_reads >= watched);  // every watch kept trying
+  for (auto& watcher : watchers) watcher->remove("k");
   callbacks->stop();
 }

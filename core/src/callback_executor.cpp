@@ -1,11 +1,14 @@
 #include "callback_executor.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "log.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <set>
 
 namespace avout::detail {
 
@@ -13,6 +16,8 @@ struct CallbackExecutor::Impl {
   boost::asio::thread_pool pool{1};  // one thread: callbacks never run concurrently
   std::atomic<bool> stopping{false};
   Logger logger;
+  std::mutex timers_mutex;  // guards `timers`
+  std::set<std::shared_ptr<boost::asio::steady_timer>> timers;  // of post_after, not yet due
 };
 
 CallbackExecutor::CallbackExecutor(Logger logger) : impl_(std::make_unique<Impl>()) {
@@ -30,8 +35,30 @@ void CallbackExecutor::post(std::function<void()> task) {
   });
 }
 
+void CallbackExecutor::post_after(std::chrono::milliseconds delay, std::function<void()> task) {
+  if (impl_->stopping) return;
+  auto timer = std::make_shared<boost::asio::steady_timer>(impl_->pool.get_executor(), delay);
+  {
+    std::lock_guard lock(impl_->timers_mutex);
+    impl_->timers.insert(timer);
+  }
+  timer->async_wait([impl = impl_.get(), timer, task = std::move(task)](const auto&) {
+    {
+      std::lock_guard lock(impl->timers_mutex);
+      impl->timers.erase(timer);
+    }
+    if (impl->stopping) return;  // cancelled by stop(), or due after it began
+    run_logging_errors(impl->logger, "a callback", task);
+  });
+}
+
 void CallbackExecutor::stop() {
   impl_->stopping = true;
+  // The pool's thread cancels the timers: a timer is not safe to touch from two threads.
+  boost::asio::post(impl_->pool, [impl = impl_.get()] {
+    std::lock_guard lock(impl->timers_mutex);
+    for (const auto& timer : impl->timers) timer->cancel();
+  });
   impl_->pool.join();
 }
 

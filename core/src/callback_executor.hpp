@@ -4,6 +4,7 @@
 
 #include <avout/logger.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -20,6 +21,9 @@ class CallbackExecutor {
   CallbackExecutor& operator=(const CallbackExecutor&) = delete;
   /// Queues `task`; dropped once stop() began.
   void post(std::function<void()> task);
+  /// Queues `task` once `delay` has passed, the thread free meanwhile; dropped once stop()
+  /// began (stop() does not wait for the delay).
+  void post_after(std::chrono::milliseconds delay, std::function<void()> task);
   /// Refuses new tasks, lets the running one finish, then stops the thread (idempotent).
   void stop();
 

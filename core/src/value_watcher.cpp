@@ -8,7 +8,6 @@
 #include <chrono>
 #include <exception>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -88,9 +87,9 @@ void ValueWatcher::on_change(int failed_reads) {
           "a watch on " + name_ + " gave up reading the new value: " + unreadable);
       return;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Not a sleep: the thread runs every other callback meanwhile (a lock's loss among them).
     std::weak_ptr<ValueWatcher> weak = weak_from_this();
-    callbacks_->post([weak, failed_reads] {
+    callbacks_->post_after(std::chrono::milliseconds(100), [weak, failed_reads] {
       if (auto self = weak.lock()) self->on_change(failed_reads + 1);
     });
     return;
