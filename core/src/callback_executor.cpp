@@ -36,12 +36,12 @@ void CallbackExecutor::post(std::function<void()> task) {
 }
 
 void CallbackExecutor::post_after(std::chrono::milliseconds delay, std::function<void()> task) {
-  if (impl_->stopping) return;
   auto timer = std::make_shared<boost::asio::steady_timer>(impl_->pool.get_executor(), delay);
-  {
-    std::lock_guard lock(impl_->timers_mutex);
-    impl_->timers.insert(timer);
-  }
+  // Armed under the lock that stop()'s cancelling takes: a timer armed once it began would
+  // keep the pool, and stop(), waiting out its delay.
+  std::lock_guard lock(impl_->timers_mutex);
+  if (impl_->stopping) return;
+  impl_->timers.insert(timer);
   timer->async_wait([impl = impl_.get(), timer, task = std::move(task)](const auto&) {
     {
       std::lock_guard lock(impl->timers_mutex);
@@ -53,7 +53,10 @@ void CallbackExecutor::post_after(std::chrono::milliseconds delay, std::function
 }
 
 void CallbackExecutor::stop() {
-  impl_->stopping = true;
+  {
+    std::lock_guard lock(impl_->timers_mutex);
+    impl_->stopping = true;
+  }
   // The pool's thread cancels the timers: a timer is not safe to touch from two threads.
   boost::asio::post(impl_->pool, [impl = impl_.get()] {
     std::lock_guard lock(impl->timers_mutex);
