@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("avout ") + AVOUT_VERSION);
   Connection connection;
-  app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port]")->envname("AVOUT_ZOOKEEPER");
+  app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port][/chroot]")->envname("AVOUT_ZOOKEEPER");
   app.add_option("--root", connection.root, "avout's root node");
   app.add_option("--digest", connection.digest, "ZooKeeper digest credentials user:password")->envname("AVOUT_DIGEST");
   app.add_option("--stores", connection.stores,

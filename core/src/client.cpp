@@ -2,6 +2,7 @@
 #include "agent_workers.hpp"
 #include "atom_core.hpp"
 #include "callback_executor.hpp"
+#include "chroot.hpp"
 #include "durations.hpp"
 #include "lock_core.hpp"
 #include "runtime.hpp"
@@ -29,6 +30,7 @@ SessionOptions session_options(const ClientOptions& options) {
 Client::Client(const std::string& hosts) : Client(ClientOptions{.hosts = hosts}) {}
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
+  detail::normalize_chroot(options_.hosts, options_.chroot);  // store keys name the chroot
   validate_path(options_.root);
   if (options_.retry_limit == 0) throw Error("ClientOptions::retry_limit must be at least 1");
   if (options_.operation_timeout) {

@@ -1,3 +1,4 @@
+#include "chroot.hpp"
 #include "durations.hpp"
 #include "zookeeper_c.hpp"
 #include "zookeeper_errors.hpp"
@@ -296,7 +297,7 @@ struct detail::SessionCore {
 };
 
 ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<detail::SessionCore>()) {
-  if (!options.chroot.empty()) validate_path(options.chroot);
+  detail::normalize_chroot(options.hosts, options.chroot);
   detail::require_positive(options.session_timeout, "session_timeout");
   detail::require_positive(options.connect_timeout, "connect_timeout");
   impl_->options = std::move(options);

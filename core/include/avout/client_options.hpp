@@ -21,8 +21,11 @@ struct BargingOptions {
 
 /// Settings of a Client. Durations: 0 is never a valid value.
 struct ClientOptions {
-  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"
+  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"; a
+                                                     ///< "/chroot" at its end moves to `chroot`
   std::string chroot{};                              ///< all paths below this node; must exist
+                                                     ///< ("/": none); InvalidName if `hosts`
+                                                     ///< names another
   std::chrono::milliseconds session_timeout{10000};  ///< ZooKeeper session timeout
   std::chrono::milliseconds connect_timeout{10000};  ///< wait for the first session
   std::optional<std::string> digest{};               ///< "user:password": created nodes get a

@@ -115,8 +115,11 @@ struct MultiResult {
 
 /// Connection settings of a session.
 struct SessionOptions {
-  std::string hosts = "127.0.0.1:2181";               ///< "host:port,host:port"
-  std::string chroot{};                                ///< e.g. "/app"; empty: none. Must exist.
+  std::string hosts = "127.0.0.1:2181";               ///< "host:port,host:port"; a "/chroot"
+                                                       ///< at its end moves to `chroot`
+  std::string chroot{};                                ///< e.g. "/app"; empty or "/": none.
+                                                       ///< Must exist; InvalidName if `hosts`
+                                                       ///< names another
   std::chrono::milliseconds session_timeout{10000};    ///< negotiated with the server; > 0
   std::chrono::milliseconds connect_timeout{10000};    ///< wait for the first connect; > 0
   std::optional<std::string> digest{};                 ///< "user:password" digest credentials;
