@@ -75,7 +75,8 @@ void set_atom(Client& client, Store& store, const std::string& name, const Typed
                          codec::kind_of(encode(typed)) + "; not changed");
         }
         auto atom = client.atom<T>(name, typed, store);
-        if (stored) atom.reset(typed);
+        // Created only if still absent: another creator may have come first since the read.
+        if (stored || atom.deref() != typed) atom.reset(typed);
       },
       value);
 }
