@@ -379,6 +379,19 @@ TEST_CASE("avout --command-timeout ends a command that waits too long with exit 
   CHECK(elapsed < std::chrono::seconds(4));  // the connect timeout alone is 5 s
 }
 
+TEST_CASE("avout --command-timeout ends avout bank and its transferring processes too") {
+  const auto started = std::chrono::steady_clock::now();
+  // The output is read to its end: a transferring process outliving the tool would hold it.
+  auto run = avout_tool("--command-timeout 2 --zookeeper " +
+                        avout::testing::shared_zookeeper().connect_string() + " --root " +
+                        unique_root() + " bank --processes 2 --accounts 4 --seconds 60");
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  INFO(run.output);
+  CHECK(run.code == 1);
+  CHECK(run.output.find("command timed out") != std::string::npos);
+  CHECK(elapsed < std::chrono::seconds(30));  // the bank alone runs for 60 s
+}
+
 TEST_CASE("avout --store takes the URL of a Redis or a PostgreSQL store") {
   const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
   const std::string redis_url = avout::testing::shared_redis().url();

@@ -129,11 +129,6 @@ int main(int argc, char** argv) {
   try {
     // An unknown scheme is a usage error (exit 2) even when ZooKeeper cannot be reached.
     avout::tool::require_registered_schemes(store, connection.stores);
-    if (bank_command->parsed()) {
-      bank.client = connection.client_options();
-      bank.stores = avout::tool::split_store_urls(connection.stores);
-      return avout::tool::run_bank(bank);
-    }
     if (!name.empty()) avout::validate_path(name);  // InvalidName (exit 2) before connecting
     // A value that does not parse as its type is refused before anything is created.
     std::optional<avout::tool::TypedValue> parsed;
@@ -144,6 +139,11 @@ int main(int argc, char** argv) {
       alarm(static_cast<unsigned>(command_timeout));
       options.connect_timeout = std::min<std::chrono::milliseconds>(options.connect_timeout,
                                                                     std::chrono::seconds(command_timeout));
+    }
+    if (bank_command->parsed()) {
+      bank.client = options;
+      bank.stores = avout::tool::split_store_urls(connection.stores);
+      return avout::tool::run_bank(bank);
     }
     // watch waits for SIGINT with sigwait: block it before any thread exists so all inherit it.
     if (watch->parsed()) avout::tool::block_interrupts();

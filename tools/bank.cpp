@@ -2,10 +2,12 @@
 
 #include "store_urls.hpp"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -51,10 +53,14 @@ int run_bank(const BankSettings& settings) {
     return setup.total();
   }();
   std::vector<pid_t> children;
+  const pid_t parent = getpid();
   for (int index = 0; index < settings.processes; ++index) {
     std::fflush(nullptr);
     const pid_t pid = fork();
     if (pid == 0) {
+      // The transfers end with the tool, also when --command-timeout ends it early.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
       int code = 0;
       try {
         Accounts bank(settings);
