@@ -132,6 +132,27 @@ TEST_CASE("nested dosync joins the outer transaction") {
   CHECK(b.deref() == 1);
 }
 
+TEST_CASE("a SessionExpired the body throws passes through unchanged, the body run once") {
+  // Only this client's own session ending retries an attempt; the body's own exception (or
+  // one from another client whose session ended) aborts the transaction like any other.
+  start_servers();
+  Stores stores;
+  auto a = stores.client.ref<long>(unique_name("thrown-expiry"), 1);
+  int runs = 0;
+  try {
+    stores.client.dosync(avout::Deadline::after(scaled(10s)), [&] {
+      ++runs;
+      a.ref_set(5);
+      throw avout::SessionExpired("thrown by the body");
+    });
+    FAIL("dosync returned");
+  } catch (const avout::SessionExpired& error) {
+    CHECK(std::string(error.what()) == "thrown by the body");
+  }
+  CHECK(runs == 1);
+  CHECK(a.deref() == 1);
+}
+
 TEST_CASE("every read in a transaction sees one snapshot while another process commits") {
   start_servers();
   const std::string prefix = unique_name("snapshot");

@@ -33,6 +33,7 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
       throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt) +
                     " attempts");
     }
+    const std::uint64_t generation = stm.runtime().session().generation();
     try {
       Transaction transaction(stm, prefetch, barge);
       try {
@@ -55,7 +56,9 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
       // A claimant (or a dosync that may be one) comes back at once.
       (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
     } catch (const SessionExpired&) {
-      // The client is opening a new session: try on that one.
+      // Only this client's own session ending retries (on the new session it is opening);
+      // one the body threw, or another client's, passes through like any body exception.
+      if (!stm.runtime().session().ended_since(generation)) throw;
       (void)back_off(attempt, deadline, pauses);
     }
   }

@@ -155,6 +155,11 @@ struct detail::SessionCore {
     return handle;
   }
 
+  // With `mutex` held: the session of `before` expired or was replaced.
+  bool ended_since(std::uint64_t before) const {
+    return generation != before || state == ZOO_EXPIRED_SESSION_STATE;
+  }
+
   // The handle for a new request. One made after the session expired, while the renewal is
   // under way, waits for the renewed session (up to connect_timeout) instead of failing at
   // once on the dead handle: it belongs to no attempt of the old session, and callers that
@@ -328,6 +333,11 @@ std::uint64_t ZooKeeperSession::generation() const {
 bool ZooKeeperSession::connected() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->state == ZOO_CONNECTED_STATE;
+}
+
+bool ZooKeeperSession::ended_since(std::uint64_t generation) const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->ended_since(generation);
 }
 
 const SessionOptions& ZooKeeperSession::options() const { return impl_->options; }
@@ -600,9 +610,7 @@ void ZooKeeperSession::note_round_trip() const {
 
 void ZooKeeperSession::expire_for_testing() {
   const std::uint64_t before = generation();
-  auto ended = [&] {  // call with impl_->mutex held
-    return impl_->generation != before || impl_->state == ZOO_EXPIRED_SESSION_STATE;
-  };
+  auto ended = [&] { return impl_->ended_since(before); };  // called with impl_->mutex held
   for (int attempt = 0; attempt < 3; ++attempt) {
     detail::end_session_from_outside(impl_->current()->get(), impl_->options);
     std::unique_lock lock(impl_->mutex);

@@ -139,7 +139,8 @@ class Client {
   /// lost and could not be resolved (it may have landed: do not simply run it again);
   /// CommittedWithError when it landed and a step after it failed; LockLost (guarded_by);
   /// ValidationError, ValueTooLarge, BackendError, CodecError from the refs; the body's own
-  /// exceptions abort the transaction and pass through unchanged.
+  /// exceptions abort the transaction and pass through unchanged (a SessionExpired too, unless
+  /// this client's session ended during the attempt: that attempt runs again on the new one).
   template <typename F>
   std::invoke_result_t<F&> dosync(F&& body) {
     using Result = std::invoke_result_t<F&>;

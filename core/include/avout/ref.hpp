@@ -50,7 +50,8 @@ class TransactionReference {
     };
     return decoded(core_->commute(std::move(apply)));
   }
-  /// Keeps other transactions from changing this ref until the running one commits.
+  /// Returns the value and makes the running transaction commit only if no other one changed
+  /// this ref meanwhile (checked at commit, like a write: prevents write skew).
   T ensure() { return decoded(core_->ensure()); }
   /// Sets the value in the running transaction; returns it.
   T ref_set(const T& value) {

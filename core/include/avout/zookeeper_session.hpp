@@ -162,6 +162,9 @@ class ZooKeeperSession {
   std::uint64_t generation() const;
   /// True while the handle is connected to a server.
   bool connected() const;
+  /// True once the session of `generation` (see generation()) has ended: expired, its renewal
+  /// under way, or replaced by a newer session.
+  bool ended_since(std::uint64_t generation) const;
   /// The options this session was opened with.
   const SessionOptions& options() const;
   /// The session timeout the server granted (it may differ from the one asked for).
