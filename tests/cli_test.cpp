@@ -494,4 +494,10 @@ TEST_CASE("avout gc sweeps the stores AVOUT_STORES names, besides ZooKeeper") {
   CHECK(with.output.find("values erased 1") != std::string::npos);
   CHECK(orphaned() == 0);
   CHECK(client.ref<long>("/swept", 0, redis).deref() == 1);
+  // A PostgreSQL multi-host URL stays one URL, also when a later host is named like a scheme.
+  std::string multi_host = avout::testing::shared_postgres().url();
+  multi_host.insert(multi_host.rfind('/'), ",postgres:5432,redis:6379");
+  auto postgres = avout_tool(gc, "AVOUT_STORES='" + redis_url + "," + multi_host + "'");
+  INFO(postgres.output);
+  CHECK(postgres.code == 0);
 }

@@ -11,10 +11,13 @@ namespace avout::tool {
 
 namespace {
 
-// True when `text` starts with "<scheme>:" for a registered scheme (compared without case).
+// True when `text` starts with "<scheme>:" for a registered scheme (compared without case)
+// and no digit follows the colon: "postgres:5432" is the next host of a PostgreSQL multi-host
+// URL, not a URL of its own.
 bool starts_with_registered_scheme(const std::string& text, const std::vector<std::string>& schemes) {
   const auto colon = text.find(':');
   if (colon == std::string::npos) return false;
+  if (colon + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[colon + 1]))) return false;
   std::string scheme = text.substr(0, colon);
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
