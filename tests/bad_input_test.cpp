@@ -38,6 +38,12 @@ TEST_CASE("names that are empty, relative or hold '..' are InvalidName for every
     CHECK_THROWS_AS(client.lease_lock(bad), avout::InvalidName);
     CHECK_THROWS_AS(client.lock(bad), avout::InvalidName);
     CHECK_THROWS_AS(client.read_write_lock(bad), avout::InvalidName);
+    // inspect too: "" used to read the folder of all refs (or agents) as a head, "x" nothing.
+    CHECK_THROWS_AS(avout::inspect::ref_head(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::agent_head(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::tag_owner(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::atom(client, client.default_store(), bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::lock_path(client, bad), avout::InvalidName);
   }
   auto bad_root = options();
   bad_root.root = "no-slash";

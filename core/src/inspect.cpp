@@ -101,6 +101,7 @@ std::optional<TagOwner> tag_owner(Client& client, const std::string& name) {
 }
 
 std::optional<AtomValue> atom(Client& client, Store& store, const std::string& name) {
+  validate_path(name);
   // An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
   auto state = store.atom_state(name);
   if (zookeeper::node_path(*state).empty()) state = store.atom_state(client.atom_value_key(name));
@@ -119,10 +120,12 @@ std::optional<AgentHead> agent_head(Client& client, const std::string& name) {
 }
 
 std::string ref_head_path(const Client& client, const std::string& name) {
+  validate_path(name);
   return layout_of(client).ref_head(name);
 }
 
 std::string tag_path(const Client& client, const std::string& name) {
+  validate_path(name);
   return layout_of(client).tag(name);
 }
 
@@ -133,18 +136,22 @@ std::string marker_path(const Client& client, const std::string& attempt) {
 }
 
 std::string agent_head_path(const Client& client, const std::string& name) {
+  validate_path(name);
   return layout_of(client).agent_head(name);
 }
 
 std::string agent_queue_path(const Client& client, const std::string& name) {
+  validate_path(name);
   return layout_of(client).agent_queue(name);
 }
 
 std::string lock_path(const Client& client, const std::string& name, bool read_write) {
+  validate_path(name);
   return layout_of(client).lock(name, read_write);
 }
 
 std::string lease_path(const Client& client, const std::string& name) {
+  validate_path(name);
   return layout_of(client).lease(name);
 }
 

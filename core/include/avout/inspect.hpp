@@ -1,7 +1,8 @@
 #pragma once
 // avout::inspect: a supported, read-only look into a deployment for tools and tests: the
 // objects it holds, a ref's head, an atom's or agent's stored state, a ref's barging claim,
-// and where each object's coordination nodes are. Records are decoded by the library.
+// and where each object's coordination nodes are. Records are decoded by the library. A
+// name that is not a valid path ("", "x", "/a//b") is InvalidName, never a look elsewhere.
 
 #include <avout/backend.hpp>
 #include <avout/client.hpp>
