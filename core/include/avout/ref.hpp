@@ -44,7 +44,7 @@ class TransactionReference {
                   name = core_->name()](const Bytes& current) {
       return encode(static_cast<T>(std::apply(
           [&](const auto&... arguments) {
-            return f(codec::decode_named<T>(current, "ref", name), arguments...);
+            return f(decoded(current, name), arguments...);
           },
           bound)));
     };
@@ -67,7 +67,7 @@ class TransactionReference {
     }
     if (!validator) return core_->set_validator({});
     core_->set_validator([validator, name = core_->name()](const Bytes& bytes) {
-      return validator(codec::decode_named<T>(bytes, "ref", name));
+      return validator(decoded(bytes, name));
     });
   }
   /// Adds (or replaces) the watch `key`, called with (old, new) after commits by any process
@@ -86,10 +86,12 @@ class TransactionReference {
     requires(sizeof...(U) > 0)
   friend std::tuple<U...> deref_all(const TransactionReference<U>&... refs);
   explicit TransactionReference(std::shared_ptr<detail::RefHandle> core) : core_(std::move(core)) {}
-  // A stored value as a T; CodecError naming this ref when it is not one.
-  T decoded(const Bytes& bytes) const {
-    return codec::decode_named<T>(bytes, "ref", core_->name());
+  // A stored value as a T; CodecError naming the ref `name` when it is not one. Closures
+  // that outlive a handle (a commute, a validator) keep the name, not the handle.
+  static T decoded(const Bytes& bytes, const std::string& name) {
+    return codec::decode_named<T>(bytes, "ref", name);
   }
+  T decoded(const Bytes& bytes) const { return decoded(bytes, core_->name()); }
 
   std::shared_ptr<detail::RefHandle> core_;
 };
