@@ -17,6 +17,7 @@
 #include <future>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -28,6 +29,13 @@ avout::ClientOptions options(const std::string& root = "/avout") {
   return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
                               .session_timeout = 6000ms,
                               .root = root};
+}
+
+// A client whose every attempt takes a read point of its own (no speculative commits).
+avout::ClientOptions usual_options() {
+  auto usual = options();
+  usual.speculative_commits = false;
+  return usual;
 }
 
 // ZooKeeper writes (zxids) `commit` makes, counted between two writes of a probe node on the
@@ -165,12 +173,16 @@ std::uint64_t zookeeper_requests(avout::Client& client, const std::function<void
   return client.session().statistics().requests - before;
 }
 
-TEST_CASE("a thread's next read-write transaction over the refs it just wrote costs ZooKeeper three requests, however many refs") {
+TEST_CASE("a thread's next read-write transaction over the refs it just wrote costs ZooKeeper its multi alone, three requests without speculation, however many refs") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
   avout::redis::Store redis(avout::testing::shared_redis().url());
-  for (const bool in_redis : {false, true}) {
+  for (const auto& placement : {std::pair{false, true}, std::pair{true, true},
+                                 std::pair{false, false}, std::pair{true, false}}) {
+    const bool in_redis = placement.first;
+    const bool speculative = placement.second;
     CAPTURE(in_redis);
+    CAPTURE(speculative);
+    avout::Client client(speculative ? options() : usual_options());
     std::vector<avout::Ref<long>> refs;
     for (int i = 0; i < 8; ++i) {
       const auto name = avout::testing::unique_name("/zk-writes-test", "flat-" + std::to_string(i));
@@ -182,16 +194,20 @@ TEST_CASE("a thread's next read-write transaction over the refs it just wrote co
       });
     };
     add_one();
-    // sync + the clock (the read point), then the multi: the heads the previous commit wrote
-    // are known from its own multi, current while nobody else committed.
-    for (int i = 0; i < 3; ++i) CHECK(zookeeper_requests(client, add_one) == 3);
+    // The heads the previous commit wrote are known from its own multi, current while nobody
+    // else committed: a speculative commit sends the multi alone, checking the clock is still
+    // at that commit's version; without speculation a sync and the clock (the read point) go
+    // first.
+    for (int i = 0; i < 3; ++i) CHECK(zookeeper_requests(client, add_one) == (speculative ? 1 : 3));
     for (auto& ref : refs) CHECK(ref.deref() == 4);
   }
 }
 
 TEST_CASE("an attempt whose written ref changed since it was read retries without sending the multi that would fail") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
+  // Speculation off: a speculative attempt over a head this client kept from its own commit
+  // cannot see another client's change before its multi fails.
+  avout::Client client(usual_options());
   avout::Client other(options());
   avout::redis::Store redis(avout::testing::shared_redis().url());
   for (const bool in_redis : {false, true}) {
@@ -225,31 +241,34 @@ TEST_CASE("an attempt whose written ref changed since it was read retries withou
 
 TEST_CASE("a client that alone commits reads none of the heads it wrote again, however many refs it cycles through") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  std::vector<avout::Ref<long>> refs;
-  for (int i = 0; i < 10; ++i) {
-    refs.push_back(client.ref<long>(avout::testing::unique_name("/zk-writes-test", "cycle-" + std::to_string(i)), 0));
+  for (const bool speculative : {true, false}) {
+    CAPTURE(speculative);
+    avout::Client client(speculative ? options() : usual_options());
+    std::vector<avout::Ref<long>> refs;
+    for (int i = 0; i < 10; ++i) {
+      refs.push_back(client.ref<long>(avout::testing::unique_name("/zk-writes-test", "cycle-" + std::to_string(i)), 0));
+    }
+    auto transfer = [&](std::size_t from) {
+      client.dosync([&] {
+        refs[from].alter([](long v) { return v - 1; });
+        refs[(from + 1) % refs.size()].alter([](long v) { return v + 1; });
+      });
+    };
+    for (std::size_t i = 0; i < refs.size(); ++i) transfer(i);  // every head kept once
+    // Every commit since is this client's (the clock's version grew by one each time), so each
+    // head it kept is still the head, however many commits ago it was kept.
+    for (std::size_t i = 0; i < 2 * refs.size(); ++i) {
+      CHECK(zookeeper_requests(client, [&] { transfer((i * 3) % refs.size()); }) == (speculative ? 1 : 3));
+    }
+    long total = 0;
+    for (auto& ref : refs) total += ref.deref();
+    CHECK(total == 0);
   }
-  auto transfer = [&](std::size_t from) {
-    client.dosync([&] {
-      refs[from].alter([](long v) { return v - 1; });
-      refs[(from + 1) % refs.size()].alter([](long v) { return v + 1; });
-    });
-  };
-  for (std::size_t i = 0; i < refs.size(); ++i) transfer(i);  // every head kept once
-  // Every commit since is this client's (the clock's version grew by one each time), so each
-  // head it kept is still the head, however many commits ago it was kept.
-  for (std::size_t i = 0; i < 2 * refs.size(); ++i) {
-    CHECK(zookeeper_requests(client, [&] { transfer((i * 3) % refs.size()); }) == 3);
-  }
-  long total = 0;
-  for (auto& ref : refs) total += ref.deref();
-  CHECK(total == 0);
 }
 
 TEST_CASE("a head kept from this client's own commit is read again once another client committed, to that ref or any other") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
+  avout::Client client(usual_options());  // requests counted below are those of a read point
   avout::Client other(options());
   const auto name = avout::testing::unique_name("/zk-writes-test", "moved");
   auto mine = client.ref<long>(name, 0);
@@ -285,7 +304,7 @@ TEST_CASE("a head kept from this client's own commit is read again once another 
 
 TEST_CASE("a thread that moves on to other refs does not read again the heads its last commit kept") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
+  avout::Client client(usual_options());  // requests counted below are those of a read point
   avout::Client other(options());
   auto x = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "x"), 0);
   auto y = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "y"), 0);

@@ -212,6 +212,12 @@ void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nod
   }
 }
 
+std::optional<NodeCache::OwnCommit> NodeCache::last_own_commit() const {
+  std::lock_guard lock(state_->mutex);
+  if (!state_->run) return std::nullopt;
+  return OwnCommit{state_->run->end, state_->run->clock_version};
+}
+
 void NodeCache::rearm_stale(std::int64_t read_point) {
   std::vector<std::string> stale;
   {

@@ -69,6 +69,17 @@ class NodeCache {
   /// again when asked for.
   void rearm_stale(std::int64_t read_point);
 
+  /// This client's newest commit, while no commit of another is known to have come after it
+  /// (the end of its run): its zxid and the clock's version it set.
+  struct OwnCommit {
+    std::int64_t zxid = 0;
+    std::int32_t clock_version = 0;
+  };
+  /// If no commit landed after it, every node found here with an mzxid up to its zxid is
+  /// still the node (a speculative commit's premise, which its multi checks). nullopt before
+  /// this client's first commit and after a session event.
+  std::optional<OwnCommit> last_own_commit() const;
+
   struct State;
 
  private:

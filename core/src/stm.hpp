@@ -4,6 +4,7 @@
 
 #include "node_cache.hpp"
 #include "runtime.hpp"
+#include "speculation_gate.hpp"
 #include "value_watcher.hpp"
 
 #include <avout/backend.hpp>
@@ -134,6 +135,9 @@ class StmContext {
   /// Writes and erases a commit's values, a batch per store, the stores concurrently.
   StoreBatches& batches() { return *batches_; }
 
+  /// Whether dosyncs' first attempts may commit speculatively now.
+  SpeculationGate& speculation() { return speculation_; }
+
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
 
@@ -166,6 +170,7 @@ class StmContext {
 
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
+  SpeculationGate speculation_;
   std::unique_ptr<StoreBatches> batches_;
   std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };
@@ -174,6 +179,7 @@ class StmContext {
 /// avout::Error: user code that catches avout::Error does not swallow it.
 struct RetryAttempt {
   std::string reason;
+  bool speculation = false;  ///< a speculative attempt found another commit first: no pause
 };
 
 /// The session id a point, marker or attempt id was written by; nullopt when the id has no
@@ -220,8 +226,10 @@ class Transaction {
   /// The transaction running on this thread, or null.
   static Transaction* current();
 
+  /// `speculate`: commit over the heads cached as of this client's last commit, without a
+  /// read point of its own, when there is such a commit and `prefetch` is empty.
   Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
-              BargeState& barge);
+              BargeState& barge, bool speculate = false);
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
@@ -255,6 +263,10 @@ class Transaction {
   /// yield to the next attempt (called after a failed attempt once it is old enough).
   void claim_refs();
   StmContext& stm() { return stm_; }
+  /// Before an exception of the body or the commit leaves a speculative attempt whose multi
+  /// was not sent: RetryAttempt unless what it read is still current (a sync and the clock),
+  /// so no outcome rests on a stale snapshot. Returns at once for any other attempt.
+  void confirm_speculative_reads();
 
  private:
   struct Entry {
@@ -279,6 +291,8 @@ class Transaction {
   // Waits for the read point (once): sets it, starts rule 12's reads again, dates the
   // transaction for barging. Throws what waiting threw, on this call and every later one.
   void await_read_point();
+  // Sends rule 2's sync and the clock's read, for await_read_point.
+  void request_read_point();
   Entry& entry(RefCore& ref);
   Lookups begin_lookups(const RefCore& ref);
   // The entry of `ref` from its lookups, judged at the read point (awaited before).
@@ -301,6 +315,7 @@ class Transaction {
   bool plan_commit(Commit& commit);
   void stage_written(Commit& commit);
   bool stage_commuted(Commit& commit);
+  void adopt_read_point(Commit& commit);
   Multi build_multi(Commit& commit);
   bool apply_result(Commit& commit, const Multi& multi);
   void keep_written_heads(const Commit& commit, const Multi& multi);
@@ -324,6 +339,11 @@ class Transaction {
   std::future<std::optional<NodeStat>> clock_;
   std::int64_t read_point_ = 0;
   bool read_point_known_ = false;
+  // A speculative attempt: read_point_ is this client's last commit, unconfirmed; the
+  // commit multi sets the clock only at the version that commit gave it.
+  bool speculative_ = false;
+  std::int32_t clock_version_ = 0;
+  bool multi_sent_ = false;
   std::exception_ptr read_failure_;  // what awaiting the read point threw
   std::string marker_path_;  // the commit's outcome marker
   std::map<RefCore*, Entry> entries_;

@@ -85,23 +85,35 @@ std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<O
 }
 
 Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
-                         BargeState& barge)
+                         BargeState& barge, bool speculate)
     : stm_(stm),
       runtime_(stm.runtime()),
       barge_(barge),
       outer_(running),
       generation_(runtime_.session().generation()) {
+  // A speculative attempt reads as of this client's last commit, whose heads it has cached,
+  // and leaves rule 2's read point to its commit multi: that sets the clock only at the
+  // version this client's commit gave it, so it lands only if no commit came after, when
+  // everything the body read is still current.
+  const auto own = speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
+  if (own) {
+    speculative_ = true;
+    read_point_ = own->zxid;
+    clock_version_ = own->clock_version;
+    read_point_known_ = true;
+    if (!barge_.age) barge_.age = stm_.new_age(read_point_);
+    running = this;
+    return;
+  }
   // Rule 2: sync, then the read point, then the heads, pipelined on one session.
   // Heads come from the node cache (rule 12): known ones cost nothing, the others are read
   // in the same pipeline; either way they are judged only once the read point is known. The
   // read point is awaited when first needed, so the body's first head read rides in the same
   // round trip as the sync and the clock.
-  auto& session = runtime_.session();
   std::vector<Lookups> pending;
   pending.reserve(prefetch.size());
   for (const auto& ref : prefetch) pending.push_back(begin_lookups(*ref));
-  synced_ = session.sync_async(runtime_.layout().stm_clock());
-  clock_ = session.exists_async(runtime_.layout().stm_clock());
+  request_read_point();
   if (!prefetch.empty()) {
     await_read_point();
     for (std::size_t i = 0; i < prefetch.size(); ++i) {
@@ -110,6 +122,13 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
     check_session();
   }
   running = this;
+}
+
+void Transaction::request_read_point() {
+  auto& session = runtime_.session();
+  synced_ = session.sync_async(runtime_.layout().stm_clock());
+  clock_ = session.exists_async(runtime_.layout().stm_clock());
+  read_point_known_ = false;
 }
 
 void Transaction::await_read_point() {
@@ -151,6 +170,9 @@ Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Looku
   Entry fresh;
   fresh.ref = std::move(ref);
   const NodeData node = runtime_.nodes().finish(lookups.head, read_point_);
+  if (speculative_ && node.stat.mzxid > read_point_) {
+    throw RetryAttempt{"ref " + fresh.ref->name() + " changed after this client's last commit", true};
+  }
   fresh.head_stat = node.stat;
   fresh.head = decode_head(node.data, fresh.ref->head_path());
   fresh.tag = std::move(lookups.tag);
@@ -439,9 +461,31 @@ struct Transaction::Multi {
   std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
 };
 
+void Transaction::confirm_speculative_reads() {
+  if (!speculative_ || multi_sent_) return;
+  speculative_ = false;  // once: a retry it causes starts a new attempt anyway
+  try {
+    auto& session = runtime_.session();
+    auto synced = session.sync_async(runtime_.layout().stm_clock());
+    auto clock = session.exists_async(runtime_.layout().stm_clock());
+    const auto stat = session.wait(clock);
+    session.wait(synced);
+    check_session();
+    // The clock's last commit is still this client's: nothing the body read has changed.
+    if (stat && stat->mzxid == read_point_) return;
+  } catch (const Error&) {
+    // Unconfirmed: the usual attempt that follows meets the same trouble, and reports it.
+  }
+  throw RetryAttempt{"a speculative attempt's reads were not current", true};
+}
+
 void Transaction::commit() {
   Commit commit;
-  if (!plan_commit(commit)) return;
+  if (!plan_commit(commit)) {
+    // Rule 2 for a read-only attempt: its reads are as of a sync and the clock.
+    confirm_speculative_reads();
+    return;
+  }
   give_up_if_doomed(commit);
   stage_written(commit);
   try {
@@ -451,12 +495,36 @@ void Transaction::commit() {
     throw;
   }
   marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
+  // Rule 4 retries only the multi of commuted refs, which a multi expecting the clock's
+  // version cannot do once that moved: a speculative attempt with commuted refs commits the
+  // usual way, its read point asked for in front of the commuted heads' reads.
+  bool rebasing = speculative_ && !commit.commuted.empty();
+  if (rebasing) request_read_point();
   for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
     if (!stage_commuted(commit)) continue;
+    if (std::exchange(rebasing, false)) adopt_read_point(commit);
     if (apply_result(commit, build_multi(commit))) return;
   }
   Commit::discard(stm_, commit.written);
   throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
+}
+
+// The speculative snapshot (this client's last commit) holds at the read point just awaited
+// when no commit came in between, or when the commuted refs, recomputed from their newest
+// heads anyway, are all the attempt read. Otherwise the body runs again the usual way.
+void Transaction::adopt_read_point(Commit& commit) {
+  const std::int64_t speculated = read_point_;
+  speculative_ = false;
+  try {
+    await_read_point();
+    if (read_point_ != speculated && entries_.size() > commit.commuted.size()) {
+      throw RetryAttempt{"a speculative attempt's reads changed before its commit", true};
+    }
+  } catch (...) {
+    Commit::discard(stm_, commit.recomputed);
+    Commit::discard(stm_, commit.written);
+    throw;
+  }
 }
 
 // Sorts the entries into what the commit writes, checks and recomputes; false when the
@@ -616,7 +684,7 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
       if (s.in_multi) operations.push_back(*s.in_multi);
     }
   }
-  operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, -1});
+  operations.push_back(op::SetData{runtime_.layout().stm_clock(), {}, speculative_ ? clock_version_ : -1});
   // Rule 16: trimmed ZooKeeper-held values and this thread's earlier markers go with the
   // commit. Value nodes and markers are created once and never changed: version 0 is theirs.
   multi.first_cleanup = operations.size();
@@ -647,6 +715,7 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     throw;
   }
   MultiResult& result = commit.result;
+  multi_sent_ = true;
   const std::optional<bool> landed = commit_with_cleanup(
       runtime_.session(), multi.operations, multi.first_cleanup, marker_path_, result,
       [&](const std::string& path) {
@@ -675,6 +744,11 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
         break;
       }
     }
+  }
+  if (speculative_) {
+    // Whatever failed first, another commit came after the one this attempt read as of.
+    Commit::discard(stm_, commit.written);
+    throw RetryAttempt{"a speculative commit found another commit first", true};
   }
   const bool only_commutes_conflicted = result.failed_index >= multi.first_commuted &&
                                         result.failed_index < multi.first_commuted + commit.commuted.size();
@@ -712,6 +786,7 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
   stm_.count_commit();
+  if (speculative_) stm_.speculation().landed();
   // Rule 16: the carried markers went with the multi; this one has answered all it had to
   // and goes with this thread's next commit (or at close, or by gc).
   runtime_.markers().commit_landed(commit.carried, marker_path_);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 namespace avout::detail {
 
@@ -26,7 +27,9 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
   std::vector<std::shared_ptr<RefCore>> prefetch;
   // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
   const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
-  for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit; ++attempt) {
+  // Only a first attempt speculates: a retry follows a conflict, which speculation would meet.
+  bool speculate = stm.runtime().options().speculative_commits && stm.speculation().try_enter();
+  for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit;) {
     // Checked between attempts only: a running body and a commit in flight are not cut,
     // and the claims and points of an ended attempt are released by then.
     if (attempt > 0 && deadline.expired()) {
@@ -35,14 +38,22 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
     }
     const std::uint64_t generation = stm.runtime().session().generation();
     try {
-      Transaction transaction(stm, prefetch, barge);
+      Transaction transaction(stm, prefetch, barge, std::exchange(speculate, false));
       try {
-        body();
-        transaction.commit();
-        return;
-      } catch (const RetryAttempt&) {
+        try {
+          body();
+          transaction.commit();
+          return;
+        } catch (const RetryAttempt&) {
+          throw;
+        } catch (...) {
+          // What a speculative attempt throws may rest on reads that were not current.
+          transaction.confirm_speculative_reads();
+          throw;
+        }
+      } catch (const RetryAttempt& retry) {
         prefetch = transaction.touched();
-        if (claim_due(stm.runtime().options().barging, barge)) {
+        if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
           try {
             transaction.claim_refs();
           } catch (const Error&) {
@@ -51,8 +62,13 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
         }
         throw;
       }
-    } catch (const RetryAttempt&) {
+    } catch (const RetryAttempt& retry) {
       stm.count_retry();
+      if (retry.speculation) {
+        stm.speculation().failed();
+        // Not an attempt of retry_limit's: the usual first attempt follows at once.
+        continue;
+      }
       // A claimant (or a dosync that may be one) comes back at once.
       (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
     } catch (const SessionExpired&) {
@@ -61,6 +77,7 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
       if (!stm.runtime().session().ended_since(generation)) throw;
       (void)back_off(attempt, deadline, pauses);
     }
+    ++attempt;
   }
   throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.runtime().options().retry_limit) +
                            " attempts");

@@ -40,6 +40,10 @@ struct ClientOptions {
   std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
                                                      ///< history misses grow it to max_history
   BargingOptions barging{};                          ///< claims of old transactions
+  /// A dosync's first attempt may commit over the refs this client cached as of its own last
+  /// commit, saving the round trip of its read point; it lands only if no other commit came
+  /// since, else it runs again the usual way (docs/transactions.md, "Speculative commits").
+  bool speculative_commits = true;
   Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
                     ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };
