@@ -578,11 +578,12 @@ bool Transaction::plan_commit(Commit& commit) {
 
 // A head written or ensured at the version read is checked by the multi; once its watch has
 // reported a change that check must fail, and the failed multi would still cost the server a
-// logged transaction. The attempt retries without sending it.
+// logged transaction. The attempt retries without sending it (a speculative one the usual
+// way at once: another client committed after this one).
 void Transaction::give_up_if_doomed(const Commit& commit) const {
   for (const Entry* target : commit.fixed) {
     if (runtime_.nodes().changed_since(target->head_read)) {
-      throw RetryAttempt{"ref " + target->ref->name() + " changed since it was read"};
+      throw RetryAttempt{"ref " + target->ref->name() + " changed since it was read", speculative_};
     }
   }
 }
