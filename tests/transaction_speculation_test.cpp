@@ -15,6 +15,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 using namespace std::chrono_literals;
 
@@ -187,11 +188,12 @@ TEST_CASE("a speculative commute runs its body once however others commute in be
     until_speculating(client, counter);
     other.dosync([&] { their_counter.commute(add); });
     int runs = 0;
-    client.dosync([&] {
+    const long returned = client.dosync([&] {
       ++runs;
-      counter.commute(add);
+      return counter.commute(add);
     });
     CHECK(runs == 1);  // rule 4: a commute conflict never runs the body again
+    CHECK(returned == 3 * round - 1);  // from the current value, not the one kept at our commit
     client.dosync([&] { limit.alter([](long v) { return v; }); });
     until_speculating(client, counter);
     other.dosync([&] { their_limit.alter(add); });
@@ -204,6 +206,26 @@ TEST_CASE("a speculative commute runs its body once however others commute in be
     CHECK(runs == 2);  // what it read besides the commuted ref changed: the usual way
   }
   CHECK(counter.deref() == 30);
+}
+
+TEST_CASE("a speculative attempt that read a ref before commuting it returns current values from both") {
+  avout::testing::start_shared_servers();
+  avout::Client client(options());
+  avout::Client other(options());
+  const auto shared = name("read-then-commute");
+  auto counter = client.ref<long>(shared, 0);
+  auto theirs = other.ref<long>(shared, 0);
+  auto add = [](long v) { return v + 1; };
+  for (long round = 1; round <= 10; ++round) {
+    until_speculating(client, counter);
+    other.dosync([&] { theirs.commute(add); });
+    const auto [read, commuted] = client.dosync([&] {
+      const long before = counter.deref();
+      return std::pair{before, counter.commute(add)};
+    });
+    CHECK(read == 2 * round - 1);
+    CHECK(commuted == 2 * round);
+  }
 }
 
 TEST_CASE("a failed speculation is no attempt of retry_limit's: with one attempt allowed, the usual one still runs") {

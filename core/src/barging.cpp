@@ -18,7 +18,8 @@ constexpr int release_rounds = 3;
 
 bool older_and_alive(StmContext& stm, const BargeState& barge,
                      const std::optional<TransactionAge>& owner) {
-  return owner && *owner < *barge.age && stm.runtime().alive(owner->session);
+  // Not dated yet (a speculative attempt, which has no read point of its own): the youngest.
+  return owner && (!barge.age || *owner < *barge.age) && stm.runtime().alive(owner->session);
 }
 }  // namespace
 
@@ -105,7 +106,7 @@ std::vector<Operation> tag_operations(StmContext& stm, const BargeState& barge,
   std::vector<Operation> operations;
   for (std::size_t i = 0; i < refs.size(); ++i) {
     const std::string path = stm.runtime().layout().tag(refs[i]->name());
-    if (tags[i].owner && *tags[i].owner == *barge.age) {
+    if (tags[i].owner && barge.age && *tags[i].owner == *barge.age) {
       operations.push_back(op::SetData{path, {}, tags[i].version});  // our claim ends here
       released.push_back(refs[i]);
     } else {

@@ -315,7 +315,8 @@ class Transaction {
   bool plan_commit(Commit& commit);
   void stage_written(Commit& commit);
   bool stage_commuted(Commit& commit);
-  void adopt_read_point(Commit& commit);
+  // Turns a speculative attempt into a usual one at a read point of its own (its first commute).
+  void leave_speculation();
   Multi build_multi(Commit& commit);
   bool apply_result(Commit& commit, const Multi& multi);
   void keep_written_heads(const Commit& commit, const Multi& multi);

@@ -95,13 +95,15 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // and leaves rule 2's read point to its commit multi: that sets the clock only at the
   // version this client's commit gave it, so it lands only if no commit came after, when
   // everything the body read is still current.
+  // It is not dated for barging (rule 10) by that commit, which may be long past: until a
+  // read point of its own dates it, it counts as the youngest.
   const auto own = speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
-  if (own) {
+  // Version -1 would ask for no version at all (rule 1): that one commit goes the usual way.
+  if (own && own->clock_version != -1) {
     speculative_ = true;
     read_point_ = own->zxid;
     clock_version_ = own->clock_version;
     read_point_known_ = true;
-    if (!barge_.age) barge_.age = stm_.new_age(read_point_);
     running = this;
     return;
   }
@@ -258,6 +260,8 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     throw BackendError("ref " + target.ref->name() + ": value at point " + point->id +
                        " is missing from its store while the head references it");
   }
+  // A speculative attempt's head was stale: no older snapshot missed anything.
+  if (speculative_) throw RetryAttempt{"ref " + target.ref->name() + " changed after this client's last commit", true};
   if (newest_on_miss) {
     // A commute only needs some recent value now (commit recomputes from the newest), so a
     // trimmed one is replaced by the newest instead of costing a retry of the whole body.
@@ -317,6 +321,7 @@ const Bytes& Transaction::ensure(RefCore& ref) {
 }
 
 Bytes Transaction::commute(RefCore& ref, std::function<Bytes(const Bytes&)> function) {
+  leave_speculation();
   Entry& target = entry(ref);
   if (!target.value) target.value = value_at_read_point(target, true);
   target.value = function(*target.value);
@@ -461,6 +466,29 @@ struct Transaction::Multi {
   std::vector<std::shared_ptr<RefCore>> released;  // refs whose claim the commit ends
 };
 
+// Rule 4 retries only the multi of a commute conflict, which a multi expecting the clock at
+// one version cannot do once it moved; and what commute returns must be as current as a read
+// point would make it. So a speculative attempt's first commute takes rule 2's read point,
+// asking again in the same round trip for the heads the body read so far: they hold at the
+// new read point when none changed, and the attempt goes on the usual way. Otherwise the body
+// runs again the usual way.
+void Transaction::leave_speculation() {
+  if (!speculative_) return;
+  std::vector<std::pair<Entry*, NodeCache::Lookup>> again;
+  for (auto& [key, target] : entries_) again.emplace_back(&target, runtime_.nodes().begin(target.ref->head_path()));
+  request_read_point();
+  speculative_ = false;
+  await_read_point();
+  for (auto& [target, lookup] : again) {
+    const NodeData node = runtime_.nodes().finish(lookup, read_point_);
+    if (node.stat.mzxid != target->head_stat.mzxid) {
+      throw RetryAttempt{"ref " + target->ref->name() + " changed after this client's last commit", true};
+    }
+    target->head_read = std::move(lookup);
+  }
+  check_session();
+}
+
 void Transaction::confirm_speculative_reads() {
   if (!speculative_ || multi_sent_) return;
   speculative_ = false;  // once: a retry it causes starts a new attempt anyway
@@ -472,7 +500,10 @@ void Transaction::confirm_speculative_reads() {
     session.wait(synced);
     check_session();
     // The clock's last commit is still this client's: nothing the body read has changed.
-    if (stat && stat->mzxid == read_point_) return;
+    if (stat && stat->mzxid == read_point_) {
+      stm_.speculation().landed();
+      return;
+    }
   } catch (const Error&) {
     // Unconfirmed: the usual attempt that follows meets the same trouble, and reports it.
   }
@@ -495,36 +526,12 @@ void Transaction::commit() {
     throw;
   }
   marker_path_ = runtime_.layout().marker(runtime_.new_point().id);
-  // Rule 4 retries only the multi of commuted refs, which a multi expecting the clock's
-  // version cannot do once that moved: a speculative attempt with commuted refs commits the
-  // usual way, its read point asked for in front of the commuted heads' reads.
-  bool rebasing = speculative_ && !commit.commuted.empty();
-  if (rebasing) request_read_point();
   for (std::size_t round = 0; round < runtime_.options().retry_limit; ++round) {
     if (!stage_commuted(commit)) continue;
-    if (std::exchange(rebasing, false)) adopt_read_point(commit);
     if (apply_result(commit, build_multi(commit))) return;
   }
   Commit::discard(stm_, commit.written);
   throw RetryLimitExceeded("transaction: commuted refs kept conflicting");
-}
-
-// The speculative snapshot (this client's last commit) holds at the read point just awaited
-// when no commit came in between, or when the commuted refs, recomputed from their newest
-// heads anyway, are all the attempt read. Otherwise the body runs again the usual way.
-void Transaction::adopt_read_point(Commit& commit) {
-  const std::int64_t speculated = read_point_;
-  speculative_ = false;
-  try {
-    await_read_point();
-    if (read_point_ != speculated && entries_.size() > commit.commuted.size()) {
-      throw RetryAttempt{"a speculative attempt's reads changed before its commit", true};
-    }
-  } catch (...) {
-    Commit::discard(stm_, commit.recomputed);
-    Commit::discard(stm_, commit.written);
-    throw;
-  }
 }
 
 // Sorts the entries into what the commit writes, checks and recomputes; false when the

@@ -29,10 +29,11 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
   const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
   // Only a first attempt speculates: a retry follows a conflict, which speculation would meet.
   bool speculate = stm.runtime().options().speculative_commits && stm.speculation().try_enter();
+  bool ran = false;
   for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit;) {
     // Checked between attempts only: a running body and a commit in flight are not cut,
     // and the claims and points of an ended attempt are released by then.
-    if (attempt > 0 && deadline.expired()) {
+    if (std::exchange(ran, true) && deadline.expired()) {
       throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt) +
                     " attempts");
     }
