@@ -788,6 +788,25 @@ TEST_CASE("randomized workloads under injected faults show no anomaly for any se
   }
 }
 
+// Speculative commits (docs/transactions.md) go out where a client's commits follow each other
+// with nobody else's in between: here one process, whose two threads share its client, so
+// most of its transactions commit speculatively, their multi alone, while lost replies,
+// failures before sending, delays and session expiries meet them; an agent's actions and the
+// atoms run beside them. The other seeds' four processes make speculation rare (it fails and
+// backs off), this one makes it the rule.
+TEST_CASE("speculative commits of a client committing mostly alone show no anomaly under injected faults") {
+  (void)cluster();
+  for (const auto seed : seeds()) {
+    Settings settings = settings_for(seed + 100);
+    settings.processes = 1;
+    settings.threads = 2;
+    settings.workload = {"refs", "atoms", "agents"};
+    settings.nemesis = {};
+    const auto problems = run_seed(settings);
+    CHECK_MESSAGE(problems.empty(), "seed " << settings.seed << ": " << problems.size() << " anomalies (see above)");
+  }
+}
+
 namespace {
 
 // Each thread's (operation chosen, faults met) in order.
