@@ -48,22 +48,34 @@ std::string name(const std::string& what) {
   return avout::testing::unique_name("/speculation-test", what);
 }
 
+// One ref of this client's and of another's, whose commits this client's cache cannot know
+// of (the heads it kept from its own commits carry no watch).
+struct SharedRef {
+  explicit SharedRef(const std::string& what, const avout::ClientOptions& client_options = options())
+      : client(client_options), other(options()), mine(client.ref<long>(name(what), 0)),
+        theirs(other.ref<long>(mine.name(), 0)) {}
+  // Makes this client's next dosync speculate, then has the other client add `amount` first.
+  void speculate_behind(long amount) {
+    until_speculating(client, mine);
+    other.dosync([&] { theirs.alter([amount](long v) { return v + amount; }); });
+  }
+  avout::Client client;
+  avout::Client other;
+  avout::Ref<long> mine;
+  avout::Ref<long> theirs;
+};
+
 }  // namespace
 
 TEST_CASE("a speculative read-only transaction returns what another client committed after this one's last commit") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  avout::Client other(options());
-  const auto shared = name("read-only");
-  auto mine = client.ref<long>(shared, 0);
-  auto theirs = other.ref<long>(shared, 0);
+  SharedRef ref("read-only");
   for (long round = 1; round <= 10; ++round) {
-    until_speculating(client, mine);
-    other.dosync([&] { theirs.alter([](long v) { return v + 1; }); });
+    ref.speculate_behind(1);
     int runs = 0;
-    CHECK(client.dosync([&] {
+    CHECK(ref.client.dosync([&] {
       ++runs;
-      return mine.deref();
+      return ref.mine.deref();
     }) == round);
     CHECK(runs == 2);  // the speculative run read the kept head, then a confirmed one
   }
@@ -71,26 +83,21 @@ TEST_CASE("a speculative read-only transaction returns what another client commi
 
 TEST_CASE("a speculative attempt's exception leaves dosync only if its reads were current") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  avout::Client other(options());
-  const auto shared = name("exception");
-  auto mine = client.ref<long>(shared, 0);
-  auto theirs = other.ref<long>(shared, 0);
+  SharedRef ref("exception");
   for (long round = 1; round <= 10; ++round) {
-    until_speculating(client, mine);
-    other.dosync([&] { theirs.alter([](long v) { return v + 1; }); });
+    ref.speculate_behind(1);
     int runs = 0;
-    CHECK_NOTHROW(client.dosync([&] {
+    CHECK_NOTHROW(ref.client.dosync([&] {
       ++runs;
-      if (mine.deref() != round) throw std::runtime_error("read a value older than another client's commit");
+      if (ref.mine.deref() != round) throw std::runtime_error("read a value older than another client's commit");
     }));
     CHECK(runs == 2);
     // An exception from current reads passes through, once a sync and the clock confirmed them.
-    until_speculating(client, mine);
+    until_speculating(ref.client, ref.mine);
     runs = 0;
-    CHECK_THROWS_AS(client.dosync([&] {
+    CHECK_THROWS_AS(ref.client.dosync([&] {
       ++runs;
-      if (mine.deref() == round) throw std::invalid_argument("current");
+      if (ref.mine.deref() == round) throw std::invalid_argument("current");
     }), std::invalid_argument);
     CHECK(runs == 1);
   }
@@ -125,19 +132,14 @@ TEST_CASE("a speculative commit written from a stale read runs again and writes 
 
 TEST_CASE("a validator refusing a value computed from a stale read does not fail the dosync") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  avout::Client other(options());
-  const auto shared = name("validated");
-  auto mine = client.ref<long>(shared, 0);
-  auto theirs = other.ref<long>(shared, 0);
-  mine.set_validator([](long v) { return v >= 0; });
+  SharedRef ref("validated");
+  ref.mine.set_validator([](long v) { return v >= 0; });
   for (int round = 0; round < 10; ++round) {
-    until_speculating(client, mine);
-    other.dosync([&] { theirs.alter([](long v) { return v + 5; }); });
+    ref.speculate_behind(5);
     // Stale, 3 less would be negative; current, it is not.
-    CHECK_NOTHROW(client.dosync([&] { mine.alter([](long v) { return v - 3; }); }));
+    CHECK_NOTHROW(ref.client.dosync([&] { ref.mine.alter([](long v) { return v - 3; }); }));
   }
-  CHECK(mine.deref() == 20);
+  CHECK(ref.mine.deref() == 20);
 }
 
 TEST_CASE("after a speculative commit fails, the client's next first attempts take a read point of their own") {
@@ -210,18 +212,12 @@ TEST_CASE("a speculative commute runs its body once however others commute in be
 
 TEST_CASE("a speculative attempt that read a ref before commuting it returns current values from both") {
   avout::testing::start_shared_servers();
-  avout::Client client(options());
-  avout::Client other(options());
-  const auto shared = name("read-then-commute");
-  auto counter = client.ref<long>(shared, 0);
-  auto theirs = other.ref<long>(shared, 0);
-  auto add = [](long v) { return v + 1; };
+  SharedRef ref("read-then-commute");
   for (long round = 1; round <= 10; ++round) {
-    until_speculating(client, counter);
-    other.dosync([&] { theirs.commute(add); });
-    const auto [read, commuted] = client.dosync([&] {
-      const long before = counter.deref();
-      return std::pair{before, counter.commute(add)};
+    ref.speculate_behind(1);
+    const auto [read, commuted] = ref.client.dosync([&] {
+      const long before = ref.mine.deref();
+      return std::pair{before, ref.mine.commute([](long v) { return v + 1; })};
     });
     CHECK(read == 2 * round - 1);
     CHECK(commuted == 2 * round);
@@ -232,20 +228,15 @@ TEST_CASE("a failed speculation is no attempt of retry_limit's: with one attempt
   avout::testing::start_shared_servers();
   auto one_attempt = options();
   one_attempt.retry_limit = 1;
-  avout::Client client(one_attempt);
-  avout::Client other(options());
-  const auto shared = name("one-attempt");
-  auto mine = client.ref<long>(shared, 0);
-  auto theirs = other.ref<long>(shared, 0);
+  SharedRef ref("one-attempt", one_attempt);
   for (long round = 1; round <= 5; ++round) {
-    until_speculating(client, mine);
-    other.dosync([&] { theirs.alter([](long v) { return v + 10; }); });
+    ref.speculate_behind(10);
     int runs = 0;
-    CHECK_NOTHROW(client.dosync([&] {
+    CHECK_NOTHROW(ref.client.dosync([&] {
       ++runs;
-      mine.alter([](long v) { return v + 1; });
+      ref.mine.alter([](long v) { return v + 1; });
     }));
     CHECK(runs == 2);
-    CHECK(mine.deref() == 11 * round);
+    CHECK(ref.mine.deref() == 11 * round);
   }
 }
