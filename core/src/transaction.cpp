@@ -94,9 +94,8 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // A speculative attempt reads as of this client's last commit, whose heads it has cached,
   // and leaves rule 2's read point to its commit multi: that sets the clock only at the
   // version this client's commit gave it, so it lands only if no commit came after, when
-  // everything the body read is still current.
-  // It is not dated for barging (rule 10) by that commit, which may be long past: until a
-  // read point of its own dates it, it counts as the youngest.
+  // everything the body read is still current. That commit, which may be long past, does not
+  // date it for barging (rule 10): until a read point of its own does, it is the youngest.
   const auto own = speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
   // Version -1 would ask for no version at all (rule 1): that one commit goes the usual way.
   if (own && own->clock_version != -1) {
@@ -491,16 +490,13 @@ void Transaction::leave_speculation() {
 
 void Transaction::confirm_speculative_reads() {
   if (!speculative_ || multi_sent_) return;
+  const std::int64_t speculated = read_point_;
   speculative_ = false;  // once: a retry it causes starts a new attempt anyway
   try {
-    auto& session = runtime_.session();
-    auto synced = session.sync_async(runtime_.layout().stm_clock());
-    auto clock = session.exists_async(runtime_.layout().stm_clock());
-    const auto stat = session.wait(clock);
-    session.wait(synced);
-    check_session();
+    request_read_point();
+    await_read_point();
     // The clock's last commit is still this client's: nothing the body read has changed.
-    if (stat && stat->mzxid == read_point_) {
+    if (read_point_ == speculated) {
       stm_.speculation().landed();
       return;
     }
