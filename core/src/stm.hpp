@@ -263,10 +263,10 @@ class Transaction {
   /// yield to the next attempt (called after a failed attempt once it is old enough).
   void claim_refs();
   StmContext& stm() { return stm_; }
-  /// Before an exception of the body or the commit leaves a speculative attempt whose multi
-  /// was not sent: RetryAttempt unless what it read is still current (a sync and the clock),
-  /// so no outcome rests on a stale snapshot. Returns at once for any other attempt.
-  void confirm_speculative_reads();
+  /// Runs `body` and commits; an exception of either leaves only once a speculative
+  /// attempt's reads are confirmed current (else RetryAttempt: no outcome rests on a stale
+  /// snapshot).
+  void run(const std::function<void()>& body);
 
  private:
   struct Entry {
@@ -317,6 +317,9 @@ class Transaction {
   bool stage_commuted(Commit& commit);
   // Turns a speculative attempt into a usual one at a read point of its own (its first commute).
   void leave_speculation();
+  // RetryAttempt unless a speculative attempt whose multi was not sent read what is still
+  // current (a sync and the clock); returns at once for any other attempt.
+  void confirm_speculative_reads();
   Multi build_multi(Commit& commit);
   bool apply_result(Commit& commit, const Multi& multi);
   void keep_written_heads(const Commit& commit, const Multi& multi);
@@ -340,11 +343,10 @@ class Transaction {
   std::future<std::optional<NodeStat>> clock_;
   std::int64_t read_point_ = 0;
   bool read_point_known_ = false;
-  // A speculative attempt: read_point_ is this client's last commit, unconfirmed; the
-  // commit multi sets the clock only at the version that commit gave it.
+  // A speculative attempt, until its multi is sent: read_point_ is this client's last
+  // commit, unconfirmed; the commit multi sets the clock only at the version it gave it.
   bool speculative_ = false;
   std::int32_t clock_version_ = 0;
-  bool multi_sent_ = false;
   std::exception_ptr read_failure_;  // what awaiting the read point threw
   std::string marker_path_;  // the commit's outcome marker
   std::map<RefCore*, Entry> entries_;

@@ -26,6 +26,11 @@ constexpr std::size_t point_size = 53;
 // A history entry in an encoded head: zxid and length-prefixed point id.
 constexpr std::size_t head_entry_size = 8 + 8 + point_size;
 
+// A speculative attempt found `ref` moved past this client's last commit.
+RetryAttempt outdated(const RefCore& ref) {
+  return RetryAttempt{"ref " + ref.name() + " changed after this client's last commit", true};
+}
+
 }  // namespace
 
 Transaction* Transaction::current() { return running; }
@@ -171,9 +176,7 @@ Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Looku
   Entry fresh;
   fresh.ref = std::move(ref);
   const NodeData node = runtime_.nodes().finish(lookups.head, read_point_);
-  if (speculative_ && node.stat.mzxid > read_point_) {
-    throw RetryAttempt{"ref " + fresh.ref->name() + " changed after this client's last commit", true};
-  }
+  if (speculative_ && node.stat.mzxid > read_point_) throw outdated(*fresh.ref);
   fresh.head_stat = node.stat;
   fresh.head = decode_head(node.data, fresh.ref->head_path());
   fresh.tag = std::move(lookups.tag);
@@ -260,7 +263,7 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
                        " is missing from its store while the head references it");
   }
   // A speculative attempt's head was stale: no older snapshot missed anything.
-  if (speculative_) throw RetryAttempt{"ref " + target.ref->name() + " changed after this client's last commit", true};
+  if (speculative_) throw outdated(*target.ref);
   if (newest_on_miss) {
     // A commute only needs some recent value now (commit recomputes from the newest), so a
     // trimmed one is replaced by the newest instead of costing a retry of the whole body.
@@ -480,16 +483,27 @@ void Transaction::leave_speculation() {
   await_read_point();
   for (auto& [target, lookup] : again) {
     const NodeData node = runtime_.nodes().finish(lookup, read_point_);
-    if (node.stat.mzxid != target->head_stat.mzxid) {
-      throw RetryAttempt{"ref " + target->ref->name() + " changed after this client's last commit", true};
-    }
+    if (node.stat.mzxid != target->head_stat.mzxid) throw outdated(*target->ref);
     target->head_read = std::move(lookup);
   }
   check_session();
 }
 
+void Transaction::run(const std::function<void()>& body) {
+  try {
+    body();
+    commit();
+  } catch (const RetryAttempt&) {
+    throw;
+  } catch (...) {
+    // What a speculative attempt throws may rest on reads that were not current.
+    confirm_speculative_reads();
+    throw;
+  }
+}
+
 void Transaction::confirm_speculative_reads() {
-  if (!speculative_ || multi_sent_) return;
+  if (!speculative_) return;
   const std::int64_t speculated = read_point_;
   speculative_ = false;  // once: a retry it causes starts a new attempt anyway
   try {
@@ -719,7 +733,8 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     throw;
   }
   MultiResult& result = commit.result;
-  multi_sent_ = true;
+  // Once sent, its multi is what checks a speculative attempt: nothing confirms it after.
+  const bool speculated = std::exchange(speculative_, false);
   const std::optional<bool> landed = commit_with_cleanup(
       runtime_.session(), multi.operations, multi.first_cleanup, marker_path_, result,
       [&](const std::string& path) {
@@ -732,6 +747,7 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
                          "marker " + marker_path_);
   }
   if (*landed) {
+    if (speculated) stm_.speculation().landed();
     after_landing(commit, multi);
     return true;
   }
@@ -749,7 +765,7 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
       }
     }
   }
-  if (speculative_) {
+  if (speculated) {
     // Whatever failed first, another commit came after the one this attempt read as of.
     Commit::discard(stm_, commit.written);
     throw RetryAttempt{"a speculative commit found another commit first", true};
@@ -790,7 +806,6 @@ void Transaction::after_landing(Commit& commit, const Multi& multi) {
   // Rule 15: the commit has landed. Nothing from here on may run the body again or report
   // the transaction as not committed: every step runs, and a failure is named as such.
   stm_.count_commit();
-  if (speculative_) stm_.speculation().landed();
   // Rule 16: the carried markers went with the multi; this one has answered all it had to
   // and goes with this thread's next commit (or at close, or by gc).
   runtime_.markers().commit_landed(commit.carried, marker_path_);

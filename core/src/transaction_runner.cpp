@@ -41,17 +41,8 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
     try {
       Transaction transaction(stm, prefetch, barge, std::exchange(speculate, false));
       try {
-        try {
-          body();
-          transaction.commit();
-          return;
-        } catch (const RetryAttempt&) {
-          throw;
-        } catch (...) {
-          // What a speculative attempt throws may rest on reads that were not current.
-          transaction.confirm_speculative_reads();
-          throw;
-        }
+        transaction.run(body);
+        return;
       } catch (const RetryAttempt& retry) {
         prefetch = transaction.touched();
         if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
