@@ -1,5 +1,6 @@
 #include "workloads.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <random>
@@ -13,9 +14,11 @@ namespace {
 // Sends `count` increments to `name` from this process, spread over `threads` sending at
 // once, then awaits them. A closure runs in this process: latency of each is the time from
 // send() until it starts running. A named action ("increment", defined by every process) may
-// run in any process: latency of each is its send() call only.
+// run in any process: latency of each is its send() call only. With `per_transaction` > 0 the
+// named sends go `per_transaction` at a time inside one dosync (their creates ride in its
+// commit multi): latency is then that dosync's, once per group.
 ProcessReport send_and_await(Stores& stores, const std::string& name, const std::string& where,
-                             int count, int threads = 1, bool named = false) {
+                             int count, int threads = 1, bool named = false, int per_transaction = 0) {
   auto agent = stores.client.agent<long>(name, 0, stores.store(where));
   agent.define("increment", [](long value, long) { return value + 1; });
   std::mutex mutex;
@@ -50,9 +53,24 @@ ProcessReport send_and_await(Stores& stores, const std::string& name, const std:
         },
         i);
   };
+  auto send_group = [&](long first, long end) {
+    const auto start = std::chrono::steady_clock::now();
+    stores.client.dosync([&] {
+      for (long i = first; i < end; ++i) agent.send("increment", i);
+    });
+    const auto took = std::chrono::steady_clock::now() - start;
+    std::lock_guard lock(mutex);
+    latencies.push_back(std::chrono::duration<double, std::milli>(took).count());
+  };
   std::vector<std::thread> senders;
   for (int t = 0; t < threads; ++t) {
     senders.emplace_back([&, t] {
+      if (per_transaction > 0) {
+        for (long i = t * per_transaction; i < count; i += static_cast<long>(threads) * per_transaction) {
+          send_group(i, std::min<long>(i + per_transaction, count));
+        }
+        return;
+      }
       for (long i = t; i < count; i += threads) send_one(i);
     });
   }
@@ -121,6 +139,22 @@ void run_agent_workloads(const Settings& settings, const Servers& servers, const
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
     }
+    // A producer that groups its sends: 16 named sends per dosync, their creates in its one
+    // commit multi. Each process sends n of them (4 times the other rows: a window long enough
+    // to hold a few hundred commits). Samples are dosyncs; the row counts sends.
+    constexpr int per_group = 16;
+    Result grouped = run_processes(
+        "send to run, 4 processes, named action, 16 per dosync (p50: dosync), " + where, 4, [&](int) {
+          Stores stores(servers);
+          return send_and_await(stores, name, where, n, 1, true, per_group);
+        });
+    const double sends_per_group = static_cast<double>(n) / ((n + per_group - 1) / per_group);
+    grouped.operations_per_second *= sends_per_group;
+    grouped.zookeeper_requests /= sends_per_group;
+    grouped.zookeeper_round_trips /= sends_per_group;
+    grouped.floor_ms = floors.zookeeper_multi;
+    grouped.floor_name = "zookeeper multi";
+    rows.push_back(grouped);
   }
   print_table("agent: send(+1), latency from send to run, throughput of sends run", rows);
 }

@@ -1,5 +1,6 @@
 #include "floors.hpp"
 #include "raw_redis.hpp"
+#include "workloads.hpp"
 
 #include <avout/zookeeper_session.hpp>
 
@@ -35,6 +36,40 @@ std::vector<double> gets_beside_writers(ZooKeeperSession& session, const std::st
   for (auto& writer : writers) writer.join();
   return latencies;
 }
+
+// One raw multi shaped like a commit over k refs whose values ZooKeeper holds, without avout:
+// a marker created, k heads set and k value nodes created, the clock set, and the previous
+// multi's k value nodes and marker removed, heads and clock at their versions. What the
+// server alone charges a commit of k refs.
+std::vector<double> commit_shaped_multis(ZooKeeperSession& session, int k, int n) {
+  const std::string root = unique_name("floor-commit-" + std::to_string(k));
+  for (int i = 0; i < k; ++i) session.create_recursive(root + "/head-" + std::to_string(i));
+  session.create_recursive(root + "/clock");
+  session.create_recursive(root + "/values");
+  const Bytes head(48, 1);
+  const Bytes value(8, 2);
+  int round = 0;
+  auto node = [&](const char* kind, int r, int i) {
+    return root + "/values/" + kind + "-" + std::to_string(r) + "-" + std::to_string(i);
+  };
+  auto shaped = [&](bool first) {
+    std::vector<Operation> ops{op::Create{node("marker", round, 0), {}, CreateMode::persistent}};
+    for (int i = 0; i < k; ++i) {
+      ops.push_back(op::SetData{root + "/head-" + std::to_string(i), head, round});
+      ops.push_back(op::Create{node("value", round, i), value, CreateMode::persistent});
+    }
+    ops.push_back(op::SetData{root + "/clock", {}, round});
+    if (!first) {
+      for (int i = 0; i < k; ++i) ops.push_back(op::Remove{node("value", round - 1, i), 0});
+      ops.push_back(op::Remove{node("marker", round - 1, 0), 0});
+    }
+    session.multi(ops);
+    ++round;
+  };
+  shaped(true);
+  auto latencies = time_each(n, [&] { shaped(false); });
+  return latencies;
+}
 }  // namespace
 
 Floors measure_floors(const Settings& settings, const std::string& zookeeper,
@@ -58,6 +93,10 @@ Floors measure_floors(const Settings& settings, const std::string& zookeeper,
                      op::SetData{"/bench-floor/c", data, -1}, op::SetData{"/bench-floor/d", data, -1}});
     })));
     floors.zookeeper_multi = rows.back().p50_ms;
+    for (int k : {1, 8}) {
+      rows.push_back(summarize("zookeeper multi shaped like a commit, k=" + std::to_string(k),
+                               commit_shaped_multis(session, k, n)));
+    }
     rows.push_back(summarize("zookeeper get + versioned set", time_each(n, [&] {
       auto node = session.get("/bench-floor/a");
       session.set("/bench-floor/a", data, node.stat.version);
