@@ -56,9 +56,11 @@ int main(int argc, char** argv) {
       if (etcd) avout::bench::run_etcd_peer(settings, *etcd);
       avout::bench::run_curator_peer(settings, servers, floors);
       avout::bench::run_interleaved_rounds(settings, servers, etcd.get());
+      avout::bench::run_bank_rounds(settings, servers, etcd.get());
     } else if (runs("rounds")) {
       const auto etcd = avout::bench::EtcdPeer::start();
       avout::bench::run_interleaved_rounds(settings, servers, etcd.get());
+      avout::bench::run_bank_rounds(settings, servers, etcd.get());
     }
     if (runs("lock")) avout::bench::run_lock_workloads(settings, servers, floors);
     if (runs("bank")) avout::bench::run_bank_anatomy(settings, servers, floors);

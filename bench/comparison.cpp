@@ -47,12 +47,14 @@ std::vector<Workload> workloads() {
     ro.entries.push_back({"etcd STM " + isolation, "read-only txn, k=8: etcd STM " + isolation, false});
   }
   all.push_back(ro);
-  all.push_back({"bank transfer, 8 processes, 20 accounts",
+  all.push_back({"bank transfer, 8 clients, 20 accounts",
                  true,
                  {{"avout, mixed refs", "bank transfer, 8 processes, 20 mixed refs", true},
                   {"avout, redis refs", "bank transfer, 8 processes: avout (Redis refs)", true},
-                  {"etcd STM serializable", "bank transfer, 8 processes: etcd STM serializable", false},
-                  {"etcd STM default", "bank transfer, 8 processes: etcd STM default", false},
+                  {"avout, redis refs, 8 clients in 1 process", "bank transfer, 8 clients in 1 process: avout (Redis refs)", true},
+                  {"avout, redis refs, 1 client, 8 threads", "bank transfer, 1 client, 8 threads: avout (Redis refs)", true},
+                  {"etcd STM serializable (8 clients in 1 process)", "bank transfer, 8 clients in 1 process: etcd STM serializable", false},
+                  {"etcd STM default (8 clients in 1 process)", "bank transfer, 8 clients in 1 process: etcd STM default", false},
                   {"Redis WATCH/MULTI", "bank transfer, 8 processes: Redis WATCH/MULTI", false},
                   {"PostgreSQL SERIALIZABLE", "bank transfer, 8 processes: PostgreSQL SERIALIZABLE", false}}});
   for (const std::string k : {"1", "8"}) {

@@ -7,7 +7,9 @@
 
 #include <pqxx/pqxx>
 
+#include <memory>
 #include <random>
+#include <vector>
 
 namespace avout::bench {
 
@@ -127,6 +129,28 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   contended.floor_ms = floors.zookeeper_multi;
   contended.floor_name = "zookeeper multi";
   rows.push_back(contended);
+  {
+    // etcd's peer runs its 8 clients in one process: so does this row, a client (its own
+    // session and store connections) per thread; the next shares one client, as a service
+    // usually would.
+    std::vector<std::unique_ptr<Stores>> owned;
+    std::vector<Stores*> clients;
+    std::vector<std::vector<Ref<long>>> accounts;
+    for (int c = 0; c < 8; ++c) {
+      owned.push_back(std::make_unique<Stores>(servers));
+      clients.push_back(owned.back().get());
+      accounts.push_back(avout_accounts(*owned.back()));
+    }
+    for (const bool shared : {false, true}) {
+      const std::vector<Stores*> used = shared ? std::vector<Stores*>{clients.front()} : clients;
+      Result row = threaded_bank(shared ? "bank transfer, 1 client, 8 threads: avout (Redis refs)"
+                                        : "bank transfer, 8 clients in 1 process: avout (Redis refs)",
+                                 used, accounts, 8, per_process, pick);
+      row.floor_ms = floors.zookeeper_multi;
+      row.floor_name = "zookeeper multi";
+      rows.push_back(row);
+    }
+  }
   contended = run_processes("bank transfer, 8 processes: Redis WATCH/MULTI", 8, [&](int index) {
     RawRedis redis(servers.redis);
     std::mt19937 own(static_cast<unsigned>(index) + 200);

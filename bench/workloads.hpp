@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace avout::bench {
@@ -116,7 +117,19 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
 /// commit, for mixed and Redis refs, and with less contention for comparison.
 void run_bank_anatomy(const Settings& settings, const Servers& servers, const Floors& floors);
 
+/// Bank transfers on `threads` threads of this process, thread t on clients[t % clients.size()]
+/// with accounts[t % clients.size()], `per_thread` each: the shape of etcd's peer (goroutines
+/// of one process), a client per thread or one shared. Throughput over the threads' window;
+/// ZooKeeper requests and round trips per transfer, over all the clients.
+Result threaded_bank(const std::string& workload, const std::vector<Stores*>& clients,
+                     std::vector<std::vector<Ref<long>>>& accounts, int threads, int per_thread,
+                     const std::function<std::pair<int, int>(std::mt19937&)>& pick);
+
 class EtcdPeer;
+
+/// The contended bank in alternating rounds: avout with 8 clients in one process, avout with
+/// one client on 8 threads, and etcd's STM (when `etcd` is not null); per-round ratios.
+void run_bank_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd);
 
 /// Read-write transactions over k refs in every placement, the raw floor of each and etcd's
 /// STM (when `etcd` is not null), measured in alternating rounds; per-round ratios.

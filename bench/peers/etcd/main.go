@@ -39,6 +39,7 @@ var (
 	warmUp     = flag.Duration("warmup", 4*time.Second, "gets, puts and STM transactions run before measuring")
 	// avout-bench's interleaved rounds run the peer once per round for these rows alone.
 	readWriteOnly = flag.Bool("readwrite-only", false, "measure only the read-write transactions over k keys")
+	bankOnly      = flag.Bool("bank-only", false, "measure only the contended bank")
 	withLatencies = flag.Bool("latencies", false, "add every operation's latency (ms) to its row")
 	rows          []row
 )
@@ -128,6 +129,28 @@ func contended(workload string, perClient int, body func(c *clientv3.Client, ind
 	record(workload, all, time.Since(start), retries)
 }
 
+// bank runs the contended bank, perClient transfers per client, in each isolation: the clients
+// transfer 1 between two random accounts of the same bank.
+func bank(keys func(stem string, k int) []string, perClient int) {
+	for _, isolation := range isolations {
+		accountKeys := keys("bank-"+isolation.name, *accounts)
+		contended(fmt.Sprintf("bank transfer, %d clients in 1 process: etcd STM %s", *clients, isolation.name), perClient,
+			func(c *clientv3.Client, index int) func() int {
+				random := rand.New(rand.NewSource(int64(index) + 1))
+				return func() int {
+					from := random.Intn(*accounts)
+					to := (from + 1 + random.Intn(*accounts-1)) % *accounts
+					return stm(c, isolation.value, func(s concurrency.STM) error {
+						s.Get(accountKeys[from], accountKeys[to]) // both in one round trip, as avout's deref_all
+						add(s, accountKeys[from], -1)
+						add(s, accountKeys[to], 1)
+						return nil
+					})
+				}
+			})
+	}
+}
+
 // stm runs apply in an STM of the given isolation; returns its retries (apply runs - 1).
 func stm(client *clientv3.Client, isolation concurrency.Isolation, apply func(concurrency.STM) error) int {
 	runs := 0
@@ -166,8 +189,14 @@ func main() {
 			return nil
 		})
 	}
+	keys := func(stem string, k int) []string { return makeKeys(client, prefix, stem, k) }
 	if *readWriteOnly {
 		readWrite(client, prefix, n)
+		finish()
+		return
+	}
+	if *bankOnly {
+		bank(keys, n/2)
 		finish()
 		return
 	}
@@ -176,7 +205,6 @@ func main() {
 	record("etcd get + put", timeEach(n, func() { client.Get(ctx, floorKey); client.Put(ctx, floorKey, "2") }), 0, 0)
 
 	readWrite(client, prefix, n)
-	keys := func(stem string, k int) []string { return makeKeys(client, prefix, stem, k) }
 	for _, isolation := range isolations {
 		names := keys("ro-"+isolation.name, 8)
 		latencies := timeEach(n, func() {
@@ -190,25 +218,7 @@ func main() {
 		record("read-only txn, k=8: etcd STM "+isolation.name, latencies, 0, 0)
 	}
 
-	// The contended bank: the clients transfer 1 between two random accounts of the same bank.
-	perClient := n / 2
-	for _, isolation := range isolations {
-		bank := keys("bank-"+isolation.name, *accounts)
-		contended(fmt.Sprintf("bank transfer, %d processes: etcd STM %s", *clients, isolation.name), perClient,
-			func(c *clientv3.Client, index int) func() int {
-				random := rand.New(rand.NewSource(int64(index) + 1))
-				return func() int {
-					from := random.Intn(*accounts)
-					to := (from + 1 + random.Intn(*accounts-1)) % *accounts
-					return stm(c, isolation.value, func(s concurrency.STM) error {
-						s.Get(bank[from], bank[to]) // both in one round trip, as avout's deref_all
-						add(s, bank[from], -1)
-						add(s, bank[to], 1)
-						return nil
-					})
-				}
-			})
-	}
+	bank(keys, n/2)
 
 	// The lock: acquire and release, alone then from every client at once.
 	lockOnce := func(mutex *concurrency.Mutex) {
