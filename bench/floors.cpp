@@ -38,12 +38,15 @@ std::vector<double> gets_beside_writers(ZooKeeperSession& session, const std::st
 }
 
 // One raw multi shaped like a commit over k refs whose values ZooKeeper holds, without avout:
-// a marker created, k heads set and k value nodes created, the clock set, and the previous
-// multi's k value nodes and marker removed, heads and clock at their versions. What the
-// server alone charges a commit of k refs.
+// a marker created; per ref its head set, its barging tag checked and its new value's node
+// created; the clock set; the previous multi's value nodes and marker removed (4k + 3
+// operations), every versioned op at its version. What the server alone charges a commit.
 std::vector<double> commit_shaped_multis(ZooKeeperSession& session, int k, int n) {
   const std::string root = unique_name("floor-commit-" + std::to_string(k));
-  for (int i = 0; i < k; ++i) session.create_recursive(root + "/head-" + std::to_string(i));
+  for (int i = 0; i < k; ++i) {
+    session.create_recursive(root + "/head-" + std::to_string(i));
+    session.create_recursive(root + "/tag-" + std::to_string(i));
+  }
   session.create_recursive(root + "/clock");
   session.create_recursive(root + "/values");
   const Bytes head(48, 1);
@@ -56,6 +59,7 @@ std::vector<double> commit_shaped_multis(ZooKeeperSession& session, int k, int n
     std::vector<Operation> ops{op::Create{node("marker", round, 0), {}, CreateMode::persistent}};
     for (int i = 0; i < k; ++i) {
       ops.push_back(op::SetData{root + "/head-" + std::to_string(i), head, round});
+      ops.push_back(op::Check{root + "/tag-" + std::to_string(i), 0});
       ops.push_back(op::Create{node("value", round, i), value, CreateMode::persistent});
     }
     ops.push_back(op::SetData{root + "/clock", {}, round});
