@@ -3,12 +3,15 @@
 // sharing one client. Each round measures every row once, one after another; the machine's
 // drift between rounds then moves the rows of one round together.
 #include "external_peers.hpp"
+#include "sleep_tally.hpp"
 #include "workloads.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <thread>
 
 namespace avout::bench {
@@ -46,18 +49,23 @@ void print_ratios(const Rounds& rounds, const std::string& mine, const std::stri
 Result threaded_bank(const std::string& workload, const std::vector<Stores*>& clients,
                      std::vector<std::vector<Ref<long>>>& accounts, int threads, int per_thread,
                      const std::function<std::pair<int, int>(std::mt19937&)>& pick) {
+  struct Totals {
+    std::uint64_t requests = 0, round_trips = 0, retries = 0;
+  };
   auto totals = [&] {
-    SessionStatistics sum;
+    Totals sum;
     for (Stores* each : clients) {
       const auto now = each->client.session().statistics();
       sum.requests += now.requests;
       sum.round_trips += now.round_trips;
+      sum.retries += each->client.transaction_counts().second;
     }
     return sum;
   };
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
   std::vector<std::thread> running;
   const auto before = totals();
+  const auto slept_before = slept_ns();
   const auto start = std::chrono::steady_clock::now();
   for (int t = 0; t < threads; ++t) {
     running.emplace_back([&, t] {
@@ -80,6 +88,8 @@ Result threaded_bank(const std::string& workload, const std::vector<Stores*>& cl
   row.operations_per_second = transfers / seconds;
   row.zookeeper_requests = static_cast<double>(after.requests - before.requests) / transfers;
   row.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips) / transfers;
+  row.retries = static_cast<double>(after.retries - before.retries) / transfers;
+  row.slept_ms = static_cast<double>(slept_ns() - slept_before) / 1e6 / transfers;
   return row;
 }
 
@@ -115,7 +125,9 @@ void run_bank_rounds(const Settings& settings, const Servers& servers, const Etc
       for (auto& peer : etcd->run("-bank-only -iterations " + std::to_string(2 * per_thread) + " -warmup " +
                                   std::to_string(warm.count()) + "ms")) {
         const auto& name = peer.result.workload;  // "bank transfer, 8 clients in 1 process: etcd STM ..."
-        measured[name.substr(name.find(": ") + 2)].push_back(peer.result.operations_per_second);
+        const auto colon = name.find(": ");
+        if (colon == std::string::npos) throw std::runtime_error("bank rounds: unexpected etcd row " + name);
+        measured[name.substr(colon + 2)].push_back(peer.result.operations_per_second);
       }
     }
   }

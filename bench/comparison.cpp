@@ -137,7 +137,7 @@ void print_side_by_side(const std::vector<Contender>& contenders) {
     }
     char ratio[32] = "-";
     if (c.floor_ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2f", c.floor_ratio);
-    std::printf("  %-6s %-32s %10.3f %8s  %s\n", c.avout ? "avout" : "peer", c.who.c_str(), c.value, ratio,
+    std::printf("  %-6s %-48s %10.3f %8s  %s\n", c.avout ? "avout" : "peer", c.who.c_str(), c.value, ratio,
                 c.floor.c_str());
   }
   std::fflush(stdout);

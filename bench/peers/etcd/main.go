@@ -2,7 +2,7 @@
 // ({"rows": [{"workload", "p50_ms", "p99_ms", "operations_per_second", "retries"}]}) that
 // avout-bench reads. Built in GOPATH mode against Debian's golang-etcd-server-dev (etcd 3.4).
 // Usage: etcd-peer -endpoint 127.0.0.1:PORT [-iterations N] [-clients 8] [-accounts 20] [-warmup 4s]
-// [-readwrite-only] [-latencies]
+// [-readwrite-only] [-bank-only] [-latencies]
 package main
 
 import (
