@@ -18,13 +18,7 @@ namespace avout::bench {
 
 namespace {
 
-constexpr int accounts_in_bank = 20;
 constexpr int clients_in_bank = 8;
-
-std::pair<int, int> pick_two(std::mt19937& random) {
-  const int from = static_cast<int>(random() % accounts_in_bank);
-  return {from, static_cast<int>((from + 1 + random() % (accounts_in_bank - 1)) % accounts_in_bank)};
-}
 
 // Each row's transfers per second, round by round.
 using Rounds = std::map<std::string, std::vector<double>>;
@@ -104,7 +98,7 @@ void run_bank_rounds(const Settings& settings, const Servers& servers, const Etc
     owned.push_back(std::make_unique<Stores>(servers));
     clients.push_back(owned.back().get());
     std::vector<Ref<long>> refs;
-    for (int i = 0; i < accounts_in_bank; ++i) {
+    for (int i = 0; i < bank_accounts; ++i) {
       refs.push_back(owned.back()->client.ref<long>(bank + "/" + std::to_string(i), 1000,
                                                     owned.back()->store("redis")));
     }
@@ -115,9 +109,9 @@ void run_bank_rounds(const Settings& settings, const Servers& servers, const Etc
   Rounds measured;
   for (int round = 0; round < rounds; ++round) {
     measured[own_clients].push_back(
-        threaded_bank(own_clients, clients, accounts, clients_in_bank, per_thread, pick_two).operations_per_second);
+        threaded_bank(own_clients, clients, accounts, clients_in_bank, per_thread, pick_accounts).operations_per_second);
     measured[one_client].push_back(
-        threaded_bank(one_client, {clients.front()}, accounts, clients_in_bank, per_thread, pick_two)
+        threaded_bank(one_client, {clients.front()}, accounts, clients_in_bank, per_thread, pick_accounts)
             .operations_per_second);
     if (etcd != nullptr) {
       // The first round warms etcd as the servers were warmed; later ones only connect.

@@ -15,8 +15,6 @@ namespace avout::bench {
 
 namespace {
 
-constexpr int bank_accounts = 20;
-
 // One transfer with optimistic Redis transactions: WATCH, read, MULTI/EXEC, again on abort.
 void redis_transfer(RawRedis& redis, const std::string& prefix, int from, int to, long amount) {
   const std::string a = prefix + std::to_string(from), b = prefix + std::to_string(to);
@@ -61,10 +59,7 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   std::vector<Result> rows;
   const int n = settings.iterations(500);
   std::mt19937 random(7);
-  auto pick = [&](std::mt19937& r) {
-    const int from = static_cast<int>(r() % bank_accounts);
-    return std::pair{from, static_cast<int>((from + 1 + r() % (bank_accounts - 1)) % bank_accounts)};
-  };
+  const auto pick = pick_accounts;
 
   // The bank transfer: avout (refs in Redis), Redis WATCH/MULTI, PostgreSQL SERIALIZABLE.
   const std::string redis_prefix = "bench-bank-" + std::to_string(std::random_device{}()) + ":";

@@ -117,6 +117,15 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
 /// commit, for mixed and Redis refs, and with less contention for comparison.
 void run_bank_anatomy(const Settings& settings, const Servers& servers, const Floors& floors);
 
+/// Accounts of the peers' contended bank (avout's and every peer's).
+constexpr int bank_accounts = 20;
+
+/// Two different accounts of that bank, drawn from `random`: a transfer's from and to.
+inline std::pair<int, int> pick_accounts(std::mt19937& random) {
+  const int from = static_cast<int>(random() % bank_accounts);
+  return {from, static_cast<int>((from + 1 + random() % (bank_accounts - 1)) % bank_accounts)};
+}
+
 /// Bank transfers on `threads` threads of this process, thread t on clients[t % clients.size()]
 /// with accounts[t % clients.size()], `per_thread` each: the shape of etcd's peer (goroutines
 /// of one process), a client per thread or one shared. Throughput over the threads' window;
