@@ -8,6 +8,7 @@
 #include "support/servers.hpp"
 
 #include <doctest/doctest.h>
+#include <pqxx/pqxx>
 
 #include <atomic>
 #include <csignal>
@@ -203,6 +204,58 @@ TEST_CASE("unlock frees a key at once and a second unlock of the same lease free
     CHECK_FALSE(first->try_lock("job-1", 1s));
     CHECK(second->unlock(*b));
   }
+}
+
+TEST_CASE("tokens keep increasing when Redis restarts without its data") {
+  // A Redis without persistence (or a failover to a replica that missed the last writes)
+  // forgets the key's token counter; the tokens it hands out next must still be higher.
+  avout::testing::RedisServer redis{false};
+  avout::redis::Store store{redis.url()};
+  auto leases = avout::redis::lease_lock(store, unique_name("restart"));
+  std::uint64_t highest = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto lease = leases.lock("job", {.duration = scaled(30s)});
+    CHECK(lease.token > highest);
+    highest = lease.token;
+    CHECK(leases.unlock(lease));
+  }
+  redis.stop();
+  redis.start();
+  // The pooled connection learns of the restart on its next command: a BackendError (the
+  // store's documented error) once, then a new connection.
+  std::optional<avout::Lease> after;
+  for (int attempt = 0; attempt < 3 && !after; ++attempt) {
+    try {
+      after = leases.lock("job", {.duration = scaled(30s)});
+    } catch (const avout::BackendError&) {
+    }
+  }
+  REQUIRE(after);
+  CHECK(after->token > highest);
+}
+
+TEST_CASE("tokens keep increasing when PostgreSQL loses a key's row") {
+  // A restore from backup or a failover to a lagging replica can lose the last writes to the
+  // leases table; the tokens handed out next must still be higher.
+  start_servers();
+  avout::postgres::Store store{avout::testing::shared_postgres().url()};
+  const std::string name = unique_name("lost-row");
+  auto leases = avout::postgres::lease_lock(store, name);
+  std::uint64_t highest = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto lease = leases.lock("job", {.duration = scaled(30s)});
+    CHECK(lease.token > highest);
+    highest = lease.token;
+    CHECK(leases.unlock(lease));
+  }
+  {
+    pqxx::connection admin(avout::testing::shared_postgres().url());
+    pqxx::work work(admin);
+    work.exec_params("DELETE FROM " + avout::postgres::StoreOptions{}.table_prefix + "leases WHERE name = $1", name);
+    work.commit();
+  }
+  const auto after = leases.lock("job", {.duration = scaled(30s)});
+  CHECK(after.token > highest);
 }
 
 TEST_CASE("an expired lease is taken by another; the old lease's unlock and renew free nothing") {

@@ -1,5 +1,5 @@
 // Leases in PostgreSQL: one row per (lock name, key) in <prefix>leases, never deleted, so
-// its token only grows. PostgreSQL's clock_timestamp() judges expiry: every statement
+// its token only grows (and never falls below the server's clock: token_floor). PostgreSQL's clock_timestamp() judges expiry: every statement
 // compares expires_at with it on the server. Each operation is one autocommitted statement;
 // ON CONFLICT DO UPDATE locks the conflicting row and re-checks the WHERE on its newest
 // version, so two contenders for an expired lease cannot both take it.
@@ -11,12 +11,20 @@
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
+#include <string_view>
+
 namespace avout::postgres {
 
 namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+
+// A token is the row's plus one, but never below the server's clock in microseconds: a key
+// whose row was lost (a restore, a failover to a replica that missed the last writes) still
+// gets tokens above every earlier one, as long as the server's clock never went back.
+constexpr std::string_view token_floor =
+    "(extract(epoch from clock_timestamp()) * 1000000)::bigint";
 
 // Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog: retry a few times.
 void create_table(pqxx::connection& connection, const std::string& table) {
@@ -52,8 +60,10 @@ class PostgresLeaseStrategy final : public LeaseStrategy {
                                steady_clock::time_point deadline) override {
     const std::string sql =
         "INSERT INTO " + table_ + " AS l (name, key, token, holder, expires_at) "
-        "VALUES ($1, $2, 1, $3, clock_timestamp() + $4::bigint * interval '1 millisecond') "
-        "ON CONFLICT (name, key) DO UPDATE SET token = l.token + 1, holder = EXCLUDED.holder, "
+        "VALUES ($1, $2, " + std::string(token_floor) + ", $3, "
+        "clock_timestamp() + $4::bigint * interval '1 millisecond') "
+        "ON CONFLICT (name, key) DO UPDATE SET token = GREATEST(l.token + 1, EXCLUDED.token), "
+        "holder = EXCLUDED.holder, "
         "expires_at = EXCLUDED.expires_at WHERE l.expires_at <= clock_timestamp() "
         "RETURNING token";
     return avout::detail::poll_for_lease(deadline, [&](milliseconds&) {

@@ -1,5 +1,6 @@
 // Leases in Redis: per key a string holding the token, set with PX, so Redis's own timer
-// judges expiry; a per-key counter (INCR, never expiring) makes the tokens. Every operation
+// judges expiry; a per-key counter (never expiring, never below the server's clock in
+// microseconds) makes the tokens. Every operation
 // is one Lua script, so the check and the change cannot be split by another client.
 #include "redis_connection.hpp"
 
@@ -17,11 +18,20 @@ using std::chrono::steady_clock;
 
 // KEYS[1] the lease, KEYS[2] the key's token counter; ARGV[1] duration (ms).
 // Returns {1, token} when taken, {0, remaining ms} when held.
+// A token is the counter plus one, but never below the server's clock in microseconds: a
+// Redis that lost the counter (no persistence, a failover to a replica that missed it)
+// still hands out tokens above every earlier one, as long as its clock never went back.
+// Lua numbers are doubles, exact below 2^53 (microseconds until the year 2255); '%.0f'
+// writes them without an exponent.
 constexpr std::string_view acquire_script = R"lua(
 local remaining = redis.call('PTTL', KEYS[1])
 if remaining ~= -2 then return {0, remaining} end
-local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[1])
+local now = redis.call('TIME')
+local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local token = math.max((tonumber(redis.call('GET', KEYS[2])) or 0) + 1, floor)
+local text = string.format('%.0f', token)
+redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[1], text, 'NX', 'PX', ARGV[1])
 return {1, token}
 )lua";
 

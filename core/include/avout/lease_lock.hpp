@@ -10,6 +10,16 @@
 // ends later than the judging clock's (barring clock rate drift). A holder that may have run
 // past it (a pause, a slow disk) is what the fencing token is for: hand it to the protected
 // resource, which refuses tokens lower than the highest it has seen.
+//
+// Deployment conditions for Redis and PostgreSQL, whose judging clock is the store host's
+// wall clock (Redis stores a key's expiry as a Unix time; clock_timestamp() is one):
+// - A step forward of that clock by S ends every running lease up to S early, while its
+//   holder's `expires` still lies ahead: run those hosts with a clock that slews and never
+//   steps (chrony or ntpd in their default slewing mode), or fence every write by token.
+// - Tokens never fall below the store host's clock in microseconds, so a store that lost its
+//   counter (Redis without fsync, a failover to a replica that missed the last writes, a
+//   restore) still hands out higher tokens, provided its clock did not go back meanwhile.
+// ZooKeeper's tokens are as durable as ZooKeeper's writes, and its expiry needs no wall clock.
 
 #include <avout/errors.hpp>
 
@@ -33,7 +43,8 @@ struct LeaseOptions {
 struct Lease {
   std::string key;            ///< the key held
   std::uint64_t token = 0;    ///< fencing token: strictly increases per key, across processes,
-                              ///< releases and expiries (never 0 for a real lease)
+                              ///< releases, expiries and, for Redis and PostgreSQL, store
+                              ///< restarts that lost data (never 0 for a real lease)
   std::chrono::steady_clock::time_point expires{};  ///< this process's conservative estimate
                                                     ///< of when the lease ends
   /// True while this process's clock says the lease has not ended yet.
