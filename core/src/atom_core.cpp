@@ -52,6 +52,15 @@ void AtomCore::pause_before_retry(const char* call, std::size_t attempt, const D
                 std::to_string(attempt) + " attempts");
 }
 
+AtomSnapshot AtomCore::read(const Deadline& deadline) {
+  const ReplyDeadline bound(deadline);
+  try {
+    return read();
+  } catch (const Timeout& error) {
+    throw Timeout("atom " + name_ + ": " + error.what() + "; nothing was written");
+  }
+}
+
 AtomSnapshot AtomCore::read() {
   AtomSnapshot snapshot;
   snapshot.stored = state_->get();
@@ -59,7 +68,8 @@ AtomSnapshot AtomCore::read() {
   return snapshot;
 }
 
-bool AtomCore::write(const AtomSnapshot& expected, Bytes payload) {
+bool AtomCore::write(const AtomSnapshot& expected, Bytes payload, const Deadline& deadline) {
+  const ReplyDeadline bound(deadline);
   const std::uint64_t writer = unique_writer_id();
   AtomEnvelope next{expected.envelope.sequence + 1, expected.envelope.recent_writers,
                     std::move(payload)};
@@ -98,10 +108,12 @@ void AtomCore::announce() {
     } catch (const SessionExpired& error) {
       failure = error.what();
     } catch (const Error& error) {
-      failure = error.what();  // the notice node is gone or refused: retrying will not help
+      // The notice node is gone or refused, or the call's deadline passed: retrying will
+      // not help.
+      failure = error.what();
       break;
     }
-    (void)back_off(attempt, Deadline{}, outage_pauses);
+    if (!back_off(attempt, ReplyDeadline::current(), outage_pauses)) break;
   }
   throw CommittedWithError("atom " + name_ + ": the new value is stored (the swap happened), "
                            "but its change notice on " + watch_path_ + " could not be sent: " +
@@ -128,6 +140,10 @@ AtomSnapshot AtomCore::read_after_sync() {
 bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent,
                                   std::uint64_t writer, std::string failure) {
   for (std::size_t attempt = 0; attempt < outage_tries; ++attempt) {
+    if (ReplyDeadline::expired()) {
+      throw OutcomeUnknown("atom " + name_ + ": the call's " + ReplyDeadline::current().reason() +
+                           " with a write in flight, which may have landed: " + failure);
+    }
     try {
       const AtomSnapshot now = read_after_sync();
       const auto& writers = now.envelope.recent_writers;
@@ -154,7 +170,7 @@ bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sen
     } catch (const Timeout& error) {
       failure = error.what();
     }
-    (void)back_off(attempt, Deadline{}, outage_pauses);
+    (void)back_off(attempt, ReplyDeadline::current(), outage_pauses);
   }
   throw OutcomeUnknown("atom " + name_ + ": a write's reply was lost and whether it landed "
                        "could not be found out (it may have): " + failure);

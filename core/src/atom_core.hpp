@@ -47,14 +47,15 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
   std::size_t retry_limit() const override { return retry_limit_; }
   Deadline default_deadline() const override;
   void pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline) override;
-  /// The stored value now.
-  AtomSnapshot read() override;
+  /// The stored value now; Timeout when `deadline` expires first.
+  AtomSnapshot read(const Deadline& deadline) override;
   /// Stores `payload` if the cell still holds `expected`; false when another write came
   /// first. A lost reply is resolved by reading back (and, while the cell is unchanged,
   /// sending the same conditional write again), so the write lands at most once; when that
   /// cannot be found out, OutcomeUnknown. For a value held outside ZooKeeper the change
   /// notice is sent before returning; CommittedWithError when it could not be (stored).
-  bool write(const AtomSnapshot& expected, Bytes payload) override;
+  /// `deadline` bounds every wait; a write in flight when it expires is OutcomeUnknown.
+  bool write(const AtomSnapshot& expected, Bytes payload, const Deadline& deadline) override;
 
   /// Adds or replaces the watch `key`.
   void add_watch(const std::string& key, BytesWatch watch) override;
@@ -65,6 +66,7 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
   // `failure`: what the write threw (quoted if the outcome stays unknown).
   bool resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sent, std::uint64_t writer,
                           std::string failure);
+  AtomSnapshot read();
   AtomSnapshot read_after_sync();
   void announce();
 

@@ -42,6 +42,7 @@ std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker) {
   const auto deadline = resolution_deadline(session);
   while (std::chrono::steady_clock::now() < deadline) {
+    if (ReplyDeadline::expired()) return std::nullopt;  // the caller's deadline: unknown
     try {
       auto synced = session.sync_async(marker);
       auto found = session.exists_async(marker);
@@ -68,6 +69,8 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
     return resolve_commit(session, marker);
   } catch (const SessionExpired&) {
     return resolve_commit(session, marker);
+  } catch (const Timeout&) {
+    return std::nullopt;  // the caller's deadline passed with the multi in flight
   }
 }
 

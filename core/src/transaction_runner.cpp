@@ -24,6 +24,9 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
   }
   BargeState barge;
   ClaimRelease release(stm, barge);
+  // Opened after the claims' release, so it ends before that runs: a release is not cut
+  // short by the deadline it outlives.
+  const ReplyDeadline bound(deadline);
   std::vector<std::shared_ptr<RefCore>> prefetch;
   // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
   const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};

@@ -576,6 +576,23 @@ void ZooKeeperSession::sync(const std::string& path) {
   wait(reply);
 }
 
+namespace detail {
+namespace {
+thread_local const Deadline* reply_deadline = nullptr;
+}  // namespace
+
+ReplyDeadline::ReplyDeadline(const Deadline& deadline) : deadline_(deadline), outer_(reply_deadline) {
+  reply_deadline = &deadline_;
+}
+
+ReplyDeadline::~ReplyDeadline() { reply_deadline = outer_; }
+
+const Deadline& ReplyDeadline::current() {
+  static const Deadline unbounded;
+  return reply_deadline != nullptr ? *reply_deadline : unbounded;
+}
+}  // namespace detail
+
 std::chrono::milliseconds ZooKeeperSession::reply_timeout() const {
   return std::max(impl_->options.session_timeout * 2, std::chrono::milliseconds(5000));
 }

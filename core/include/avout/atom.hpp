@@ -5,11 +5,15 @@
 // What the calls throw (all derive from avout::Error):
 //   ConnectionLoss / SessionExpired  ZooKeeper unreachable before anything was written
 //   BackendError       the value's store failed before anything was written
-//   OutcomeUnknown     a write's reply was lost and whether it landed could not be found
-//                      out (a ConnectionLoss; do not simply write again)
-//   CommittedWithError the value is stored, but its change notice could not be sent
+//   OutcomeUnknown     a write's reply was lost, or the deadline expired with a write in
+//                      flight, and whether it landed could not be found out (a
+//                      ConnectionLoss; do not simply write again)
+//   CommittedWithError the value is stored, but its change notice could not be sent (by
+//                      the deadline)
 //   Timeout            the deadline (or ClientOptions::operation_timeout) expired between
-//                      attempts; nothing was written by the call
+//                      attempts or while a read waited for ZooKeeper; nothing was written
+//                      by the call
+// A call given a deadline returns within it (plus a few ms), whatever ZooKeeper does.
 //   RetryLimitExceeded other writers kept winning for ClientOptions::retry_limit attempts
 //   ValidationError    the validator rejected the new value; nothing was written
 //   ValueTooLarge      the encoded value exceeds the store's limit; nothing was written
@@ -40,8 +44,8 @@ class DistributedAtom {
   /// Called with (old value, new value) after a change, in every process watching.
   using Watch = std::function<void(const T&, const T&)>;
 
-  /// The newest stored value.
-  T deref() const { return decode_payload(core_->read()); }
+  /// The newest stored value (bounded by ClientOptions::operation_timeout when set).
+  T deref() const { return decode_payload(core_->read(core_->default_deadline())); }
   /// Same as deref().
   T operator*() const { return deref(); }
 
@@ -56,8 +60,9 @@ class DistributedAtom {
         .second;
   }
   /// Like swap, giving up with Timeout ("atom NAME: swap: deadline passed after N attempts")
-  /// once `deadline` expired. It is checked between attempts and bounds the pauses; a write
-  /// already sent is not cut short (its lost reply is resolved, or OutcomeUnknown).
+  /// once `deadline` expired. It is checked between attempts and bounds the pauses and every
+  /// wait for ZooKeeper: a read cut short is Timeout, a write cut short OutcomeUnknown (a
+  /// lost reply found out in time is resolved as usual).
   template <typename F, typename... Args>
   T swap(const Deadline& deadline, F&& f, Args&&... args) {
     return swap_vals(deadline, std::forward<F>(f), std::forward<Args>(args)...).second;
@@ -95,9 +100,9 @@ class DistributedAtom {
     Bytes next_bytes = encode(next);
     for (std::size_t attempt = 0; attempt < core_->retry_limit(); ++attempt) {
       if (attempt > 0) core_->pause_before_retry("compare_and_set", attempt, deadline);
-      auto snapshot = core_->read();
+      auto snapshot = core_->read(deadline);
       if (snapshot.envelope.payload != expected_bytes) return false;
-      if (core_->write(snapshot, next_bytes)) return true;
+      if (core_->write(snapshot, next_bytes, deadline)) return true;
     }
     throw RetryLimitExceeded("atom " + core_->name() + ": compare_and_set gave up");
   }
@@ -133,21 +138,21 @@ class DistributedAtom {
   };
 
   void create_if_absent(const T& initial) {
-    auto snapshot = core_->read();
+    auto snapshot = core_->read(Deadline{});
     if (snapshot.stored.exists()) return;
     check(initial);
-    core_->write(snapshot, encode(initial));  // false: another process created it first
+    core_->write(snapshot, encode(initial), Deadline{});  // false: another process created it first
   }
 
   template <typename Next>
   std::pair<T, T> update(const char* call, const Deadline& deadline, Next next_value) {
     for (std::size_t attempt = 0; attempt < core_->retry_limit(); ++attempt) {
       if (attempt > 0) core_->pause_before_retry(call, attempt, deadline);
-      auto snapshot = core_->read();
+      auto snapshot = core_->read(deadline);
       T old = decode_payload(snapshot);
       T next = next_value(old);
       check(next);
-      if (core_->write(snapshot, encode(next))) return {std::move(old), std::move(next)};
+      if (core_->write(snapshot, encode(next), deadline)) return {std::move(old), std::move(next)};
     }
     throw RetryLimitExceeded("atom " + core_->name() + ": gave up after " +
                              std::to_string(core_->retry_limit()) + " attempts");

@@ -108,9 +108,10 @@ class Client {
 
   /// Like dosync(body), giving up with Timeout ("dosync: deadline passed after N attempts",
   /// or "cancelled" for a stop request) once `deadline` expires. It is checked between
-  /// attempts and bounds the back-off pauses; a running body and a commit already sent are
-  /// not cut short. A Timeout leaves nothing behind (claims released, the attempt's stored
-  /// values erased); a commit whose outcome is still unknown is OutcomeUnknown instead.
+  /// attempts and bounds the back-off pauses and every wait for ZooKeeper (a read in flight
+  /// is abandoned with Timeout); the body's own code is not cut short. A Timeout leaves
+  /// nothing behind (claims released, the attempt's stored values erased); a commit in flight
+  /// or whose outcome is still unknown at the deadline is OutcomeUnknown instead.
   template <typename F>
   std::invoke_result_t<F&> dosync(const Deadline& deadline, F&& body) {
     using Result = std::invoke_result_t<F&>;

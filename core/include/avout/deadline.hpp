@@ -3,11 +3,11 @@
 // gives up with Timeout: a steady_clock time point, a std::stop_token, both, or neither.
 //
 // The deadline is checked between attempts and bounds every wait (condition waits, back-off
-// sleeps); a round trip already sent to ZooKeeper or a store is never cut short, so a call
-// may return up to one round trip after its deadline (an agent send's create is the one
-// exception: its reply is settled in the background). A call that gives up leaves nothing
-// half-done (no lock request node, no claim, no send node); a commit whose outcome is still
-// unknown when the deadline passes is OutcomeUnknown, never Timeout.
+// sleeps, replies from ZooKeeper), so a call returns within a few milliseconds of it even
+// while ZooKeeper answers nothing: a read in flight is abandoned with Timeout, and a write in
+// flight whose outcome cannot be known by then is OutcomeUnknown, never Timeout. A round trip
+// to a value store (Redis, PostgreSQL) is bounded by that store's own command timeout. A
+// call that gives up leaves nothing half-done (no lock request node, no claim, no send node).
 
 #include <chrono>
 #include <optional>

@@ -139,6 +139,28 @@ struct SessionStatistics {
 
 namespace detail {
 struct SessionCore;  // the session's state (zookeeper_session.cpp)
+
+/// While alive, bounds this thread's waits for ZooKeeper replies by `deadline` too. A wait
+/// it cuts short throws Timeout and leaves the request in flight: after a write, whoever
+/// sent it reports the outcome as unknown. Each call that takes a deadline opens one for its
+/// own waits, so a silent server cannot hold it past it; a call made inside (a swap's
+/// function calling another atom) opens its own, which holds until it returns.
+class ReplyDeadline {
+ public:
+  /// Bounds this thread's waits by `deadline` until destroyed.
+  explicit ReplyDeadline(const Deadline& deadline);
+  ~ReplyDeadline();
+  ReplyDeadline(const ReplyDeadline&) = delete;
+  ReplyDeadline& operator=(const ReplyDeadline&) = delete;
+  /// The deadline bounding this thread's waits now (unbounded when no scope is open).
+  static const Deadline& current();
+  /// True once the current deadline expired: a write sent under it has an unknown outcome.
+  static bool expired() { return current().expired(); }
+
+ private:
+  Deadline deadline_;
+  const Deadline* outer_;
+};
 }  // namespace detail
 
 /// A ZooKeeper session that renews itself: after an expiry it opens a new session and tells
@@ -226,18 +248,17 @@ class ZooKeeperSession {
   void sync(const std::string& path = "/");
 
   /// Waits for an async reply, bounded by twice the session timeout (the client itself
-  /// reports a dead connection sooner); throws ConnectionLoss past that.
+  /// reports a dead connection sooner); throws ConnectionLoss past that, and Timeout once the
+  /// thread's detail::ReplyDeadline expired (the request stays in flight).
   template <typename T>
   T wait(std::future<T>& reply) const {
-    if (reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) note_round_trip();
-    if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
+    await_reply(reply);
     return reply.get();
   }
   /// See wait(std::future<T>&); for a reply shared by several readers.
   template <typename T>
   T wait(const std::shared_future<T>& reply) const {
-    if (reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) note_round_trip();
-    if (reply.wait_for(reply_timeout()) != std::future_status::ready) throw_no_reply();
+    await_reply(reply);
     return reply.get();
   }
 
@@ -279,6 +300,24 @@ class ZooKeeperSession {
   void expire_for_testing();
 
  private:
+  // Returns once `reply` is ready; see wait(std::future<T>&).
+  template <typename Future>
+  void await_reply(const Future& reply) const {
+    if (reply.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return;
+    note_round_trip();
+    const Deadline& bound = detail::ReplyDeadline::current();
+    const auto no_reply_at = Deadline::Clock::now() + reply_timeout();
+    while (true) {
+      // A stop token is looked at between slices of the wait; a time alone needs one wait.
+      auto until = std::min(bound.time_or_far(), no_reply_at);
+      if (bound.stop_token().stop_possible()) {
+        until = std::min(until, Deadline::Clock::now() + std::chrono::milliseconds(50));
+      }
+      if (reply.wait_until(until) == std::future_status::ready) return;
+      if (bound.expired()) bound.expire("zookeeper: waiting for a reply");
+      if (Deadline::Clock::now() >= no_reply_at) throw_no_reply();
+    }
+  }
   std::chrono::milliseconds reply_timeout() const;
   [[noreturn]] void throw_no_reply() const;
   void note_round_trip() const;

@@ -39,12 +39,14 @@ class AtomHandle {
   /// Before retry `attempt` (1-based) of `call`: a jittered, growing pause, bounded by
   /// `deadline`; Timeout naming the atom and `call` once it expired.
   virtual void pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline) = 0;
-  /// The stored value now.
-  virtual AtomSnapshot read() = 0;
+  /// The stored value now; Timeout (nothing written) when `deadline` expires while ZooKeeper
+  /// has not answered.
+  virtual AtomSnapshot read(const Deadline& deadline) = 0;
   /// Stores `payload` if the cell still holds `expected`; false when another write came
   /// first. The write lands at most once, even when its reply was lost; OutcomeUnknown when
-  /// that cannot be found out, CommittedWithError when stored but its change notice not sent.
-  virtual bool write(const AtomSnapshot& expected, Bytes payload) = 0;
+  /// that cannot be found out (also when `deadline` expires with the write in flight),
+  /// CommittedWithError when stored but its change notice not sent (by `deadline`).
+  virtual bool write(const AtomSnapshot& expected, Bytes payload, const Deadline& deadline) = 0;
   /// Adds or replaces the watch `key`.
   virtual void add_watch(const std::string& key, BytesWatch watch) = 0;
   /// Removes the watch `key` (no error when absent).
