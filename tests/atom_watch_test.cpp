@@ -288,3 +288,46 @@ TEST_CASE("watches whose value cannot be read keep the callback thread free betw
   for (auto& watcher : watchers) watcher->remove("k");
   callbacks->stop();
 }
+
+TEST_CASE("remove_watch returns only once a running call of that watch has finished, and none follows") {
+  avout::Client client(avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
+  auto atom = client.atom<long>(unique_name("remove-while-running"), 0);
+  std::atomic<bool> entered{false};
+  std::atomic<bool> finished{false};
+  std::atomic<int> calls{0};
+  atom.add_watch("slow", [&](const long&, const long&) {
+    ++calls;
+    entered = true;
+    std::this_thread::sleep_for(500ms);  // the state it uses must outlive remove_watch
+    finished = true;
+  });
+  atom.reset(1);
+  const auto until = std::chrono::steady_clock::now() + scaled(10s);
+  while (!entered && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  REQUIRE(entered);
+  atom.remove_watch("slow");
+  CHECK(finished);
+  const int after_removal = calls;
+  atom.reset(2);
+  std::this_thread::sleep_for(scaled(300ms));
+  CHECK(calls == after_removal);
+}
+
+TEST_CASE("a watch may remove itself, and another watch, while it runs") {
+  avout::Client client(avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
+  auto atom = client.atom<long>(unique_name("remove-self"), 0);
+  std::atomic<int> calls{0};
+  std::promise<void> removed;
+  atom.add_watch("other", [](const long&, const long&) {});
+  atom.add_watch("self", [&](const long&, const long&) {
+    if (++calls > 1) return;
+    atom.remove_watch("other");
+    atom.remove_watch("self");  // on the callback thread: returns at once
+    removed.set_value();
+  });
+  atom.reset(1);
+  REQUIRE(removed.get_future().wait_for(scaled(10s)) == std::future_status::ready);
+  atom.reset(2);
+  std::this_thread::sleep_for(scaled(300ms));
+  CHECK(calls == 1);
+}

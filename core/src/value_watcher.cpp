@@ -58,9 +58,14 @@ void ValueWatcher::wait_for_arm() {
 
 void ValueWatcher::remove(const std::string& key) {
   std::shared_ptr<void> released;  // released outside the lock: it waits for a running callback
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   watches_.erase(key);
   if (watches_.empty()) released = std::move(subscription_);
+  // What the watch uses may go once this returns (a watch capturing `this` removed in a
+  // destructor): a call under way ends first.
+  called_.wait(lock, [&] {
+    return calling_ != key || calling_thread_ == std::this_thread::get_id();
+  });
 }
 
 void ValueWatcher::on_change(int failed_reads) {
@@ -95,21 +100,38 @@ void ValueWatcher::on_change(int failed_reads) {
     return;
   }
   Bytes previous;
-  std::vector<BytesWatch> to_call;
+  std::vector<std::string> to_call;
   {
     std::lock_guard lock(mutex_);
     if (current == last_seen_ || !subscription_) return;
     previous = std::exchange(last_seen_, current);
-    for (auto& [key, watch] : watches_) to_call.push_back(watch);
+    for (const auto& [key, watch] : watches_) to_call.push_back(key);
   }
-  for (auto& watch : to_call) {
-    try {
-      watch(previous, current);
-    } catch (const std::exception& error) {
-      log(session_.options().logger, LogLevel::error,
-          "a watch on " + name_ + " threw: " + error.what());
-    }
+  for (const auto& key : to_call) call(key, previous, current);
+}
+
+void ValueWatcher::call(const std::string& key, const Bytes& previous, const Bytes& current) {
+  BytesWatch watch;
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = watches_.find(key);
+    if (found == watches_.end()) return;  // removed by an earlier watch of this round
+    watch = found->second;
+    calling_ = key;
+    calling_thread_ = std::this_thread::get_id();
   }
+  try {
+    watch(previous, current);
+  } catch (const std::exception& error) {
+    log(session_.options().logger, LogLevel::error,
+        "a watch on " + name_ + " threw: " + error.what());
+  } catch (...) {
+    log(session_.options().logger, LogLevel::error,
+        "a watch on " + name_ + " threw a non-standard exception");
+  }
+  std::lock_guard lock(mutex_);
+  calling_.reset();
+  called_.notify_all();
 }
 
 }  // namespace avout::detail

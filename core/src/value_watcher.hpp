@@ -7,11 +7,14 @@
 #include <avout/detail/typed_watch.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 namespace avout::detail {
 
@@ -24,7 +27,9 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
                std::function<Bytes()> read, std::shared_ptr<CallbackExecutor> callbacks);
   /// Adds or replaces the watch `key`.
   void add(const std::string& key, BytesWatch watch);
-  /// Removes the watch `key` (no error when absent).
+  /// Removes the watch `key` (no error when absent). Returns once no call of it runs and
+  /// none will, except on the callback thread itself (a watch removing itself or another
+  /// while it runs), where waiting would never end: there no later call of it starts.
   void remove(const std::string& key);
 
  private:
@@ -33,6 +38,8 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
   void wait_for_arm();
   // Reads the value and calls the watches if it changed; a failed read is retried.
   void on_change(int failed_reads);
+  // Calls the watch `key` with (previous, current) unless it was removed meanwhile.
+  void call(const std::string& key, const Bytes& previous, const Bytes& current);
   // Reads retried after a change (about 100 ms apart) before the change is given up.
   static constexpr int max_failed_reads = 300;
 
@@ -44,6 +51,9 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
 
   std::mutex mutex_;  // guards the members below
   std::map<std::string, BytesWatch> watches_;
+  std::optional<std::string> calling_;  // the watch running now, on calling_thread_
+  std::thread::id calling_thread_;
+  std::condition_variable called_;      // a call ended
   std::shared_ptr<void> subscription_;
   Bytes last_seen_;
 };

@@ -122,7 +122,8 @@ class DistributedAtom {
   void add_watch(const std::string& key, Watch watch) {
     core_->add_watch(key, detail::typed_watch<T>(std::move(watch)));
   }
-  /// Removes the watch called `key`.
+  /// Removes the watch `key`; once it returns no call of that watch runs or will run (called
+  /// from inside a watch, it returns at once and no later call of `key` starts).
   void remove_watch(const std::string& key) { core_->remove_watch(key); }
   /// The atom's name.
   const std::string& name() const { return core_->name(); }

@@ -75,7 +75,8 @@ class TransactionReference {
   void add_watch(const std::string& key, std::function<void(const T&, const T&)> watch) {
     core_->add_watch(key, detail::typed_watch<T>(std::move(watch)));
   }
-  /// Removes the watch `key`.
+  /// Removes the watch `key`; once it returns no call of that watch runs or will run (called
+  /// from inside a watch, it returns at once and no later call of `key` starts).
   void remove_watch(const std::string& key) { core_->remove_watch(key); }
   /// The ref's name.
   const std::string& name() const { return core_->name(); }
