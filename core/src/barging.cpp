@@ -4,6 +4,7 @@
 #include "callback_executor.hpp"
 #include "node_cache.hpp"
 
+#include <avout/deadline.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -38,10 +39,24 @@ TransactionAge date(StmContext& stm) {
 // known (a lost reply), read the tag.
 using Pending = std::map<std::string, std::optional<std::int32_t>>;
 
+// How long a round on the callback thread waits for ZooKeeper: the thread also runs user
+// watches and lock-loss callbacks, which a ZooKeeper that stays away must not hold up.
+constexpr std::chrono::milliseconds background_round{250};
+
+// Waits for `reply` until `deadline` (unbounded: the session's own bound, in session.wait);
+// ConnectionLoss past it, the request's outcome unknown then.
+template <typename Future>
+void await(const Future& reply, const Deadline& deadline) {
+  if (deadline.bounded() && reply.wait_until(deadline.time_or_far()) != std::future_status::ready) {
+    throw ConnectionLoss("zookeeper: no reply in time while releasing barging claims");
+  }
+}
+
 // Reads the tags of claims with an unknown outcome: ours stay with their version. After a
 // sync: a session that reconnected to a follower behind the claim would read the tag as it
 // was before, and let a live claim go.
-void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pending) {
+void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
+             const Deadline& deadline) {
   std::vector<std::string> unknown;
   for (const auto& [path, version] : pending) {
     if (!version) unknown.push_back(path);
@@ -50,10 +65,12 @@ void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pend
   auto synced = session.sync_async(unknown.front());
   std::vector<std::future<NodeData>> reads;
   for (const auto& path : unknown) reads.push_back(session.get_async(path));
+  await(synced, deadline);
   session.wait(synced);
   for (std::size_t i = 0; i < unknown.size(); ++i) {
     const std::string& path = unknown[i];
     try {
+      await(reads[i], deadline);
       const NodeData node = session.wait(reads[i]);
       if (decode_tag(node.data, path) == age) {
         pending[path] = node.stat.version;
@@ -71,13 +88,14 @@ void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pend
 }
 
 // Empties the tags known to carry our age.
-void release(ZooKeeperSession& session, Pending& pending) {
+void release(ZooKeeperSession& session, Pending& pending, const Deadline& deadline) {
   std::vector<std::pair<std::string, std::future<NodeStat>>> replies;
   for (const auto& [path, version] : pending) {
     if (version) replies.emplace_back(path, session.set_async(path, {}, *version));
   }
   for (auto& [path, reply] : replies) {
     try {
+      await(reply, deadline);
       session.wait(reply);
       pending.erase(path);
     } catch (const BadVersion&) {
@@ -90,11 +108,13 @@ void release(ZooKeeperSession& session, Pending& pending) {
   }
 }
 
-// One round of resolve and release; true when every claim has ended.
-bool settle(ZooKeeperSession& session, const TransactionAge& age, Pending& pending) {
+// One round of resolve and release, its waits bounded by `deadline`; true when every claim
+// has ended.
+bool settle(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
+            const Deadline& deadline) {
   try {
-    resolve(session, age, pending);
-    release(session, pending);
+    resolve(session, age, pending, deadline);
+    release(session, pending, deadline);
   } catch (const Error&) {
     // ZooKeeper unreachable: the next round tries again.
   }
@@ -114,7 +134,7 @@ void settle_later(Runtime& runtime, std::uint64_t generation, const TransactionA
   // still waiting: closing the session ends those claims.
   callbacks->post_after(pause, [&runtime, generation, age, pending = std::move(pending), round]() mutable {
     if (runtime.session().ended_since(generation)) return;
-    if (settle(runtime.session(), age, pending)) return;
+    if (settle(runtime.session(), age, pending, Deadline::after(background_round))) return;
     settle_later(runtime, generation, age, std::move(pending), round + 1);
   });
 }
@@ -239,7 +259,7 @@ ClaimRelease::~ClaimRelease() {
   Pending pending;
   for (const auto& [ref, version] : barge_.held) pending.emplace(runtime.layout().tag(ref->name()), version);
   for (const auto& ref : barge_.unsure) pending.emplace(runtime.layout().tag(ref->name()), std::nullopt);
-  if (pending.empty() || settle(session, *barge_.age, pending)) return;
+  if (pending.empty() || settle(session, *barge_.age, pending, Deadline{})) return;
   settle_later(runtime, generation, *barge_.age, std::move(pending), 0);
 }
 

@@ -76,10 +76,10 @@ void forget_claims(BargeState& barge, const std::vector<std::shared_ptr<RefCore>
 /// Ends every claim a dosync still holds when it returns or throws, so younger transactions
 /// stop yielding at once. A claim whose reply was lost is ours exactly when its tag carries
 /// our age: read after a sync first. What ZooKeeper does not settle at once (a blip, a lost
-/// reply) the client's callback thread settles later, with outage_pauses between tries,
-/// until the release lands, the tag names someone else, or the claim's session has ended
-/// (then everyone ignores the claim): no claim outlives its dosync for longer than
-/// ZooKeeper stays unreachable.
+/// reply) the client's callback thread settles later, with outage_pauses between tries (each
+/// waiting a quarter second at most, so user callbacks are not held up), until the release
+/// lands, the tag names someone else, or the claim's session has ended (then everyone
+/// ignores the claim): no claim outlives its dosync for longer than ZooKeeper stays away.
 class ClaimRelease {
  public:
   /// Releases `barge`'s claims on destruction.
