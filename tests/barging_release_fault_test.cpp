@@ -5,11 +5,13 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
 #include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -20,53 +22,64 @@ using avout::testing::scaled;
 
 namespace {
 
+std::string hosts() { return avout::testing::shared_zookeeper().connect_string(); }
+
 avout::ClientOptions options(avout::BargingOptions barging = {}) {
-  return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+  return avout::ClientOptions{.hosts = hosts(),
                               .session_timeout = 6000ms,
                               .barging = barging};
 }
 
 // Claims after its first failed attempt, which is a usual one (a failed speculation does not
 // count toward barging).
-avout::ClientOptions claimant_options() {
+avout::ClientOptions claimant_options(const std::string& through = hosts()) {
   auto claimant = options({.after = 1});
+  claimant.hosts = through;
   claimant.speculative_commits = false;
   return claimant;
 }
 
 // A dosync of `claimant` on `name` claims the ref after its first attempt, which another
 // client's commit made fail (its claim's reply lost when `claim_reply_lost`); its second
-// attempt gives up by throwing as every ZooKeeper request starts failing early. That blip
-// outlasts the dosync by a while, as a network's would.
-void claim_then_give_up_in_a_blip(avout::Client& claimant, const std::string& name, bool claim_reply_lost) {
-  const std::string hosts = avout::testing::shared_zookeeper().connect_string();
+// attempt gives up by throwing once `begin_blip` has made ZooKeeper unreachable. The caller
+// ends the blip a while after the dosync has thrown, as a network would.
+void claim_then_give_up_in_a_blip(avout::Client& claimant, const std::string& name,
+                                  const std::function<void()>& begin_blip, bool claim_reply_lost = false) {
   avout::Client meddler(options());
   auto mine = claimant.ref<long>(name, 0);
   auto theirs = meddler.ref<long>(name, 0);
   claimant.dosync([&] { mine.alter([](long v) { return v + 1; }); });  // its session announced
-  std::optional<FaultPlan> plan;
+  std::optional<FaultPlan> lost;
   int attempts = 0;
   CHECK_THROWS_WITH_AS(claimant.dosync([&] {
     if (++attempts == 1) {
       mine.alter([](long v) { return v + 1; });
       std::thread([&] { meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); }); }).join();
       // The failed attempt's claim (barging.after = 1) follows its commit.
-      if (claim_reply_lost) plan.emplace(7, avout::testing::ZooKeeperFaultRates{.reply_lost = 1.0}, hosts);
+      if (claim_reply_lost) lost.emplace(7, avout::testing::ZooKeeperFaultRates{.reply_lost = 1.0}, hosts());
       return;
     }
     if (claim_reply_lost) CHECK(FaultPlan::counts().reply_lost >= 1);
-    plan.reset();
-    const auto owner = avout::inspect::tag_owner(claimant, name);
+    lost.reset();
+    const auto owner = avout::inspect::tag_owner(meddler, name);
     REQUIRE(owner.has_value());
     REQUIRE(owner->session == claimant.session().session_id());
-    plan.emplace(11, avout::testing::ZooKeeperFaultRates{.fail_early = 1.0}, hosts);
+    begin_blip();
     throw std::runtime_error("the claimant gives up");
   }), "the claimant gives up", std::runtime_error);
-  std::this_thread::sleep_for(500ms);
-  CHECK(FaultPlan::counts().fail_early >= 1);
-  plan.reset();
   CHECK(attempts == 2);
 }
+
+// A blip of every ZooKeeper request of this process failing early, for `claim_then_give_up_in_a_blip`.
+struct FailingRequests {
+  std::optional<FaultPlan> plan;
+  void begin() { plan.emplace(11, avout::testing::ZooKeeperFaultRates{.fail_early = 1.0}, hosts()); }
+  void end() {
+    std::this_thread::sleep_for(500ms);
+    CHECK(FaultPlan::counts().fail_early >= 1);
+    plan.reset();
+  }
+};
 
 // Waits (bounded) until nobody claims `name`; true when nobody does.
 bool claim_ends(avout::Client& client, const std::string& name) {
@@ -92,8 +105,11 @@ TEST_CASE("a claim whose release meets a blip ends once ZooKeeper answers again,
   avout::testing::start_shared_servers();
   const std::string name = avout::testing::unique_name("/barging-release", "blip");
   avout::Client claimant(claimant_options());
-  claim_then_give_up_in_a_blip(claimant, name, false);
-  CHECK(claim_ends(claimant, name));
+  FailingRequests blip;
+  claim_then_give_up_in_a_blip(claimant, name, [&] { blip.begin(); });
+  blip.end();
+  avout::Client observer(options());
+  CHECK(claim_ends(observer, name));
   CHECK(newcomer_retries(name) == 0);
 }
 
@@ -101,7 +117,26 @@ TEST_CASE("a claim whose reply was lost and whose release meets a blip ends all 
   avout::testing::start_shared_servers();
   const std::string name = avout::testing::unique_name("/barging-release", "lost-claim");
   avout::Client claimant(claimant_options());
-  claim_then_give_up_in_a_blip(claimant, name, true);
-  CHECK(claim_ends(claimant, name));
+  FailingRequests blip;
+  claim_then_give_up_in_a_blip(claimant, name, [&] { blip.begin(); }, true);
+  blip.end();
+  avout::Client observer(options());
+  CHECK(claim_ends(observer, name));
+  CHECK(newcomer_retries(name) == 0);
+}
+
+TEST_CASE("a claim whose dosync ends while its connection is cut ends once the client reconnects") {
+  avout::testing::start_shared_servers();
+  const std::string name = avout::testing::unique_name("/barging-release", "cut");
+  avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
+  avout::Client claimant(claimant_options(relay.connect_string()));
+  claim_then_give_up_in_a_blip(claimant, name, [&] {
+    relay.set(avout::testing::TcpRelay::Mode::refuse);
+    relay.cut();
+  });
+  std::this_thread::sleep_for(1s);  // well within the session timeout: the session lives on
+  relay.set(avout::testing::TcpRelay::Mode::pass);
+  avout::Client observer(options());
+  CHECK(claim_ends(observer, name));
   CHECK(newcomer_retries(name) == 0);
 }
