@@ -249,7 +249,7 @@ void forget_claims(BargeState& barge, const std::vector<std::shared_ptr<RefCore>
 }
 
 ClaimRelease::~ClaimRelease() {
-  if (!barge_.age) return;  // never dated: it never claimed
+  if (!barge_.age || (barge_.held.empty() && barge_.unsure.empty())) return;  // nothing claimed
   Runtime& runtime = stm_.runtime();
   auto& session = runtime.session();
   // Read before the session id: a renewal in between shows as the generation's end.
@@ -259,7 +259,7 @@ ClaimRelease::~ClaimRelease() {
   Pending pending;
   for (const auto& [ref, version] : barge_.held) pending.emplace(runtime.layout().tag(ref->name()), version);
   for (const auto& ref : barge_.unsure) pending.emplace(runtime.layout().tag(ref->name()), std::nullopt);
-  if (pending.empty() || settle(session, *barge_.age, pending, Deadline{})) return;
+  if (settle(session, *barge_.age, pending, Deadline{})) return;
   settle_later(runtime, generation, *barge_.age, std::move(pending), 0);
 }
 
