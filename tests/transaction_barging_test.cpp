@@ -1,6 +1,8 @@
 // Barging as ClientOptions::barging sets it: when a retrying transaction claims its refs,
-// that a client with barging off never claims any, and what a claimant's liveness costs.
+// that a client with barging off never claims any, that every claim is dated (even one of a
+// speculative attempt's), which settings a client refuses, and what a claimant's liveness costs.
 #include "runtime.hpp"
+#include "stm.hpp"
 
 #include <avout/avout.hpp>
 
@@ -9,7 +11,9 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -60,6 +64,59 @@ TEST_CASE("a client with barging disabled never claims a ref, however often it r
   const auto claimed = claimed_per_attempt(
       client, avout::testing::unique_name("/barging-test", "disabled"), 3);
   CHECK(claimed == std::vector<bool>{false, false, false, false});
+}
+
+TEST_CASE("a client whose barging.after is 0 is refused at construction, one whose after is 1 is not") {
+  avout::testing::start_shared_servers();
+  // Claims follow a failed attempt: "after 0 failed attempts" names no moment.
+  CHECK_THROWS_AS(avout::Client(options({.enabled = true, .after = 0})), avout::InvalidOption);
+  CHECK_THROWS_AS(avout::Client(options({.enabled = false, .after = 0})), avout::InvalidOption);
+  CHECK_NOTHROW(avout::Client(options({.enabled = true, .after = 1})));
+}
+
+TEST_CASE("with barging.after = 1 a speculative first attempt that yields claims under an age of its own") {
+  avout::testing::start_shared_servers();
+  const std::string prefix = avout::testing::unique_name("/barging-test", "speculative-claim");
+  avout::Client older(options({}));
+  avout::Client client(options({.enabled = true, .after = 1, .yield_limit = 1}));
+  auto contended = client.ref<long>(prefix + "/contended", 0);
+  auto spare = client.ref<long>(prefix + "/spare", 0);
+  auto own = older.ref<long>(prefix + "/own", 0);
+  older.dosync([&] { own.alter([](long v) { return v + 1; }); });  // its session announced
+
+  // The client's next first attempt speculates: it has no age until a read point dates it.
+  auto both = [&](long by) {
+    contended.alter([by](long v) { return v + by; });
+    spare.alter([by](long v) { return v + by; });
+  };
+  for (int i = 0;; ++i) {
+    REQUIRE(i < 200);
+    const auto before = client.session().statistics().requests;
+    client.dosync([&] { both(0); });
+    if (client.session().statistics().requests - before == 1) break;  // its multi alone
+  }
+  // An older live transaction claims one of the refs the speculative attempt changes.
+  const std::string tag = avout::inspect::tag_path(older, contended.name());
+  const avout::detail::TransactionAge age{1, older.session().session_id(), 1};
+  older.session().set(tag, avout::detail::encode_tag(age), older.session().get(tag).stat.version);
+  client.session().sync(tag);  // the client's cached tag has heard of the change
+
+  const auto retries = client.transaction_counts().second;
+  int attempts = 0;
+  std::optional<avout::inspect::TagOwner> claim;  // the spare ref's tag, during the retry
+  client.dosync([&] {
+    if (++attempts == 2) claim = avout::inspect::tag_owner(client, spare.name());
+    both(1);
+  });
+  CHECK(attempts == 2);  // the speculative attempt gave way once (yield_limit), then committed
+  CHECK(client.transaction_counts().second == retries + 1);
+  REQUIRE(claim.has_value());
+  CHECK(claim->session == client.session().session_id());
+  CHECK(claim->first_read_point > 0);
+  CHECK(claim->counter > 0);
+  CHECK_FALSE(avout::inspect::tag_owner(client, spare.name()).has_value());  // ended with the dosync
+  older.session().set(tag, {}, older.session().get(tag).stat.version);
+  CHECK(contended.deref() == 1);
 }
 
 TEST_CASE("a live claimant's liveness costs one read, then none until its session ends") {

@@ -1,27 +1,151 @@
 #include "barging.hpp"
 
+#include "back_off.hpp"
+#include "callback_executor.hpp"
 #include "node_cache.hpp"
 
+#include <avout/deadline.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <future>
-#include <thread>
+#include <string>
 #include <utility>
 
 namespace avout::detail {
 
 namespace {
-// Lost replies of releases are settled by reading the tags again, a few times at most.
-constexpr int release_rounds = 3;
-
 bool older_and_alive(StmContext& stm, const BargeState& barge,
                      const std::optional<TransactionAge>& owner) {
   // Not dated yet (a speculative attempt, which has no read point of its own): the youngest.
   return owner && (!barge.age || *owner < *barge.age) && stm.runtime().alive(owner->session);
 }
+
+// The age of a dosync none of whose attempts took a read point (they speculated): one taken
+// now, as rule 2 takes one (a sync, then the clock), so that its claims are dated.
+TransactionAge date(StmContext& stm) {
+  auto& session = stm.runtime().session();
+  const std::string& clock = stm.runtime().layout().stm_clock();
+  auto synced = session.sync_async(clock);
+  auto stat = session.exists_async(clock);
+  const auto found = session.wait(stat);  // replies come in order: the sync's is in too
+  session.wait(synced);
+  if (!found) throw BackendError("stm clock " + clock + " is missing");
+  return stm.new_age(found->mzxid);
+}
+
+// Claims a dosync has to end: tag path -> the tag version that carries its age; nullopt: not
+// known (a lost reply), read the tag.
+using Pending = std::map<std::string, std::optional<std::int32_t>>;
+
+// How long a round on the callback thread waits for ZooKeeper: the thread also runs user
+// watches and lock-loss callbacks, which a ZooKeeper that stays away must not hold up.
+constexpr std::chrono::milliseconds background_round{250};
+
+// Waits for `reply` until `deadline` (unbounded: the session's own bound, in session.wait);
+// ConnectionLoss past it, the request's outcome unknown then.
+template <typename Future>
+void await(const Future& reply, const Deadline& deadline) {
+  if (deadline.bounded() && reply.wait_until(deadline.time_or_far()) != std::future_status::ready) {
+    throw ConnectionLoss("zookeeper: no reply in time while releasing barging claims");
+  }
+}
+
+// Reads the tags of claims with an unknown outcome: ours stay with their version. After a
+// sync: a session that reconnected to a follower behind the claim would read the tag as it
+// was before, and let a live claim go.
+void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
+             const Deadline& deadline) {
+  std::vector<std::string> unknown;
+  for (const auto& [path, version] : pending) {
+    if (!version) unknown.push_back(path);
+  }
+  if (unknown.empty()) return;
+  auto synced = session.sync_async(unknown.front());
+  std::vector<std::future<NodeData>> reads;
+  for (const auto& path : unknown) reads.push_back(session.get_async(path));
+  await(synced, deadline);
+  session.wait(synced);
+  for (std::size_t i = 0; i < unknown.size(); ++i) {
+    const std::string& path = unknown[i];
+    try {
+      await(reads[i], deadline);
+      const NodeData node = session.wait(reads[i]);
+      if (decode_tag(node.data, path) == age) {
+        pending[path] = node.stat.version;
+      } else {
+        pending.erase(path);  // the claim never landed, or has ended since
+      }
+    } catch (const NoNode&) {
+      pending.erase(path);
+    } catch (const CodecError&) {
+      pending.erase(path);  // not a claim of ours
+    } catch (const Error&) {
+      // Unknown still: read again next round.
+    }
+  }
+}
+
+// Empties the tags known to carry our age.
+void release(ZooKeeperSession& session, Pending& pending, const Deadline& deadline) {
+  std::vector<std::pair<std::string, std::future<NodeStat>>> replies;
+  for (const auto& [path, version] : pending) {
+    if (version) replies.emplace_back(path, session.set_async(path, {}, *version));
+  }
+  for (auto& [path, reply] : replies) {
+    try {
+      await(reply, deadline);
+      session.wait(reply);
+      pending.erase(path);
+    } catch (const BadVersion&) {
+      pending.erase(path);  // claimed by someone else meanwhile: nothing of ours is left
+    } catch (const NoNode&) {
+      pending.erase(path);
+    } catch (const Error&) {
+      pending[path].reset();  // reply lost: read the tag again
+    }
+  }
+}
+
+// One round of resolve and release, its waits bounded by `deadline`; true when every claim
+// has ended.
+bool settle(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
+            const Deadline& deadline) {
+  try {
+    resolve(session, age, pending, deadline);
+    release(session, pending, deadline);
+  } catch (const Error&) {
+    // ZooKeeper unreachable: the next round tries again.
+  }
+  return pending.empty();
+}
+
+// Settles `pending` on the client's callback thread, round after round with outage_pauses
+// between them, until it is settled or the session of `generation`, which the claims name,
+// has ended: a claimant whose session is gone is ignored by everyone (rule 10), and only an
+// expiry or the client's close ends a session, never time alone.
+void settle_later(Runtime& runtime, std::uint64_t generation, const TransactionAge& age,
+                  Pending pending, std::size_t round) {
+  const auto callbacks = runtime.callbacks();
+  if (!callbacks) return;  // a bare runtime (tests): what is left ends with the session
+  const auto pause = std::chrono::ceil<std::chrono::milliseconds>(back_off_pause(round, outage_pauses));
+  // The callback thread stops before the runtime goes (Client::~Client), and drops what is
+  // still waiting: closing the session ends those claims.
+  callbacks->post_after(pause, [&runtime, generation, age, pending = std::move(pending), round]() mutable {
+    if (runtime.session().ended_since(generation)) return;
+    if (settle(runtime.session(), age, pending, Deadline::after(background_round))) return;
+    settle_later(runtime, generation, age, std::move(pending), round + 1);
+  });
+}
 }  // namespace
+
+void require_valid(const BargingOptions& options) {
+  if (options.after == 0) {
+    throw InvalidOption("ClientOptions::barging.after must be at least 1: a dosync claims its refs "
+                        "after that many failed attempts");
+  }
+}
 
 NodeCache::Lookup begin_tag(StmContext& stm, const RefCore& ref) {
   return stm.runtime().nodes().begin(stm.runtime().layout().tag(ref.name()));
@@ -58,6 +182,7 @@ bool claim_due(const BargingOptions& options, BargeState& barge) {
 void claim(StmContext& stm, BargeState& barge, const std::vector<std::shared_ptr<RefCore>>& refs) {
   if (refs.empty()) return;
   auto& session = stm.runtime().session();
+  if (!barge.age) barge.age = date(stm);
   const std::vector<BargeTag> tags = read_tags(stm, refs);
   std::vector<std::size_t> taken;  // decided before any claim goes out, so none is left unawaited
   for (std::size_t i = 0; i < refs.size(); ++i) {
@@ -124,65 +249,18 @@ void forget_claims(BargeState& barge, const std::vector<std::shared_ptr<RefCore>
 }
 
 ClaimRelease::~ClaimRelease() {
-  if (!barge_.age) return;
+  if (!barge_.age || (barge_.held.empty() && barge_.unsure.empty())) return;  // nothing claimed
+  Runtime& runtime = stm_.runtime();
+  auto& session = runtime.session();
+  // Read before the session id: a renewal in between shows as the generation's end.
+  const std::uint64_t generation = session.generation();
+  // Claims made on a session that has ended since are everyone's to ignore.
+  if (session.session_id() != barge_.age->session || session.ended_since(generation)) return;
   Pending pending;
-  for (const auto& [ref, version] : barge_.held) pending.emplace(ref, version);
-  for (const auto& ref : barge_.unsure) pending.emplace(ref, std::nullopt);
-  for (int round = 0; round < release_rounds && !pending.empty(); ++round) {
-    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50 * round));
-    try {
-      resolve(pending);
-      release(pending);
-    } catch (const Error&) {
-      // ZooKeeper unreachable: the next round tries again.
-    }
-  }
-}
-
-// Reads the tags of claims with an unknown outcome: ours stay with their version.
-void ClaimRelease::resolve(Pending& pending) {
-  auto& session = stm_.runtime().session();
-  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeData>>> reads;
-  for (const auto& [ref, version] : pending) {
-    if (!version) reads.emplace_back(ref, session.get_async(stm_.runtime().layout().tag(ref->name())));
-  }
-  for (auto& [ref, reply] : reads) {
-    try {
-      const NodeData node = session.wait(reply);
-      if (decode_tag(node.data, stm_.runtime().layout().tag(ref->name())) == barge_.age) {
-        pending[ref] = node.stat.version;
-      } else {
-        pending.erase(ref);  // the claim never landed, or has ended since
-      }
-    } catch (const NoNode&) {
-      pending.erase(ref);
-    } catch (const CodecError&) {
-      pending.erase(ref);  // not a claim of ours
-    } catch (const Error&) {
-      // Unknown still: read again next round.
-    }
-  }
-}
-
-// Empties the tags known to carry our age.
-void ClaimRelease::release(Pending& pending) {
-  auto& session = stm_.runtime().session();
-  std::vector<std::pair<std::shared_ptr<RefCore>, std::future<NodeStat>>> replies;
-  for (const auto& [ref, version] : pending) {
-    if (version) replies.emplace_back(ref, session.set_async(stm_.runtime().layout().tag(ref->name()), {}, *version));
-  }
-  for (auto& [ref, reply] : replies) {
-    try {
-      session.wait(reply);
-      pending.erase(ref);
-    } catch (const BadVersion&) {
-      pending.erase(ref);  // claimed by someone else meanwhile: nothing of ours is left
-    } catch (const NoNode&) {
-      pending.erase(ref);
-    } catch (const Error&) {
-      pending[ref].reset();  // reply lost: read the tag again
-    }
-  }
+  for (const auto& [ref, version] : barge_.held) pending.emplace(runtime.layout().tag(ref->name()), version);
+  for (const auto& ref : barge_.unsure) pending.emplace(runtime.layout().tag(ref->name()), std::nullopt);
+  if (settle(session, *barge_.age, pending, Deadline{})) return;
+  settle_later(runtime, generation, *barge_.age, std::move(pending), 0);
 }
 
 }  // namespace avout::detail

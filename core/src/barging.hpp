@@ -16,9 +16,14 @@
 
 namespace avout::detail {
 
+/// Throws InvalidOption for barging settings that make no sense (client_options.hpp).
+void require_valid(const BargingOptions& options);
+
 /// Barging state of one dosync, carried from attempt to attempt.
 struct BargeState {
-  std::optional<TransactionAge> age;  ///< set by the first attempt
+  /// Set by the first attempt's read point, or by the first claim of a dosync whose attempts
+  /// so far were speculative (without a read point of their own): every claim carries one.
+  std::optional<TransactionAge> age;
   std::size_t failed_attempts = 0;    ///< attempts that retried so far
   std::size_t yields = 0;             ///< attempts that gave way to an older transaction
   /// Tags this dosync holds: ref -> tag version after our setData.
@@ -48,7 +53,8 @@ std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_p
 /// Counts a failed attempt of `barge`'s dosync; true when it should claim its refs now.
 bool claim_due(const BargingOptions& options, BargeState& barge);
 
-/// Claims `refs` for `barge`'s dosync, all but those a live older transaction holds.
+/// Claims `refs` for `barge`'s dosync, all but those a live older transaction holds; dates
+/// the dosync first (a sync and the clock) when no read point has yet.
 void claim(StmContext& stm, BargeState& barge, const std::vector<std::shared_ptr<RefCore>>& refs);
 
 /// Throws RetryAttempt when a live older transaction claims one of `refs` (read as `tags`)
@@ -68,8 +74,12 @@ std::vector<Operation> tag_operations(StmContext& stm, const BargeState& barge,
 void forget_claims(BargeState& barge, const std::vector<std::shared_ptr<RefCore>>& released);
 
 /// Ends every claim a dosync still holds when it returns or throws, so younger transactions
-/// stop yielding at once (a claim left by a dead session is ignored by everyone anyway). A
-/// claim whose reply was lost is ours exactly when its tag carries our age: read it first.
+/// stop yielding at once. A claim whose reply was lost is ours exactly when its tag carries
+/// our age: read after a sync first. What ZooKeeper does not settle at once (a blip, a lost
+/// reply) the client's callback thread settles later, with outage_pauses between tries (each
+/// waiting a quarter second at most, so user callbacks are not held up), until the release
+/// lands, the tag names someone else, or the claim's session has ended (then everyone
+/// ignores the claim): no claim outlives its dosync for longer than ZooKeeper stays away.
 class ClaimRelease {
  public:
   /// Releases `barge`'s claims on destruction.
@@ -79,11 +89,6 @@ class ClaimRelease {
   ~ClaimRelease();
 
  private:
-  // ref -> the tag version that carries our age; nullopt: not known yet, read the tag.
-  using Pending = std::map<std::shared_ptr<RefCore>, std::optional<std::int32_t>>;
-  void resolve(Pending& pending);
-  void release(Pending& pending);
-
   StmContext& stm_;
   BargeState& barge_;
 };

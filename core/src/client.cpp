@@ -1,6 +1,7 @@
 #include "agent_core.hpp"
 #include "agent_workers.hpp"
 #include "atom_core.hpp"
+#include "barging.hpp"
 #include "callback_executor.hpp"
 #include "chroot.hpp"
 #include "durations.hpp"
@@ -36,6 +37,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   if (options_.operation_timeout) {
     detail::require_positive(*options_.operation_timeout, "ClientOptions::operation_timeout");
   }
+  detail::require_valid(options_.barging);
   if (options_.min_history > options_.max_history) {
     throw Error("ClientOptions::min_history (" + std::to_string(options_.min_history) +
                 ") exceeds max_history (" + std::to_string(options_.max_history) + ")");

@@ -13,10 +13,13 @@
 namespace avout {
 
 /// Barging (docs/transactions.md rule 10): how old transactions avoid starving under contention.
+/// Client's constructor throws InvalidOption for a setting that makes no sense.
 struct BargingOptions {
   bool enabled = true;            ///< false: transactions never claim refs (and may starve)
-  std::size_t after = 3;          ///< failed attempts after which a transaction claims its refs
+  std::size_t after = 3;          ///< failed attempts after which a transaction claims its refs;
+                                  ///< at least 1 (a claim follows a failed attempt)
   std::size_t yield_limit = 100;  ///< most attempts one dosync gives way to older claimants
+                                  ///< (0: it never does)
 };
 
 /// Settings of a Client. Durations: 0 is never a valid value.

@@ -119,6 +119,13 @@ class InvalidDuration : public Error {
   using Error::Error;
 };
 
+/// A ClientOptions setting that makes no sense (its field's documentation says which values
+/// do); no client was made.
+class InvalidOption : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A wait ran past its deadline.
 class Timeout : public Error {
  public:
