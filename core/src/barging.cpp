@@ -43,20 +43,10 @@ using Pending = std::map<std::string, std::optional<std::int32_t>>;
 // watches and lock-loss callbacks, which a ZooKeeper that stays away must not hold up.
 constexpr std::chrono::milliseconds background_round{250};
 
-// Waits for `reply` until `deadline` (unbounded: the session's own bound, in session.wait);
-// ConnectionLoss past it, the request's outcome unknown then.
-template <typename Future>
-void await(const Future& reply, const Deadline& deadline) {
-  if (deadline.bounded() && reply.wait_until(deadline.time_or_far()) != std::future_status::ready) {
-    throw ConnectionLoss("zookeeper: no reply in time while releasing barging claims");
-  }
-}
-
 // Reads the tags of claims with an unknown outcome: ours stay with their version. After a
 // sync: a session that reconnected to a follower behind the claim would read the tag as it
 // was before, and let a live claim go.
-void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
-             const Deadline& deadline) {
+void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pending) {
   std::vector<std::string> unknown;
   for (const auto& [path, version] : pending) {
     if (!version) unknown.push_back(path);
@@ -65,12 +55,10 @@ void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pend
   auto synced = session.sync_async(unknown.front());
   std::vector<std::future<NodeData>> reads;
   for (const auto& path : unknown) reads.push_back(session.get_async(path));
-  await(synced, deadline);
   session.wait(synced);
   for (std::size_t i = 0; i < unknown.size(); ++i) {
     const std::string& path = unknown[i];
     try {
-      await(reads[i], deadline);
       const NodeData node = session.wait(reads[i]);
       if (decode_tag(node.data, path) == age) {
         pending[path] = node.stat.version;
@@ -88,14 +76,13 @@ void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pend
 }
 
 // Empties the tags known to carry our age.
-void release(ZooKeeperSession& session, Pending& pending, const Deadline& deadline) {
+void release(ZooKeeperSession& session, Pending& pending) {
   std::vector<std::pair<std::string, std::future<NodeStat>>> replies;
   for (const auto& [path, version] : pending) {
     if (version) replies.emplace_back(path, session.set_async(path, {}, *version));
   }
   for (auto& [path, reply] : replies) {
     try {
-      await(reply, deadline);
       session.wait(reply);
       pending.erase(path);
     } catch (const BadVersion&) {
@@ -112,9 +99,10 @@ void release(ZooKeeperSession& session, Pending& pending, const Deadline& deadli
 // has ended.
 bool settle(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
             const Deadline& deadline) {
+  const ReplyDeadline bound(deadline);  // a reply not in by then: Timeout, read again next round
   try {
-    resolve(session, age, pending, deadline);
-    release(session, pending, deadline);
+    resolve(session, age, pending);
+    release(session, pending);
   } catch (const Error&) {
     // ZooKeeper unreachable: the next round tries again.
   }
