@@ -225,6 +225,8 @@ class Transaction {
  public:
   /// The transaction running on this thread, or null.
   static Transaction* current();
+  /// The runtime of the client this transaction runs on (white-box tests reach its parts here).
+  Runtime& runtime() const { return runtime_; }
 
   /// `speculate`: commit over the heads cached as of this client's last commit, without a
   /// read point of its own, when there is such a commit and `prefetch` is empty.

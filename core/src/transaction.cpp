@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <set>
 #include <thread>
 #include <utility>
@@ -29,6 +30,15 @@ constexpr std::size_t head_entry_size = 8 + 8 + point_size;
 // A speculative attempt found `ref` moved past this client's last commit.
 RetryAttempt outdated(const RefCore& ref) {
   return RetryAttempt{"ref " + ref.name() + " changed after this client's last commit", true};
+}
+
+// A speculative commit sets the clock at the version this client's last commit gave it. The
+// clock's int32 version wraps after 2^31 commits, and a wrapped clock is only a clock: at the
+// last version (the set would wrap it, which the session refuses, rule 1), at -1 (which asks
+// for no version at all) and at every wrapped, negative version, commits go the usual way,
+// whose clock write names no version, until the clock's version is positive again.
+bool speculates_at(std::int32_t clock_version) {
+  return clock_version >= 0 && clock_version < std::numeric_limits<std::int32_t>::max();
 }
 
 }  // namespace
@@ -102,8 +112,7 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // everything the body read is still current. That commit, which may be long past, does not
   // date it for barging (rule 10): until a read point of its own does, it is the youngest.
   const auto own = speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
-  // Version -1 would ask for no version at all (rule 1): that one commit goes the usual way.
-  if (own && own->clock_version != -1) {
+  if (own && speculates_at(own->clock_version)) {
     speculative_ = true;
     read_point_ = own->zxid;
     clock_version_ = own->clock_version;
