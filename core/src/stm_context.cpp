@@ -210,7 +210,7 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     const std::optional<bool> landed = runtime_.markers().commit(
         {op::Create{marker, {}, CreateMode::persistent}, write_head,
          op::SetData{runtime_.layout().stm_clock(), {}, -1}},
-        marker);
+        marker, nullptr, 0, [&] { return names(decode_head(runtime_.session().get(head).data, head), point); });
     if (!landed) {
       // The point may be referenced: it stays for gc to judge.
       throw OutcomeUnknown("ref " + ref.name() + ": creating its head " + head +
