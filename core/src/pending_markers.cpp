@@ -103,7 +103,8 @@ void PendingMarkers::carried_gone(const std::vector<std::string>& carried, const
 
 std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
                                            const std::string& marker, MultiResult* result,
-                                           std::size_t cleanup, std::function<bool()> written_named) {
+                                           std::size_t cleanup, std::function<bool()> written_named,
+                                           std::optional<std::uint64_t> generation) {
   const std::size_t chroot = session_.options().chroot.size();
   std::size_t bytes = 0;
   for (const auto& operation : operations) bytes += serialized_size(operation, chroot);
@@ -113,7 +114,7 @@ std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
   MultiResult reply;
   const std::optional<bool> landed =
       commit_with_cleanup(session_, std::move(operations), first_cleanup,
-                          Resolution{marker, grace_, std::move(written_named)}, reply,
+                          Resolution{marker, grace_, std::move(written_named), generation}, reply,
                           [&](const std::string& path) { carried_gone(carried, path); });
   if (landed && *landed) commit_landed(carried, marker);
   if (result != nullptr) *result = std::move(reply);

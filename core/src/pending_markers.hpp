@@ -55,10 +55,13 @@ class PendingMarkers {
   /// in their place. One found gone already is dropped and the multi sent again (no conflict).
   /// The last `cleanup` of `operations` are removals that, like the markers, may find
   /// their node gone: such a one is dropped too. `written_named` (optional) tells a lost
-  /// reply's resolution whether a head names what the multi wrote (Resolution).
+  /// reply's resolution whether a head names what the multi wrote, and `generation`
+  /// (optional) is the session the multi must go out on (Resolution: SessionExpired when
+  /// that one ended, nothing sent).
   std::optional<bool> commit(std::vector<Operation> operations, const std::string& marker,
                              MultiResult* result = nullptr, std::size_t cleanup = 0,
-                             std::function<bool()> written_named = {});
+                             std::function<bool()> written_named = {},
+                             std::optional<std::uint64_t> generation = std::nullopt);
   /// Removes every waiting marker, one multi per batch, when the client closes. Best
   /// effort and never throws: what it cannot remove, gc removes after its grace period.
   void remove_all() noexcept;

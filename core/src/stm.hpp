@@ -190,13 +190,17 @@ std::optional<std::int64_t> writer_of(const std::string& id);
 
 struct BargeState;  // barging.hpp
 
-/// What tells whether a commit multi whose reply was lost landed (docs/transactions.md rule 6).
+/// How a commit multi is sent, and what tells whether one whose reply was lost landed
+/// (docs/transactions.md rules 2, 6).
 struct Resolution {
   std::string marker;               ///< created by the multi's op 0: present exactly when it landed
   std::chrono::milliseconds grace;  ///< ClientOptions::marker_grace: gc leaves younger markers
   /// Asked once the marker's absence proves nothing (gc may have removed it), after a sync:
   /// true when a head the multi set names a point it wrote, so it landed. Empty: nothing does.
   std::function<bool()> written_named = {};
+  /// The session generation the multi's points were written on: the multi goes out on that
+  /// session or not at all (SessionExpired, nothing sent; gc may see their writer dead).
+  std::optional<std::uint64_t> generation = std::nullopt;
 };
 
 /// Until when an answer that a commit's marker is absent proves the commit, sent at `sent`,
@@ -220,7 +224,8 @@ std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession
 
 /// Sends a multi whose op 0 creates `resolution.marker`: true when it was applied, false when
 /// an operation failed (`result` tells which), nullopt when the outcome stayed unknown. A lost
-/// reply is resolved (resolve_commit), never by sending the multi again.
+/// reply is resolved (resolve_commit), never by sending the multi again. SessionExpired: the
+/// session of `resolution.generation` has ended and nothing was sent.
 std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
                                        const Resolution& resolution, MultiResult* result = nullptr);

@@ -90,8 +90,11 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
                                        const Resolution& resolution, MultiResult* result) {
   const auto sent = std::chrono::steady_clock::now();
+  // Throws SessionExpired, having sent nothing, once the points' session has ended.
+  auto pending = resolution.generation ? session.multi_async(operations, *resolution.generation)
+                                       : session.multi_async(operations);
   try {
-    MultiResult reply = session.multi(operations);
+    MultiResult reply = session.wait(pending);
     const bool committed = reply.committed;
     if (result != nullptr) *result = std::move(reply);
     return committed;
@@ -764,13 +767,21 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   // Once sent, its multi is what checks a speculative attempt: nothing confirms it after.
   const bool speculated = std::exchange(speculative_, false);
   const Resolution resolution{marker_path_, runtime_.options().marker_grace,
-                              [&] { return heads_name_points(commit); }};
-  const std::optional<bool> landed = commit_with_cleanup(
-      runtime_.session(), multi.operations, multi.first_cleanup, resolution, result,
-      [&](const std::string& path) {
-        commit.gone.insert(path);
-        runtime_.markers().carried_gone(commit.carried, path);
-      });
+                              [&] { return heads_name_points(commit); }, generation_};
+  std::optional<bool> landed;
+  try {
+    landed = commit_with_cleanup(runtime_.session(), multi.operations, multi.first_cleanup, resolution,
+                                 result, [&](const std::string& path) {
+                                   commit.gone.insert(path);
+                                   runtime_.markers().carried_gone(commit.carried, path);
+                                 });
+  } catch (const SessionExpired&) {
+    // Rule 2: renewed before a send (the first, or a resend without a gone clean-up node),
+    // which therefore did not go out.
+    Commit::discard(stm_, commit.recomputed);
+    Commit::discard(stm_, commit.written);
+    throw RetryAttempt{"the ZooKeeper session was renewed before the commit was sent"};
+  }
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
     throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
