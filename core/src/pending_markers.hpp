@@ -31,6 +31,8 @@ class PendingMarkers {
   /// At most this many markers wait per thread; beyond, the oldest is removed on its own.
   static constexpr std::size_t per_thread = 64;
   /// At most this many wait in all (a thread that ended leaves its last ones until close).
+  /// The oldest beyond it may be carried by another thread's commit in flight: that multi
+  /// then finds it gone and goes again without it (commit_with_cleanup).
   static constexpr std::size_t in_all = 1024;
 
   /// Markers of commits made on `session`; `logger` hears what close could not remove;
