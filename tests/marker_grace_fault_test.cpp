@@ -6,6 +6,8 @@
 #include <avout/avout.hpp>
 #include <avout/store_registry.hpp>
 
+#include "stm.hpp"  // white-box: resolve_commit
+
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
 #include "support/three_stores.hpp"
@@ -152,4 +154,25 @@ TEST_CASE("an agent batch whose worker is cut off past the marker grace while gc
   CHECK_NOTHROW(CHECK(counter.deref() == 2));
   auto there = sweeper.agent<long>("/counter", 0, *sweeper_redis);
   CHECK_NOTHROW(CHECK(there.deref() == 2));
+}
+
+TEST_CASE("a marker's absence means not landed only within half the grace of sending; later only a head naming the commit says anything") {
+  avout::testing::start_shared_servers();
+  avout::ZooKeeperSession session(avout::SessionOptions{
+      .hosts = avout::testing::shared_zookeeper().connect_string(), .session_timeout = 6000ms});
+  const std::string folder = avout::testing::unique_name("/marker-grace-test", "resolution");
+  session.create_recursive(folder);
+  const std::string present = folder + "/present";
+  session.create(present, {});
+  const auto now = std::chrono::steady_clock::now();
+  const auto never = [] { return false; };
+  const auto named = [] { return true; };
+  using avout::detail::resolve_commit;
+  using avout::detail::Resolution;
+  CHECK(resolve_commit(session, Resolution{present, grace, never}, now - 10 * grace) == true);
+  CHECK(resolve_commit(session, Resolution{folder + "/absent", grace, never}, now) == false);
+  // Sent longer ago than half the grace: gc may have removed the marker.
+  CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace, never}, now - grace).has_value());
+  CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace}, now - grace).has_value());
+  CHECK(resolve_commit(session, Resolution{folder + "/absent", grace, named}, now - grace) == true);
 }
