@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   lock->add_option("command", command, "the command and its arguments, after --")->required();
   int grace_seconds = 600;
   auto* gc = app.add_subcommand("gc", "erase values no ref references whose writers are dead, in zookeeper: and the --stores");
-  gc->add_option("--grace", grace_seconds, "keep commit markers younger than this (seconds; at least the commit resolution window, 120 s by default)")->check(CLI::PositiveNumber);
+  gc->add_option("--grace", grace_seconds, "keep commit markers younger than this (seconds; at least ClientOptions::marker_grace, 120 s by default)")->check(CLI::PositiveNumber);
   avout::tool::BankSettings bank;
   auto* bank_command = app.add_subcommand("bank", "transfer between accounts in zookeeper: and the --stores from N processes; print the total");
   bank_command->add_option("--processes", bank.processes)->check(CLI::Range(1, 64));

@@ -802,15 +802,44 @@ void AgentCore::drive(bool pool) {
 
 AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) {
   if (front.in_doubt) {
-    const auto landed = resolve_commit(session_, front.in_doubt->marker);
-    if (!landed) return Step::retry_later;
-    if (*landed) {
-      done = front.in_doubt->nodes;
-      runtime_.markers().landed(front.in_doubt->marker);
-      complete(*front.in_doubt);
+    // Rule 6 for a batch whose multi's reply was lost, tried for as long as ZooKeeper stays
+    // away, so never from its marker's absence alone: gc may have removed the marker by now.
+    // After a sync: the marker, or the head naming the batch's new value, says it landed;
+    // one of its send nodes still queued says it did not (the multi deletes them all).
+    InDoubt& doubt = *front.in_doubt;
+    bool marked = false;
+    bool named = false;
+    bool queued = false;
+    try {
+      auto synced = session_.sync_async(doubt.marker);
+      auto marker = session_.exists_async(doubt.marker);
+      auto head = session_.get_async(head_path_);
+      std::vector<std::future<std::optional<NodeStat>>> sends;
+      for (const auto& node : doubt.nodes) sends.push_back(session_.exists_async(node));
+      marked = session_.wait(marker).has_value();
+      session_.wait(synced);
+      named = doubt.written && decode_agent_head(session_.wait(head).data, head_path_).point == *doubt.written;
+      for (auto& send : sends) queued = session_.wait(send).has_value() || queued;
+    } catch (const ConnectionLoss&) {
+      return Step::retry_later;
+    } catch (const SessionExpired&) {
+      return Step::retry_later;
+    }
+    if (marked || named) {
+      done = doubt.nodes;
+      if (marked) runtime_.markers().landed(doubt.marker);  // a found marker waits for removal
+      complete(doubt);
       return Step::finished;
     }
-    if (front.in_doubt->written && !front.in_doubt->in_multi) erase_quietly(*front.in_doubt->written);
+    if (!queued) {
+      // Landed and replaced since, or not landed and its sends run or gone elsewhere: nothing
+      // tells which. Its value stays (a head may have named it), and its sends are settled
+      // as vanished, as a listing that no longer shows them would.
+      std::vector<std::string> nodes = std::move(doubt.nodes);
+      front.in_doubt.reset();
+      throw SendVanished{std::move(nodes)};
+    }
+    if (doubt.written && !doubt.in_multi) erase_quietly(*doubt.written);
     front.in_doubt.reset();
   }
   auto batch = plan(front);

@@ -38,6 +38,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
     detail::require_positive(*options_.operation_timeout, "ClientOptions::operation_timeout");
   }
   detail::require_valid(options_.barging);
+  detail::require_positive(options_.marker_grace, "ClientOptions::marker_grace");
   if (options_.min_history > options_.max_history) {
     throw Error("ClientOptions::min_history (" + std::to_string(options_.min_history) +
                 ") exceeds max_history (" + std::to_string(options_.max_history) + ")");

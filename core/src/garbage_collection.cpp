@@ -32,13 +32,6 @@ std::set<std::int64_t> live_sessions(ZooKeeperSession& session, const std::strin
 
 }  // namespace
 
-std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session) {
-  // An owner resolves for up to three of its session timeouts (resolve_commit); other clients'
-  // timeouts are unknown but ZooKeeper caps them, by default at 40 s (20 ticks of 2 s).
-  constexpr std::chrono::milliseconds default_maximum_session_timeout{40000};
-  return 3 * std::max(session.options().session_timeout, default_maximum_session_timeout);
-}
-
 GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
                                           std::chrono::milliseconds marker_grace) {
   GarbageReport report;
@@ -71,10 +64,10 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
       }
     }
   }
-  // Markers only matter while their owner may still resolve a lost commit reply (rule 6):
-  // never sooner than that window, and judged on one clock, ZooKeeper's own: the mtime of a
-  // write made now against the markers' ctimes.
-  const auto grace = std::max(marker_grace, minimum_marker_grace(runtime_.session()));
+  // An owner trusts its marker's absence only within half the deployment's grace of sending
+  // its commit (rule 6): no marker younger than that grace goes, judged on one clock,
+  // ZooKeeper's own: the mtime of a write made now against the markers' ctimes.
+  const auto grace = std::max(marker_grace, runtime_.options().marker_grace);
   const std::int64_t now = runtime_.session().set(runtime_.layout().session(runtime_.session().session_id()), {}).mtime;
   for (const auto& child : runtime_.session().children(runtime_.layout().markers())) {
     const std::string path = runtime_.layout().marker(child);

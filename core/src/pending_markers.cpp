@@ -16,8 +16,9 @@ namespace {
 constexpr std::size_t close_batch = 512;
 }  // namespace
 
-PendingMarkers::PendingMarkers(ZooKeeperSession& session, Logger logger)
-    : session_(session), logger_(std::move(logger)) {}
+PendingMarkers::PendingMarkers(ZooKeeperSession& session, Logger logger,
+                               std::chrono::milliseconds grace)
+    : session_(session), logger_(std::move(logger)), grace_(grace) {}
 
 std::vector<std::string> PendingMarkers::carry(std::size_t& bytes) {
   const std::size_t chroot = session_.options().chroot.size();
@@ -102,7 +103,8 @@ void PendingMarkers::carried_gone(const std::vector<std::string>& carried, const
 
 std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
                                            const std::string& marker, MultiResult* result,
-                                           std::size_t cleanup) {
+                                           std::size_t cleanup, std::function<bool()> written_named,
+                                           std::optional<std::uint64_t> generation) {
   const std::size_t chroot = session_.options().chroot.size();
   std::size_t bytes = 0;
   for (const auto& operation : operations) bytes += serialized_size(operation, chroot);
@@ -111,7 +113,8 @@ std::optional<bool> PendingMarkers::commit(std::vector<Operation> operations,
   for (const auto& path : carried) operations.push_back(op::Remove{path, 0});
   MultiResult reply;
   const std::optional<bool> landed =
-      commit_with_cleanup(session_, std::move(operations), first_cleanup, marker, reply,
+      commit_with_cleanup(session_, std::move(operations), first_cleanup,
+                          Resolution{marker, grace_, std::move(written_named), generation}, reply,
                           [&](const std::string& path) { carried_gone(carried, path); });
   if (landed && *landed) commit_landed(carried, marker);
   if (result != nullptr) *result = std::move(reply);

@@ -10,9 +10,11 @@
 #include <avout/logger.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,10 +31,13 @@ class PendingMarkers {
   /// At most this many markers wait per thread; beyond, the oldest is removed on its own.
   static constexpr std::size_t per_thread = 64;
   /// At most this many wait in all (a thread that ended leaves its last ones until close).
+  /// The oldest beyond it may be carried by another thread's commit in flight: that multi
+  /// then finds it gone and goes again without it (commit_with_cleanup).
   static constexpr std::size_t in_all = 1024;
 
-  /// Markers of commits made on `session`; `logger` hears what close could not remove.
-  PendingMarkers(ZooKeeperSession& session, Logger logger);
+  /// Markers of commits made on `session`; `logger` hears what close could not remove;
+  /// `grace` is ClientOptions::marker_grace (a lost commit reply's resolution, rule 6).
+  PendingMarkers(ZooKeeperSession& session, Logger logger, std::chrono::milliseconds grace);
 
   /// The calling thread's markers, oldest first, as many as still fit in a multi that
   /// weighs `bytes` so far (rule 11); their removals' weight is added to `bytes`.
@@ -51,9 +56,14 @@ class PendingMarkers {
   /// thread's waiting markers riding last; once it landed they are gone and `marker` waits
   /// in their place. One found gone already is dropped and the multi sent again (no conflict).
   /// The last `cleanup` of `operations` are removals that, like the markers, may find
-  /// their node gone: such a one is dropped too.
+  /// their node gone: such a one is dropped too. `written_named` (optional) tells a lost
+  /// reply's resolution whether a head names what the multi wrote, and `generation`
+  /// (optional) is the session the multi must go out on (Resolution: SessionExpired when
+  /// that one ended, nothing sent).
   std::optional<bool> commit(std::vector<Operation> operations, const std::string& marker,
-                             MultiResult* result = nullptr, std::size_t cleanup = 0);
+                             MultiResult* result = nullptr, std::size_t cleanup = 0,
+                             std::function<bool()> written_named = {},
+                             std::optional<std::uint64_t> generation = std::nullopt);
   /// Removes every waiting marker, one multi per batch, when the client closes. Best
   /// effort and never throws: what it cannot remove, gc removes after its grace period.
   void remove_all() noexcept;
@@ -67,6 +77,7 @@ class PendingMarkers {
 
   ZooKeeperSession& session_;
   Logger logger_;
+  std::chrono::milliseconds grace_;
   std::mutex mutex_;  // guards the members below
   std::unordered_map<std::thread::id, std::deque<Waiting>> waiting_;
   std::size_t count_ = 0;

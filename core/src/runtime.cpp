@@ -21,7 +21,7 @@ Runtime::Runtime(ZooKeeperSession& session, const ClientOptions& options,
       layout_(options.chroot, options.root),
       callbacks_(std::move(callbacks)),
       nodes_(std::make_unique<NodeCache>(session)),
-      markers_(std::make_unique<PendingMarkers>(session, options.logger)) {
+      markers_(std::make_unique<PendingMarkers>(session, options.logger, options.marker_grace)) {
   session_.create_recursive(layout_.stm_clock());
   session_.create_recursive(layout_.markers());
   session_.create_recursive(layout_.sessions());

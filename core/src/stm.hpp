@@ -52,6 +52,8 @@ struct HeadRecord {
 Bytes encode_head(const HeadRecord& record);
 /// Decodes a head record; CodecError naming `path` when malformed.
 HeadRecord decode_head(const Bytes& bytes, const std::string& path);
+/// True when `head` names `point`, as its newest value or in its history.
+bool names(const HeadRecord& head, const Point& point);
 
 /// The age of one dosync across its attempts (transactions.md rule 10): the older transaction wins.
 struct TransactionAge {
@@ -188,22 +190,45 @@ std::optional<std::int64_t> writer_of(const std::string& id);
 
 struct BargeState;  // barging.hpp
 
-/// A definite "did it land?" for a multi whose reply was lost (docs/transactions.md rule 6):
-/// its marker, created in op 0, exists exactly when it was applied. nullopt when ZooKeeper
-/// stays unreachable.
-std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker);
+/// How a commit multi is sent, and what tells whether one whose reply was lost landed
+/// (docs/transactions.md rules 2, 6).
+struct Resolution {
+  std::string marker;               ///< created by the multi's op 0: present exactly when it landed
+  std::chrono::milliseconds grace;  ///< ClientOptions::marker_grace: gc leaves younger markers
+  /// Asked once the marker's absence proves nothing (gc may have removed it), after a sync:
+  /// true when a head the multi set names a point it wrote, so it landed. Empty: nothing does.
+  std::function<bool()> written_named = {};
+  /// The session generation the multi's points were written on: the multi goes out on that
+  /// session or not at all (SessionExpired, nothing sent; gc may see their writer dead).
+  std::optional<std::uint64_t> generation = std::nullopt;
+};
+
+/// Until when an answer that a commit's marker is absent proves the commit, sent at `sent`,
+/// did not land: half the grace within which gc leaves markers alone (rule 6), judged on this
+/// process's steady clock, as gc judges their age on ZooKeeper's.
+std::chrono::steady_clock::time_point absence_proves_until(std::chrono::steady_clock::time_point sent,
+                                                           std::chrono::milliseconds grace);
+
+/// A definite "did it land?" for a multi sent at `sent` whose reply was lost (rule 6): true
+/// when its marker is found, or later a head names what it wrote; false when the marker is
+/// absent while that proves it (absence_proves_until); nullopt when neither can be told, or
+/// ZooKeeper stays unreachable.
+std::optional<bool> resolve_commit(ZooKeeperSession& session, const Resolution& resolution,
+                                   std::chrono::steady_clock::time_point sent);
 
 /// How long an owner keeps trying to find out what became of a request whose reply was lost
-/// (resolving a commit, locating or settling an agent's send): three session timeouts, after
-/// which the server has expired a session that stayed away, and its ephemeral nodes with it.
+/// (resolving a commit, locating or settling an agent's send): three of the session timeouts
+/// the server granted, after which it has expired a session that stayed away, and its
+/// ephemeral nodes with it.
 std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession& session);
 
-/// Sends a multi whose op 0 creates `marker`: true when it was applied, false when an
-/// operation failed (`result` tells which), nullopt when the outcome stayed unknown. A lost
-/// reply is resolved through the marker, never by sending the multi again.
+/// Sends a multi whose op 0 creates `resolution.marker`: true when it was applied, false when
+/// an operation failed (`result` tells which), nullopt when the outcome stayed unknown. A lost
+/// reply is resolved (resolve_commit), never by sending the multi again. SessionExpired: the
+/// session of `resolution.generation` has ended and nothing was sent.
 std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
-                                       const std::string& marker, MultiResult* result = nullptr);
+                                       const Resolution& resolution, MultiResult* result = nullptr);
 
 /// commit_with_marker for a multi whose operations from `first_cleanup` on are clean-up
 /// (rule 16): removals at version 0 of nodes that may be gone already (earlier commits'
@@ -211,13 +236,9 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
 /// the first failing op, so every op before it succeeded): `gone` hears its path and the
 /// multi goes again without it; nothing else is retried. `result` tells a failure's op.
 std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<Operation> operations,
-                                        std::size_t first_cleanup, const std::string& marker,
+                                        std::size_t first_cleanup, const Resolution& resolution,
                                         MultiResult& result,
                                         const std::function<void(const std::string&)>& gone);
-
-/// The least age of a commit marker gc removes: the longest time an owner may still be
-/// resolving it (rule 6), whatever grace a caller asks for.
-std::chrono::milliseconds minimum_marker_grace(const ZooKeeperSession& session);
 
 /// One attempt of a transaction: its read point, the refs it read, wrote, ensured and
 /// commuted, and the commit.
@@ -225,6 +246,8 @@ class Transaction {
  public:
   /// The transaction running on this thread, or null.
   static Transaction* current();
+  /// The runtime of the client this transaction runs on (white-box tests reach its parts here).
+  Runtime& runtime() const { return runtime_; }
 
   /// `speculate`: commit over the heads cached as of this client's last commit, without a
   /// read point of its own, when there is such a commit and `prefetch` is empty.
@@ -323,6 +346,7 @@ class Transaction {
   Multi build_multi(Commit& commit);
   bool apply_result(Commit& commit, const Multi& multi);
   void keep_written_heads(const Commit& commit, const Multi& multi);
+  bool heads_name_points(const Commit& commit);
   void after_landing(Commit& commit, const Multi& multi);
 
   struct CommitAddition {

@@ -197,6 +197,7 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     require_fits(initial.size(), store.max_value_size(), "ref " + ref.name());
     runtime_.session().create_recursive(head.substr(0, head.rfind('/')));
     runtime_.session().create_recursive(runtime_.layout().tag(ref.name()));  // tags change only by setData (rule 10)
+    const std::uint64_t generation = runtime_.session().generation();  // the point's (rule 2)
     runtime_.announce_session();
     const Point point = runtime_.new_point();
     ref.data().set(initial, point);
@@ -207,10 +208,18 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     const std::string marker = runtime_.layout().marker(runtime_.new_point().id);
     Operation write_head = op::Create{head, record, CreateMode::persistent};
     if (stat) write_head = op::SetData{head, record, stat->version};
-    const std::optional<bool> landed = runtime_.markers().commit(
-        {op::Create{marker, {}, CreateMode::persistent}, write_head,
-         op::SetData{runtime_.layout().stm_clock(), {}, -1}},
-        marker);
+    std::optional<bool> landed;
+    try {
+      landed = runtime_.markers().commit(
+          {op::Create{marker, {}, CreateMode::persistent}, write_head,
+           op::SetData{runtime_.layout().stm_clock(), {}, -1}},
+          marker, nullptr, 0, [&] { return names(decode_head(runtime_.session().get(head).data, head), point); },
+          generation);
+    } catch (const SessionExpired&) {
+      // Renewed since the point was written: the multi did not go out; a new point will.
+      ref.data().erase(point);
+      continue;
+    }
     if (!landed) {
       // The point may be referenced: it stays for gc to judge.
       throw OutcomeUnknown("ref " + ref.name() + ": creating its head " + head +

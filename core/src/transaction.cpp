@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <limits>
 #include <set>
 #include <thread>
 #include <utility>
@@ -31,24 +33,52 @@ RetryAttempt outdated(const RefCore& ref) {
   return RetryAttempt{"ref " + ref.name() + " changed after this client's last commit", true};
 }
 
+// A speculative commit sets the clock at the version this client's last commit gave it. The
+// clock's int32 version wraps after 2^31 commits, and a wrapped clock is only a clock: at the
+// last version (the set would wrap it, which the session refuses, rule 1), at -1 (which asks
+// for no version at all) and at every wrapped, negative version, commits go the usual way,
+// whose clock write names no version, until the clock's version is positive again.
+bool speculates_at(std::int32_t clock_version) {
+  return clock_version >= 0 && clock_version < std::numeric_limits<std::int32_t>::max();
+}
+
 }  // namespace
 
 Transaction* Transaction::current() { return running; }
 
-std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession& session) {
-  return std::chrono::steady_clock::now() + session.options().session_timeout * 3;
+bool names(const HeadRecord& head, const Point& point) {
+  return head.newest == point || std::any_of(head.history.begin(), head.history.end(),
+                                             [&](const HeadEntry& older) { return older.point == point; });
 }
 
-std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string& marker) {
+std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession& session) {
+  return std::chrono::steady_clock::now() + session.negotiated_timeout() * 3;
+}
+
+std::chrono::steady_clock::time_point absence_proves_until(std::chrono::steady_clock::time_point sent,
+                                                           std::chrono::milliseconds grace) {
+  // The marker, if created, was created after `sent`, and gc removes none younger than the
+  // grace on ZooKeeper's clock; half of it leaves room for clocks that do not run alike.
+  return sent + grace / 2;
+}
+
+std::optional<bool> resolve_commit(ZooKeeperSession& session, const Resolution& resolution,
+                                   std::chrono::steady_clock::time_point sent) {
   const auto deadline = resolution_deadline(session);
   while (std::chrono::steady_clock::now() < deadline) {
     if (ReplyDeadline::expired()) return std::nullopt;  // the caller's deadline: unknown
     try {
-      auto synced = session.sync_async(marker);
-      auto found = session.exists_async(marker);
+      auto synced = session.sync_async(resolution.marker);
+      auto found = session.exists_async(resolution.marker);
       const bool present = session.wait(found).has_value();
       session.wait(synced);
-      return present;
+      if (present) return true;
+      // Answered now at the latest: while gc could not have removed the marker, its absence
+      // says the multi was not applied. Past that, only what the multi wrote can tell, and
+      // never that it did not land.
+      if (std::chrono::steady_clock::now() < absence_proves_until(sent, resolution.grace)) return false;
+      if (resolution.written_named && resolution.written_named()) return true;
+      return std::nullopt;
     } catch (const ConnectionLoss&) {
     } catch (const SessionExpired&) {
     }
@@ -59,29 +89,33 @@ std::optional<bool> resolve_commit(ZooKeeperSession& session, const std::string&
 
 std::optional<bool> commit_with_marker(ZooKeeperSession& session,
                                        const std::vector<Operation>& operations,
-                                       const std::string& marker, MultiResult* result) {
+                                       const Resolution& resolution, MultiResult* result) {
+  const auto sent = std::chrono::steady_clock::now();
+  // Throws SessionExpired, having sent nothing, once the points' session has ended.
+  auto pending = resolution.generation ? session.multi_async(operations, *resolution.generation)
+                                       : session.multi_async(operations);
   try {
-    MultiResult reply = session.multi(operations);
+    MultiResult reply = session.wait(pending);
     const bool committed = reply.committed;
     if (result != nullptr) *result = std::move(reply);
     return committed;
   } catch (const ConnectionLoss&) {
-    return resolve_commit(session, marker);
+    return resolve_commit(session, resolution, sent);
   } catch (const SessionExpired&) {
-    return resolve_commit(session, marker);
+    return resolve_commit(session, resolution, sent);
   } catch (const Timeout&) {
     return std::nullopt;  // the caller's deadline passed with the multi in flight
   }
 }
 
 std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<Operation> operations,
-                                        std::size_t first_cleanup, const std::string& marker,
+                                        std::size_t first_cleanup, const Resolution& resolution,
                                         MultiResult& result,
                                         const std::function<void(const std::string&)>& gone) {
   while (true) {
     // A lost reply resolved as not landed names no failing op: none from an earlier send.
     result = MultiResult{};
-    const std::optional<bool> landed = commit_with_marker(session, operations, marker, &result);
+    const std::optional<bool> landed = commit_with_marker(session, operations, resolution, &result);
     if (!landed || *landed || result.failed_index < first_cleanup ||
         result.failed_index >= operations.size()) {
       return landed;
@@ -105,8 +139,7 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // everything the body read is still current. That commit, which may be long past, does not
   // date it for barging (rule 10): until a read point of its own does, it is the youngest.
   const auto own = speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
-  // Version -1 would ask for no version at all (rule 1): that one commit goes the usual way.
-  if (own && own->clock_version != -1) {
+  if (own && speculates_at(own->clock_version)) {
     speculative_ = true;
     read_point_ = own->zxid;
     clock_version_ = own->clock_version;
@@ -259,9 +292,7 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
   runtime_.session().sync(target.ref->head_path());
   auto node = runtime_.session().get(target.ref->head_path());
   auto now = decode_head(node.data, target.ref->head_path());
-  bool referenced = now.newest == *point;
-  for (const auto& older : now.history) referenced = referenced || older.point == *point;
-  if (referenced) {
+  if (names(now, *point)) {
     throw BackendError("ref " + target.ref->name() + ": value at point " + point->id +
                        " is missing from its store while the head references it");
   }
@@ -738,12 +769,22 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   MultiResult& result = commit.result;
   // Once sent, its multi is what checks a speculative attempt: nothing confirms it after.
   const bool speculated = std::exchange(speculative_, false);
-  const std::optional<bool> landed = commit_with_cleanup(
-      runtime_.session(), multi.operations, multi.first_cleanup, marker_path_, result,
-      [&](const std::string& path) {
-        commit.gone.insert(path);
-        runtime_.markers().carried_gone(commit.carried, path);
-      });
+  const Resolution resolution{marker_path_, runtime_.options().marker_grace,
+                              [&] { return heads_name_points(commit); }, generation_};
+  std::optional<bool> landed;
+  try {
+    landed = commit_with_cleanup(runtime_.session(), multi.operations, multi.first_cleanup, resolution,
+                                 result, [&](const std::string& path) {
+                                   commit.gone.insert(path);
+                                   runtime_.markers().carried_gone(commit.carried, path);
+                                 });
+  } catch (const SessionExpired&) {
+    // Rule 2: renewed before a send (the first, or a resend without a gone clean-up node),
+    // which therefore did not go out.
+    Commit::discard(stm_, commit.recomputed);
+    Commit::discard(stm_, commit.written);
+    throw RetryAttempt{"the ZooKeeper session was renewed before the commit was sent"};
+  }
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
     throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
@@ -781,6 +822,23 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   }
   stm_.count_retry();
   return false;
+}
+
+// Whether a head this commit sets names the point it gave it (rule 6: then its multi landed,
+// the points being fresh), read after the resolution's sync. A head that moved on and
+// trimmed it no longer tells.
+bool Transaction::heads_name_points(const Commit& commit) {
+  auto& session = runtime_.session();
+  std::vector<std::pair<const Commit::Staged*, std::future<NodeData>>> heads;
+  for (const auto* staged : {&commit.written, &commit.recomputed}) {
+    for (const auto& s : *staged) heads.emplace_back(&s, session.get_async(s.target->ref->head_path()));
+  }
+  bool named = false;
+  for (auto& [staged, reply] : heads) {
+    const NodeData node = session.wait(reply);
+    named = named || names(decode_head(node.data, staged->target->ref->head_path()), staged->point);
+  }
+  return named;
 }
 
 // The heads this commit set are known from the multi itself (what it sent, the stat it got

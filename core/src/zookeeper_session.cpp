@@ -458,7 +458,9 @@ std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
   return synced;
 }
 
-std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operation>& operations) {
+namespace {
+
+void require_multi_headroom(const std::vector<Operation>& operations) {
   for (const auto& operation : operations) {
     std::visit(
         [](const auto& o) {
@@ -469,7 +471,33 @@ std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operati
         },
         operation);
   }
-  auto handle = impl_->current();
+}
+
+}  // namespace
+
+std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operation>& operations) {
+  require_multi_headroom(operations);
+  return send_multi(impl_->current(), operations);
+}
+
+std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operation>& operations,
+                                                       std::uint64_t generation) {
+  require_multi_headroom(operations);
+  std::shared_ptr<Handle> handle;
+  {
+    // Under the lock the renewal swaps the handle with: this handle is that generation's.
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->ended_since(generation)) {
+      throw SessionExpired("zookeeper multi: the session it was prepared on has ended; nothing "
+                           "was sent");
+    }
+    handle = impl_->handle;
+  }
+  return send_multi(std::move(handle), operations);
+}
+
+std::future<MultiResult> ZooKeeperSession::send_multi(std::shared_ptr<detail::Handle> handle,
+                                                      const std::vector<Operation>& operations) {
   auto reply = std::make_unique<detail::MultiReply>();
   const std::size_t count = operations.size();
   reply->operations.resize(count);
@@ -568,6 +596,11 @@ std::vector<std::string> ZooKeeperSession::children(const std::string& path, Wat
 
 MultiResult ZooKeeperSession::multi(const std::vector<Operation>& operations) {
   auto reply = multi_async(operations);
+  return wait(reply);
+}
+
+MultiResult ZooKeeperSession::multi(const std::vector<Operation>& operations, std::uint64_t generation) {
+  auto reply = multi_async(operations, generation);
   return wait(reply);
 }
 

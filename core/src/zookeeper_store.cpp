@@ -133,8 +133,9 @@ class NodeReferenceData final : public ReferenceData, public detail::ZooKeeperHe
   void erase(const Point& point) override {
     // Pipelined, not awaited: later requests of this session see the node gone, and a
     // delete lost with the connection only leaves garbage for gc. Saves a round trip per
-    // trimmed version on every commit.
-    (void)session_.remove_async(join_path(folder_, point.id), -1);
+    // trimmed version on every commit. Version 0: value nodes are created once and never
+    // changed, and rule 1 sends no version -1 ("any") but the clock's.
+    (void)session_.remove_async(join_path(folder_, point.id), 0);
   }
 
   op::Create commit_operation(const Bytes& value, const Point& point) override {

@@ -164,8 +164,9 @@ class Client {
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the
   /// default store and `stores` (each swept once, however often named), and commit markers
-  /// created more than `marker_grace` ago, judged on ZooKeeper's clock. A shorter grace than an owner may spend resolving a lost
-  /// commit reply (3 x max(session timeout, 40 s)) is raised to that. Only keys of this
+  /// created more than `marker_grace` ago, judged on ZooKeeper's clock. A grace shorter than
+  /// ClientOptions::marker_grace (within which owners rely on their markers) is raised to
+  /// that. Only keys of this
   /// client's deployment are touched. Safe while others commit.
   GarbageReport gc(const std::vector<std::reference_wrapper<Store>>& stores = {},
                    std::chrono::milliseconds marker_grace = std::chrono::minutes(10));

@@ -47,6 +47,12 @@ struct ClientOptions {
   /// commit, saving the round trip of its read point; it lands only if no other commit came
   /// since, else it runs again the usual way (docs/transactions.md, "Speculative commits").
   bool speculative_commits = true;
+  /// How long a commit marker outlives its commit (docs/transactions.md rule 6): gc never
+  /// removes a younger one, and an owner whose commit reply was lost trusts a marker's absence
+  /// ("not landed") only when it was answered within half of it since the commit was sent;
+  /// later it asks whether the heads it wrote name its commit, else reports OutcomeUnknown.
+  /// Every process of a deployment must use the same; positive, else InvalidDuration.
+  std::chrono::milliseconds marker_grace{120000};
   Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
                     ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };

@@ -139,6 +139,7 @@ struct SessionStatistics {
 
 namespace detail {
 struct SessionCore;  // the session's state (zookeeper_session.cpp)
+class Handle;        // one ZooKeeper handle (zookeeper_handle.hpp)
 
 /// While alive, bounds this thread's waits for ZooKeeper replies by `deadline` too. A wait
 /// it cuts short throws Timeout and leaves the request in flight: after a write, whoever
@@ -222,6 +223,12 @@ class ZooKeeperSession {
   /// Runs operations atomically; the future throws only for connection-level failures
   /// (ConnectionLoss: outcome unknown; SessionExpired), never for a failing operation.
   std::future<MultiResult> multi_async(const std::vector<Operation>& operations);
+  /// multi_async on the session of `generation` (see generation()) only: once that one has
+  /// ended (expired, or replaced by a renewal), nothing is sent and SessionExpired is thrown
+  /// at once. The check and the choice of the handle are one step, so a renewal cannot come
+  /// between them: a multi naming what was written for one session never goes out on another.
+  std::future<MultiResult> multi_async(const std::vector<Operation>& operations,
+                                       std::uint64_t generation);
   /// Makes the connected server catch up with the leader; later reads on this session see
   /// every write committed before the sync.
   std::future<void> sync_async(const std::string& path = "/");
@@ -244,6 +251,8 @@ class ZooKeeperSession {
   std::vector<std::string> children(const std::string& path, WatchCallback watch = {});
   /// See multi_async.
   MultiResult multi(const std::vector<Operation>& operations);
+  /// See multi_async (with a generation).
+  MultiResult multi(const std::vector<Operation>& operations, std::uint64_t generation);
   /// See sync_async.
   void sync(const std::string& path = "/");
 
@@ -321,6 +330,8 @@ class ZooKeeperSession {
   std::chrono::milliseconds reply_timeout() const;
   [[noreturn]] void throw_no_reply() const;
   void note_round_trip() const;
+  std::future<MultiResult> send_multi(std::shared_ptr<detail::Handle> handle,
+                                      const std::vector<Operation>& operations);
   std::shared_ptr<detail::SessionCore> impl_;
 };
 
