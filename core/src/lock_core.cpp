@@ -9,39 +9,55 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <string_view>
 
 namespace avout::detail {
 
 namespace {
 
 constexpr std::size_t id_digits = 16;
-constexpr std::size_t sequence_digits = 10;
+constexpr std::size_t prefix_length = 2 + id_digits + 1;  // "<kind>-<id>-"
 
-// True for a node avout queued in a lock folder: <kind>-<16 hex digits>-<10 digits>. Other
+// The sequence number ZooKeeper appended: the parent's child counter, a signed 32-bit int
+// printed with "%010d". It wraps after 2^31 changes of the folder's children, to
+// -2147483648 (11 characters) and on through -000000001 to 0000000000 (item 10 of issue 35).
+std::optional<std::int32_t> parse_sequence(std::string_view suffix) {
+  std::int32_t value = 0;
+  const auto* end = suffix.data() + suffix.size();
+  const auto [stop, error] = std::from_chars(suffix.data(), end, value);
+  if (error != std::errc{} || stop != end || suffix.empty() || suffix.size() < 10) return std::nullopt;
+  return value;
+}
+
+// True for a node avout queued in a lock folder: <kind>-<16 hex digits>-<sequence>. Other
 // children (the folders of a lock whose name nests below this one) are not ours.
 bool is_node(const std::string& name, char kind) {
-  if (name.size() != 2 + id_digits + 1 + sequence_digits) return false;
-  if (name[0] != kind || name[1] != '-' || name[2 + id_digits] != '-') return false;
-  for (std::size_t i = 2; i < 2 + id_digits; ++i) {
+  if (name.size() <= prefix_length) return false;
+  if (name[0] != kind || name[1] != '-' || name[prefix_length - 1] != '-') return false;
+  for (std::size_t i = 2; i < prefix_length - 1; ++i) {
     if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
   }
-  for (std::size_t i = 3 + id_digits; i < name.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
-  }
-  return true;
+  return parse_sequence(std::string_view(name).substr(prefix_length)).has_value();
 }
 
-// The sequence number ZooKeeper appended (the last 10 digits of a node's name).
-std::uint64_t sequence_of(const std::string& name) {
-  return std::stoull(name.substr(name.size() - sequence_digits));
+std::int32_t sequence_of(const std::string& name) {
+  return *parse_sequence(std::string_view(name).substr(prefix_length));
 }
 
-// The nodes of `kind` among `names`, in queue order (by sequence, not by whole name).
+// The nodes of `kind` among `names`, in queue order. The counter wraps, so order is by
+// distance from one of them modulo 2^32 (serial number arithmetic): right while the live
+// nodes of a folder span less than 2^31 of its counter, i.e. none of them has lived through
+// two billion changes of the folder's children.
 std::vector<std::string> queue_of(std::vector<std::string> names, char kind) {
   std::erase_if(names, [&](const std::string& name) { return !is_node(name, kind); });
-  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    return sequence_of(a) < sequence_of(b);
-  });
+  if (names.empty()) return names;
+  const auto base = static_cast<std::uint32_t>(sequence_of(names.front()));
+  const auto distance = [base](const std::string& name) {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(sequence_of(name)) - base);
+  };
+  std::sort(names.begin(), names.end(),
+            [&](const std::string& a, const std::string& b) { return distance(a) < distance(b); });
   return names;
 }
 

@@ -11,6 +11,9 @@
 //                 (on the requesting thread, which waits up to a few seconds for it)
 //   delay         the handle's replies reach callers up to `max_delay` later, in order
 // Every completion still runs exactly once.
+//
+// Independently of any plan, a CounterOffset makes the server's sequential counters look far
+// along (near their wrap), so that code comparing sequence numbers meets the wrap in a test.
 
 #include <chrono>
 #include <cstdint>
@@ -48,6 +51,22 @@ class FaultPlan {
   /// Pauses (false) or resumes (true) injection without ending the plan: a test's own setup
   /// and final checks run without faults.
   static void enable(bool on);
+};
+
+/// While alive (one at a time, with or without a FaultPlan), the sequential suffix of each
+/// node whose parent path contains `within` looks `sequence` further along than the server's:
+/// shown = int32(real + sequence), formatted as ZooKeeper formats its signed 32-bit child
+/// counter ("%010d": 2147483647, then -2147483648, -000000005 ... -000000001, 0000000000).
+/// Create replies (zoo_acreate and the creates of a multi) and child listings show the offset
+/// names; paths the caller sends back (reads, watches, deletes, sets, syncs, the ops of a
+/// multi) are translated to the real ones. Watch events keep the server's real paths.
+/// Usage: `CounterOffset wrap("/lock-test/", (std::int64_t{1} << 31) - 5);`
+class CounterOffset {
+ public:
+  CounterOffset(std::string within, std::int64_t sequence);
+  ~CounterOffset();
+  CounterOffset(const CounterOffset&) = delete;
+  CounterOffset& operator=(const CounterOffset&) = delete;
 };
 
 /// Rates read from the environment: AVOUT_ZK_FAULTS="lost=0.05,early=0.02,expire=0.002,delay=0.1"
