@@ -2,6 +2,7 @@
 #include "back_off.hpp"
 #include "callback_executor.hpp"
 #include "hex.hpp"
+#include "lock_removals.hpp"
 #include "stm.hpp"
 #include "unique_ids.hpp"
 
@@ -78,6 +79,7 @@ constexpr BackOff retry_pauses{std::chrono::milliseconds(50), std::chrono::secon
 LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path,
                    std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
                    std::shared_ptr<CallbackExecutor> callbacks,
+                   std::shared_ptr<LockRemovals> removals,
                    std::optional<std::chrono::milliseconds> operation_timeout)
     : session_(session),
       name_(std::move(name)),
@@ -87,6 +89,7 @@ LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path
       policy_(policy),
       quiet_period_(quiet_period),
       callbacks_(std::move(callbacks)),
+      removals_(std::move(removals)),
       operation_timeout_(operation_timeout) {}
 
 Deadline LockCore::default_deadline() const {
@@ -105,26 +108,18 @@ LockCore::~LockCore() {
   }
   if (watchdog_.joinable()) watchdog_.join();
   // No handle is left to unlock them, so holds still in place would bar every other process
-  // (and this one) until the session ends: release them, fire and forget (a destructor must
-  // not wait for replies; an unreachable server ends them with the session).
-  for (const auto& node : abandoned) {
-    try {
-      (void)session_.remove_async(node, 0);
-    } catch (const Error&) {
-    }
-  }
+  // (and this one) until the session ends: the client's removals delete them (a destructor
+  // must not wait for replies), retrying until done or the session is known gone.
+  const auto generation = session_.generation();
+  for (auto& node : abandoned) removals_->post(std::move(node), generation);
 }
 
 std::vector<std::string> LockCore::nodes_of_live_holds() const {
   std::vector<std::string> nodes;
   for (const auto& [thread, hold] : holds_) {
-    if (hold.lost) continue;  // gone with their session, or already in pending_removals_
+    if (hold.lost) continue;  // gone with their session, or already with removals_
     if (!hold.gate.empty()) nodes.push_back(hold.gate);  // first: readers may enter then
     if (!hold.node.empty()) nodes.push_back(hold.node);
-  }
-  const auto generation = session_.generation();
-  for (const auto& pending : pending_removals_) {
-    if (pending.generation == generation) nodes.push_back(pending.node);
   }
   return nodes;
 }
@@ -143,7 +138,6 @@ void LockCore::start() {
 
 void LockCore::on_session(SessionState state) {
   std::vector<std::function<void()>> to_call;
-  std::vector<std::string> to_remove;
   {
     std::lock_guard lock(mutex_);
     ++events_;
@@ -159,21 +153,12 @@ void LockCore::on_session(SessionState state) {
     } else if (state == SessionState::connected) {
       lapse_at_.reset();
       unconfirmed_ = false;  // the same session is back, or a new one whose holds are marked lost
-      const auto generation = session_.generation();
-      for (const auto& pending : pending_removals_) {
-        if (pending.generation == generation) to_remove.push_back(pending.node);
-      }
-      pending_removals_.clear();  // another session's nodes went with it
     } else {  // expired, auth_failed: the ephemeral nodes are gone
       ++lost_generation_;
-      pending_removals_.clear();
       to_call = mark_lost(false);
     }
     changed_.notify_all();
   }
-  // Holds that lapsed while the same session was away: fire and forget (this runs on the
-  // ZooKeeper thread, which must not wait for replies). The names are unique to us.
-  for (const auto& node : to_remove) (void)session_.remove_async(node, 0);
   for (auto& callback : to_call) callbacks_->post(callback);
 }
 
@@ -184,8 +169,8 @@ std::vector<std::function<void()>> LockCore::mark_lost(bool keep) {
     if (hold.lost) continue;
     any = true;
     if (keep) {
-      if (!hold.gate.empty()) pending_removals_.push_back({hold.gate, generation});
-      pending_removals_.push_back({hold.node, generation});
+      if (!hold.gate.empty()) removals_->post(hold.gate, generation);
+      removals_->post(hold.node, generation);
     }
     hold.lost = true;
   }
@@ -308,7 +293,8 @@ std::string LockCore::create_own(const std::string& folder, const std::string& o
 
 void LockCore::remove_own(const std::string& node) {
   // Done once deleted or known gone with the session. While disconnected, wait for the
-  // session to come back; once the server may have ended it, the reconnect deletes it.
+  // session to come back; once the server may have ended it, the client's removals take the
+  // node over (and delete it if the session lives on).
   const auto generation = session_.generation();
   for (std::size_t attempt = 0;; ++attempt) {
     const auto seen = session_events();
@@ -328,7 +314,7 @@ void LockCore::remove_own(const std::string& node) {
              (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_);
     });
     if (!woken || session_events_ != seen) continue;
-    pending_removals_.push_back({node, generation});
+    removals_->post(node, generation);  // retried there until done or the session is gone
     return;
   }
 }

@@ -19,13 +19,14 @@
 namespace avout::detail {
 
 class CallbackExecutor;
+class LockRemovals;
 
 class LockCore : public std::enable_shared_from_this<LockCore> {
  public:
   /// `policy` empty: a plain mutex (writers only).
   LockCore(ZooKeeperSession& session, std::string name, std::string path,
            std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
-           std::shared_ptr<CallbackExecutor> callbacks,
+           std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<LockRemovals> removals,
            std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
   ~LockCore();
   LockCore(const LockCore&) = delete;
@@ -64,12 +65,6 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     bool shared = false;
     bool lost = false;
   };
-  // A node to delete once the same session is back (a hold that lapsed while disconnected).
-  struct PendingRemoval {
-    std::string node;
-    std::uint64_t generation;  // the session it lives in; another session's is gone already
-  };
-
   bool acquire_exclusive(const Deadline& deadline, Hold& hold);
   bool acquire_shared(const Deadline& deadline, Hold& hold);
   // Lists the writers (or uses `listed`); true when `own` is first, else waits for the
@@ -93,7 +88,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   const Deadline& deadline);
   void on_session(SessionState state);
   // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
-  // `keep`: the session may live on, so its nodes are deleted once it is back.
+  // `keep`: the session may live on, so its nodes go to removals_.
   std::vector<std::function<void()>> mark_lost(bool keep);
   void watch_disconnection();
   // The watchdog's stall check: a gap between its ticks long enough for the server to have
@@ -101,8 +96,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   void check_stall(std::unique_lock<std::mutex>& lock);
   std::chrono::milliseconds stall_limit() const;
   const Hold* hold_of_this_thread() const;
-  // With mutex_ held: the nodes of every hold not lost, and those of lapsed holds waiting for
-  // the session to come back, gates first.
+  // With mutex_ held: the nodes of every hold not lost, gates first.
   std::vector<std::string> nodes_of_live_holds() const;
 
   ZooKeeperSession& session_;
@@ -113,6 +107,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::optional<WriterPolicy> policy_;
   std::chrono::milliseconds quiet_period_;
   std::shared_ptr<CallbackExecutor> callbacks_;
+  std::shared_ptr<LockRemovals> removals_;  // the client's: outlives this core's handles
   std::optional<std::chrono::milliseconds> operation_timeout_;
   std::uint64_t listener_ = 0;
 
@@ -128,7 +123,6 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   bool unconfirmed_ = false;  // after a stall, until the server answers this session again
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
-  std::vector<PendingRemoval> pending_removals_;
   bool stopping_ = false;
   std::thread watchdog_;  // marks holds lost at lapse_at_, notices stalls
 };

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -181,14 +182,43 @@ void delayed_strings(int rc, const String_vector* strings, const void* context) 
   s->completion(rc, strings, s->data);
 }
 
+// The faults fail_next asked for, each taken by the first request it matches.
+struct Targeted {
+  ZooKeeperCall call;
+  std::string within;
+  int count;
+  Fault fault;
+};
+std::mutex targeted_mutex;
+std::vector<Targeted> targeted;
+
+std::optional<Fault> take_targeted(ZooKeeperCall call, const std::string& path) {
+  std::lock_guard lock(targeted_mutex);
+  for (auto& rule : targeted) {
+    if (rule.count > 0 && rule.call == call && path.find(rule.within) != std::string::npos) {
+      --rule.count;
+      return rule.fault;
+    }
+  }
+  return std::nullopt;
+}
+
 // The common decision for one request. `real(completion, data)` sends it; `lost` and
-// `delayed` are the substitutes for this completion type (lost is null for reads).
+// `delayed` are the substitutes for this completion type (lost is null for reads). `path`
+// is the request's (a multi's: its ops' paths, joined), for fail_next's rules.
 template <typename Completion, typename Send>
-int intercept(zhandle_t* handle, bool mutation, Completion completion, const void* data,
-              Completion lost, Completion delayed, Send real) {
+int intercept(zhandle_t* handle, ZooKeeperCall call, const std::string& path, bool mutation,
+              Completion completion, const void* data, Completion lost, Completion delayed,
+              Send real) {
   auto injector = current();
-  if (!injector || completion == nullptr) return real(completion, data);
-  const auto decision = injector->draw(mutation);
+  Decision decision;
+  if (auto forced = completion != nullptr ? take_targeted(call, path) : std::nullopt) {
+    decision.fault = lost == nullptr && *forced == Fault::reply_lost ? Fault::fail_early : *forced;
+  } else if (!injector || completion == nullptr) {
+    return real(completion, data);
+  } else {
+    decision = injector->draw(mutation);
+  }
   switch (decision.fault) {
     case Fault::none:
       return real(completion, data);
@@ -342,6 +372,18 @@ int with_shown(Completion completion, const void* data, Shown<Completion>* shown
 
 }  // namespace
 
+void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost) {
+  std::lock_guard lock(targeted_mutex);
+  targeted.push_back({call, std::move(within), count, reply_lost ? Fault::reply_lost : Fault::fail_early});
+}
+
+int failures_to_come() {
+  std::lock_guard lock(targeted_mutex);
+  int count = 0;
+  for (const auto& rule : targeted) count += rule.count;
+  return count;
+}
+
 CounterOffset::CounterOffset(std::string within, std::int64_t sequence) {
   auto offsets = std::make_shared<Offsets>(std::move(within), sequence);
   std::lock_guard lock(active_mutex);
@@ -395,6 +437,7 @@ using avout::testing::intercept;
 extern "C" {
 
 using avout::testing::current_offsets;
+using avout::testing::ZooKeeperCall;
 using avout::testing::real_path;
 using avout::testing::Shown;
 using avout::testing::with_shown;
@@ -408,7 +451,7 @@ int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int l
                     ? new Shown<string_completion_t>{completion, data, offsets, {}, {}}
                     : nullptr;
   return with_shown(completion, data, shown, &avout::testing::shown_created, [&](string_completion_t c0, const void* d0) {
-    return intercept(zh, true, c0, d0, &avout::testing::lost_string,
+    return intercept(zh, ZooKeeperCall::create, real, true, c0, d0, &avout::testing::lost_string,
                      &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
                        return __real_zoo_acreate(zh, real.c_str(), value, length, acl, mode, c, d);
                      });
@@ -418,7 +461,7 @@ int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int l
 int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int length, int version,
                     stat_completion_t completion, const void* data) {
   const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, true, completion, data, &avout::testing::lost_stat,
+  return intercept(zh, ZooKeeperCall::set, real, true, completion, data, &avout::testing::lost_stat,
                    &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
                      return __real_zoo_aset(zh, real.c_str(), buffer, length, version, c, d);
                    });
@@ -427,7 +470,7 @@ int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int len
 int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_completion_t completion,
                        const void* data) {
   const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, true, completion, data, &avout::testing::lost_void,
+  return intercept(zh, ZooKeeperCall::remove, real, true, completion, data, &avout::testing::lost_void,
                    &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
                      return __real_zoo_adelete(zh, real.c_str(), version, c, d);
                    });
@@ -440,24 +483,22 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
   std::vector<zoo_op_t> sent(operations, operations + count);
   std::vector<std::string> paths;
   paths.reserve(static_cast<std::size_t>(count));
-  Shown<void_completion_t>* shown = nullptr;
-  if (offsets) {
-    shown = new Shown<void_completion_t>{completion, data, offsets, {}, {}};
-    for (auto& operation : sent) {
-      // Every op kind keeps its path first in its member of the union.
-      const char*& path = operation.type == ZOO_CREATE_OP   ? operation.create_op.path
-                          : operation.type == ZOO_DELETE_OP ? operation.delete_op.path
-                          : operation.type == ZOO_SETDATA_OP ? operation.set_op.path
-                                                             : operation.check_op.path;
-      path = paths.emplace_back(real_path(offsets, path)).c_str();
-      if (operation.type == ZOO_CREATE_OP && avout::testing::sequential(operation.create_op.flags) &&
-          operation.create_op.buf != nullptr) {
-        shown->created.emplace_back(operation.create_op.buf, operation.create_op.buflen);
-      }
+  auto* shown = offsets ? new Shown<void_completion_t>{completion, data, offsets, {}, {}} : nullptr;
+  std::string joined;  // every op's path, for fail_next's rules
+  for (auto& operation : sent) {
+    const char*& path = operation.type == ZOO_CREATE_OP   ? operation.create_op.path
+                        : operation.type == ZOO_DELETE_OP ? operation.delete_op.path
+                        : operation.type == ZOO_SETDATA_OP ? operation.set_op.path
+                                                           : operation.check_op.path;
+    path = paths.emplace_back(real_path(offsets, path)).c_str();
+    joined += paths.back() + "\n";
+    if (shown != nullptr && operation.type == ZOO_CREATE_OP &&
+        avout::testing::sequential(operation.create_op.flags) && operation.create_op.buf != nullptr) {
+      shown->created.emplace_back(operation.create_op.buf, operation.create_op.buflen);
     }
   }
   return with_shown(completion, data, shown, &avout::testing::shown_multi, [&](void_completion_t c0, const void* d0) {
-    return intercept(zh, true, c0, d0, &avout::testing::lost_void,
+    return intercept(zh, ZooKeeperCall::multi, joined, true, c0, d0, &avout::testing::lost_void,
                      &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
                        // An expiry injected here falls after the library's refusal of multis
                        // on expired handles (zookeeper_session.cpp, multi_refusal): the C client
@@ -473,7 +514,7 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
 int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                      data_completion_t completion, const void* data) {
   const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, false, completion, data, data_completion_t{nullptr},
+  return intercept(zh, ZooKeeperCall::get, real, false, completion, data, data_completion_t{nullptr},
                    &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
                      return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
                    });
@@ -482,7 +523,7 @@ int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* 
 int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                         stat_completion_t completion, const void* data) {
   const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, false, completion, data, stat_completion_t{nullptr},
+  return intercept(zh, ZooKeeperCall::exists, real, false, completion, data, stat_completion_t{nullptr},
                    &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
                      return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
                    });
@@ -494,7 +535,7 @@ int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watche
   const std::string real = real_path(offsets, path);
   auto* shown = offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}} : nullptr;
   return with_shown(completion, data, shown, &avout::testing::shown_children, [&](strings_completion_t c0, const void* d0) {
-    return intercept(zh, false, c0, d0, strings_completion_t{nullptr},
+    return intercept(zh, ZooKeeperCall::children, real, false, c0, d0, strings_completion_t{nullptr},
                      &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
                        return __real_zoo_awget_children(zh, real.c_str(), watcher, context, c, d);
                      });
@@ -504,7 +545,7 @@ int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watche
 int __wrap_zoo_async(zhandle_t* zh, const char* path, string_completion_t completion,
                      const void* data) {
   const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, false, completion, data, string_completion_t{nullptr},
+  return intercept(zh, ZooKeeperCall::sync, real, false, completion, data, string_completion_t{nullptr},
                    &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
                      return __real_zoo_async(zh, real.c_str(), c, d);
                    });

@@ -53,6 +53,17 @@ class FaultPlan {
   static void enable(bool on);
 };
 
+/// The kinds of request the injector sees.
+enum class ZooKeeperCall { create, set, remove, multi, get, exists, children, sync };
+
+/// Makes the next `count` requests of `call` whose path contains `within` (for a multi: any
+/// of its ops' paths) fail early, or, with `reply_lost` (mutations only), apply with their
+/// reply lost; with or without a FaultPlan, before its own draws. For a test that needs one
+/// exact fault: `fail_next(ZooKeeperCall::remove, lock_folder, 1);`
+void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost = false);
+/// How many of the faults fail_next asked for are still to come.
+int failures_to_come();
+
 /// While alive (one at a time, with or without a FaultPlan), the sequential suffix of each
 /// node whose parent path contains `within` looks `sequence` further along than the server's:
 /// shown = int32(real + sequence), formatted as ZooKeeper formats its signed 32-bit child

@@ -25,6 +25,7 @@ namespace avout {
 
 namespace detail {
 class AgentWorkers;
+class LockRemovals;
 class CallbackExecutor;
 class Runtime;
 }  // namespace detail
@@ -201,6 +202,7 @@ class Client {
   std::unique_ptr<detail::Runtime> runtime_;
   std::unique_ptr<detail::StmContext> stm_;
   std::shared_ptr<detail::AgentWorkers> agent_workers_;
+  std::shared_ptr<detail::LockRemovals> lock_removals_;  // lock nodes to delete, retried
 };
 
 }  // namespace avout

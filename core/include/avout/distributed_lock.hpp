@@ -18,8 +18,11 @@
 //   timed_soft: as soft, and the writer closes the gate only after a quiet period in which
 //     no reader came or went.
 //
-// Only nodes named <kind>-<16 hex digits>-<10 digits> count: the folders of a lock whose
-// name nests below this one (say /l/writers below /l) sit beside them and are ignored.
+// Only nodes named <kind>-<16 hex digits>-<seq> count: the folders of a lock whose name
+// nests below this one (say /l/writers below /l) sit beside them and are ignored. <seq> is the
+// folder's signed 32-bit child counter as ZooKeeper prints it ("%010d"), which wraps after
+// 2^31 creates and deletes; queues are ordered by distance modulo 2^32, so the wrap is
+// harmless while no queued node lives through 2^31 changes of its folder.
 // A barred reader waits for the newest barrier node only, never for the whole folder.
 //
 // Holds are per thread and reentrant. When the session is lost the holder is told: is_held()
@@ -68,7 +71,9 @@ enum class WriterPolicy {
 
 /// A distributed, reentrant, FIFO mutex. Lockable and TimedLockable: works with
 /// std::scoped_lock, std::unique_lock and std::lock_guard. Copies share one lock object;
-/// destroying the last copy releases the holds still taken through it (in the background).
+/// destroying the last copy releases the holds still taken through it (in the background,
+/// retried until the nodes are gone or ZooKeeper reports the session ended; destroying the
+/// Client closes the session, which deletes them at once).
 class Lock {
  public:
   /// Blocks until this thread holds the lock (reentrant: counts nested holds). Throws
@@ -95,7 +100,8 @@ class Lock {
   }
   /// Ends one hold of this thread; the last one deletes the node and returns once it is
   /// deleted or gone with the session (during an outage it waits for the reconnect, at most
-  /// until the server may have ended the session; the reconnect deletes it then). A hold
+  /// until the server may have ended the session; the client then goes on deleting it in
+  /// the background, retrying until it is gone or ZooKeeper reports the session ended). A hold
   /// that was already lost is simply dropped. Throws LockLost when this thread holds nothing
   /// (std::mutex leaves that undefined).
   void unlock();
