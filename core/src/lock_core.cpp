@@ -74,6 +74,10 @@ std::string last_segment(const std::string& path) { return path.substr(path.rfin
 // pause growing from 50 ms to a second.
 constexpr BackOff retry_pauses{std::chrono::milliseconds(50), std::chrono::seconds(1)};
 
+// How long a lock wait that gave up (its deadline passed) still waits for its removals'
+// replies before leaving them to the client's removals and returning.
+constexpr std::chrono::milliseconds give_up_grace{50};
+
 }  // namespace
 
 LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path,
@@ -260,34 +264,95 @@ std::uint64_t LockCore::session_events() const {
   return session_events_;
 }
 
-std::optional<std::string> LockCore::find_own(const std::string& folder, const std::string& own) {
-  session_.sync(folder);
-  for (const auto& child : session_.children(folder)) {
-    if (child.rfind(own, 0) == 0) return folder + "/" + child;
-  }
-  return std::nullopt;
+template <typename T>
+std::optional<T> LockCore::reply_by(std::future<T> request, const Deadline& deadline) const {
+  std::shared_future<T> reply = request.share();
+  if (!deadline.bounded()) return session_.wait(reply);
+  return session_.wait(reply, deadline);
 }
 
-std::string LockCore::create_own(const std::string& folder, const std::string& own, bool sent) {
+bool LockCore::arrived_by(std::future<void> request, const Deadline& deadline) const {
+  // ZooKeeperSession::wait(reply, deadline) gives an optional value, which a void reply
+  // has not: the same bounded wait, by hand.
+  std::shared_future<void> reply = request.share();
+  const auto no_reply_at = std::chrono::steady_clock::now() + 2 * session_.negotiated_timeout();
+  const auto until = std::min(deadline.time_or_far(), no_reply_at);
+  if (reply.wait_until(until) != std::future_status::ready) return false;
+  reply.get();
+  return true;
+}
+
+std::optional<std::vector<std::string>> LockCore::synced_children(const std::string& folder,
+                                                                  const Deadline& deadline,
+                                                                  WatchCallback watch) const {
+  // Replies come in request order: once the listing is in, so is the sync's answer.
+  auto synced = session_.sync_async(folder);
+  auto listed = reply_by(session_.children_async(folder, std::move(watch)), deadline);
+  if (!listed) return std::nullopt;
+  synced.get();
+  return listed;
+}
+
+std::optional<std::string> LockCore::create_own(const std::string& folder, const std::string& own,
+                                                const Deadline& deadline, bool sent) {
   // Curator's protected mode: a create whose reply was lost may have landed, so before
-  // creating again look for the unique id in the name. Until the connection is back (or
-  // the session ended, taking the node along) the outcome is unknown: wait for that.
+  // creating again look for the unique id in the name (a sync and a listing later on the
+  // same session show it). A create still unknown at the deadline is left to removals_,
+  // which removes what it made once the session answers (or ends).
   std::uint64_t sent_in = session_.generation();
   for (std::size_t attempt = 0;; ++attempt) {
     const auto seen = session_events();
     try {
       if (sent && session_.generation() == sent_in) {
-        if (auto found = find_own(folder, own)) return *found;
+        const auto names = synced_children(folder, deadline);
+        if (!names) break;
+        for (const auto& child : *names) {
+          if (child.rfind(own, 0) == 0) return folder + "/" + child;
+        }
       }
       sent = true;
       sent_in = session_.generation();
-      return session_.create(folder + "/" + own, {}, CreateMode::ephemeral_sequential);
+      auto created = reply_by(session_.create_async(folder + "/" + own, {}, CreateMode::ephemeral_sequential), deadline);
+      if (!created) break;
+      return created;
     } catch (const ConnectionLoss&) {
     }
-    (void)wait_fired(std::make_shared<bool>(false), seen,
-                     Deadline::after(back_off_pause(attempt, retry_pauses)));
+    const auto pause = std::chrono::steady_clock::now() + back_off_pause(attempt, retry_pauses);
+    (void)wait_fired(std::make_shared<bool>(false), seen, deadline.no_later_than(pause));
+    if (deadline.expired()) break;
     std::lock_guard lock(mutex_);
     if (stopping_) throw ConnectionLoss("lock " + name_ + ": closed while creating its node");
+  }
+  if (sent) removals_->post_created(folder, own, sent_in);
+  return std::nullopt;
+}
+
+void LockCore::give_up(std::vector<std::string> nodes, const Deadline& deadline) {
+  // Sent at once, so this session's later requests see them gone; a reply not in by the
+  // deadline (or shortly after it, once it passed) leaves the node to removals_.
+  auto until = std::chrono::steady_clock::now() + give_up_grace;
+  if (!deadline.expired()) until = std::max(until, deadline.time_or_far());
+  const auto generation = session_.generation();
+  std::vector<std::pair<std::string, std::future<void>>> sent;
+  for (auto& node : nodes) {
+    if (node.empty()) continue;
+    try {
+      auto reply = session_.remove_async(node, 0);  // never changed: version 0
+      sent.emplace_back(std::move(node), std::move(reply));
+    } catch (const Error&) {
+      removals_->post(std::move(node), generation);
+    }
+  }
+  for (auto& [node, request] : sent) {
+    try {
+      if (arrived_by(std::move(request), Deadline::at(until))) continue;
+    } catch (const NoNode&) {
+      continue;
+    } catch (const SessionExpired&) {
+      continue;  // the node went with the session
+    } catch (const Error&) {
+    }
+    removals_->post(std::move(node), generation);
   }
 }
 
@@ -364,7 +429,7 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
     }
   }
   // The session expired while we acquired: some nodes may live on the new session.
-  remove_hold_nodes(hold);
+  give_up({hold.gate, hold.node}, deadline);
   throw LockLost("lock " + name_ + ": the ZooKeeper session expired while acquiring");
 }
 
@@ -372,20 +437,25 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
   // The create and the first listing travel together: the listing, later on the same
   // session, already holds our node, so an uncontended lock costs one round trip.
   const std::string own_writer = own_prefix('w');
+  const auto generation = session_.generation();
   auto created = session_.create_async(writers_ + "/" + own_writer, {}, CreateMode::ephemeral_sequential);
   auto first_listing = session_.children_async(writers_);
+  std::optional<std::string> node;
   try {
-    hold.node = session_.wait(created);
+    node = reply_by(std::move(created), deadline);
+    if (!node) removals_->post_created(writers_, own_writer, generation);  // outcome unknown
   } catch (const ConnectionLoss&) {
-    hold.node = create_own(writers_, own_writer, true);
+    node = create_own(writers_, own_writer, deadline, true);
   }
+  if (!node) return false;
+  hold.node = *node;
   std::optional<std::vector<std::string>> listed;
   try {
-    listed = session_.wait(first_listing);
+    listed = reply_by(std::move(first_listing), deadline);  // nullopt: first_in_line sees the deadline
   } catch (const ConnectionLoss&) {
   }
   const std::string own = last_segment(hold.node);
-  auto give_up = [&] { remove_hold_nodes(hold); };
+  auto leave = [&] { give_up({hold.gate, hold.node}, deadline); };
   try {
     while (true) {
       const auto seen = session_events();
@@ -395,13 +465,13 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
         // The session may well survive: wait for it to reconnect (or expire), then look again.
         listed.reset();
         if (!wait_fired(std::make_shared<bool>(false), seen, deadline)) {
-          give_up();
+          leave();
           return false;
         }
         continue;
       }
       if (deadline.expired()) {
-        give_up();
+        leave();
         return false;
       }
     }
@@ -410,34 +480,45 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
       // Readers enter only while no writer is queued, so the queue itself is the gate:
       // successive writers keep new readers out. Wait for those inside to leave.
       if (!wait_for_readers_to_leave(deadline, false)) {
-        give_up();
+        leave();
         return false;
       }
       return true;
     }
     while (true) {
       if (!wait_for_readers_to_leave(deadline, *policy_ == WriterPolicy::timed_soft)) {
-        give_up();
+        leave();
         return false;
       }
       // Close the gate: readers arriving from now on wait. Each gate has a name of its own,
       // so no other writer's (or session's) removal can take ours away.
-      hold.gate = create_own(gates_, own_prefix('g'));
+      auto gate = create_own(gates_, own_prefix('g'), deadline);
+      if (!gate) {
+        leave();
+        return false;
+      }
+      hold.gate = *gate;
       // A reader may have entered between our look and the gate: look again.
-      session_.sync(readers_);
-      if (queue_of(session_.children(readers_), 'r').empty()) return true;
-      remove_own(hold.gate);
+      const auto readers = synced_children(readers_, deadline);
+      if (!readers) {
+        leave();
+        return false;
+      }
+      if (queue_of(*readers, 'r').empty()) return true;
+      give_up({hold.gate}, deadline);
       hold.gate.clear();
     }
   } catch (...) {
-    give_up();
+    leave();
     throw;
   }
 }
 
 bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
                              std::uint64_t seen, const Deadline& deadline) {
-  const auto children = queue_of(listed ? std::move(*listed) : session_.children(writers_), 'w');
+  if (!listed) listed = reply_by(session_.children_async(writers_), deadline);
+  if (!listed) return false;  // the deadline passed
+  const auto children = queue_of(std::move(*listed), 'w');
   listed.reset();
   auto mine = std::find(children.begin(), children.end(), own);
   if (mine == children.end()) throw LockLost("lock " + name_ + ": its node vanished (session lost)");
@@ -445,7 +526,8 @@ bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<s
   // Wait for the writer just before us only: no herd. Its deletion means "list again".
   const std::string predecessor = writers_ + "/" + *std::prev(mine);
   auto fired = std::make_shared<bool>(false);
-  if (session_.exists(predecessor, wake(fired))) (void)wait_fired(fired, seen, deadline);
+  const auto stat = reply_by(session_.exists_async(predecessor, wake(fired)), deadline);
+  if (stat && *stat) (void)wait_fired(fired, seen, deadline);
   return false;
 }
 
@@ -456,8 +538,9 @@ bool LockCore::wait_for_readers_to_leave(const Deadline& deadline,
     auto fired = std::make_shared<bool>(false);
     bool empty = false;
     try {
-      session_.sync(readers_);
-      empty = queue_of(session_.children(readers_, wake(fired)), 'r').empty();
+      const auto readers = synced_children(readers_, deadline, wake(fired));
+      if (!readers) return false;  // the deadline passed
+      empty = queue_of(*readers, 'r').empty();
     } catch (const ConnectionLoss&) {
       if (!wait_fired(fired, seen, deadline)) return false;
       continue;
@@ -484,22 +567,29 @@ bool LockCore::acquire_shared(const Deadline& deadline, Hold& hold) {
     const auto seen = session_events();
     auto fired = std::make_shared<bool>(false);
     try {
-      hold.node = create_own(readers_, own_prefix('r'));
+      auto node = create_own(readers_, own_prefix('r'), deadline);
+      if (!node) return false;  // the deadline passed; an unknown create is removals_'s
+      hold.node = *node;
       // The sync makes our view at least as new as our own create: a writer that queued
       // (hard) or closed the gate (soft) before it is seen; one that does so after sees us.
-      session_.sync(barriers);
-      const auto barring = queue_of(session_.children(barriers), barrier_kind);
+      const auto listed = synced_children(barriers, deadline);
+      if (!listed) {
+        give_up({hold.node}, deadline);
+        return false;
+      }
+      const auto barring = queue_of(*listed, barrier_kind);
       if (barring.empty()) return true;
       // Wait for the newest barrier only: readers are not woken by every change of the
       // writer queue (no herd), and once it is gone the earlier ones are too (FIFO).
-      if (!session_.exists(barriers + "/" + barring.back(), wake(fired))) *fired = true;
+      const auto stat = reply_by(session_.exists_async(barriers + "/" + barring.back(), wake(fired)), deadline);
+      if (stat && !*stat) *fired = true;
     } catch (const ConnectionLoss&) {
       // Fall through: our node (if any) goes, and we look again after the reconnect.
     } catch (...) {
-      if (!hold.node.empty()) remove_own(hold.node);
+      give_up({hold.node}, deadline);
       throw;
     }
-    if (!hold.node.empty()) remove_own(hold.node);
+    give_up({hold.node}, deadline);
     hold.node.clear();
     if (!wait_fired(fired, seen, deadline)) return false;
   }

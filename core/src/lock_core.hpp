@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,9 +35,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   /// Makes the lock's folders exist and starts listening to the session.
   void start();
-  /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind).
-  /// A create whose reply was lost is resolved first, which may outlast the deadline. A
-  /// stop request on the deadline's token wakes the waits at once.
+  /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind:
+  /// nodes whose removal or create is not answered by then go to removals_). Requests in
+  /// flight are abandoned at the deadline. A stop request on the deadline's token wakes the
+  /// waits at once.
   bool acquire(bool shared, const Deadline& deadline);
   /// Ends one hold of this thread; a lost hold is dropped quietly. LockLost when this thread
   /// holds nothing. Local state goes only once the nodes are deleted or known gone.
@@ -72,11 +74,27 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   bool first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
                      std::uint64_t seen, const Deadline& deadline);
   bool wait_for_readers_to_leave(const Deadline& deadline, bool quiet);
-  // Creates an ephemeral sequential node <folder>/<kind>-<unique id>-; `sent` says a first
-  // create of that name already went out with no answer.
-  std::string create_own(const std::string& folder, const std::string& own, bool sent = false);
-  // Our node of that name after a sync, if it exists.
-  std::optional<std::string> find_own(const std::string& folder, const std::string& own);
+  // Creates an ephemeral sequential node <folder>/<kind>-<unique id>- by `deadline`; `sent`
+  // says a first create of that name already went out with no answer. nullopt when the
+  // deadline passed first (a create out with no answer then goes to removals_).
+  std::optional<std::string> create_own(const std::string& folder, const std::string& own,
+                                        const Deadline& deadline, bool sent = false);
+  // The reply of `request` by `deadline`: nullopt when the deadline passed (or its stop was
+  // requested) first; the request stays in flight, its reply reaching nobody.
+  template <typename T>
+  std::optional<T> reply_by(std::future<T> request, const Deadline& deadline) const;
+  // The same for a reply without a value: false when the deadline passed first.
+  bool arrived_by(std::future<void> request, const Deadline& deadline) const;
+  // The children of `folder` after a sync (as new as every write before the call) by
+  // `deadline`; nullopt when it passed first.
+  std::optional<std::vector<std::string>> synced_children(const std::string& folder,
+                                                          const Deadline& deadline,
+                                                          WatchCallback watch = {}) const;
+  // A lock wait's own nodes (empty names skipped), deleted when it gives up without a hold:
+  // the removals are sent at once and their replies awaited until `deadline` (or 50 ms, once
+  // it passed); those not confirmed by then go to removals_.
+  void give_up(std::vector<std::string> nodes, const Deadline& deadline);
+  // Deletes a node of a hold being released, waiting for the reconnect during an outage.
   void remove_own(const std::string& node);
   void remove_hold_nodes(const Hold& hold);
   std::uint64_t session_events() const;

@@ -4,8 +4,10 @@
 //
 // The deadline is checked between attempts and bounds every wait (condition waits, back-off
 // sleeps); a round trip already sent to ZooKeeper or a store is never cut short, so a call
-// may return up to one round trip after its deadline (an agent send's create is the one
-// exception: its reply is settled in the background). A call that gives up leaves nothing
+// may return up to one round trip after its deadline (the exceptions: an agent send's create,
+// whose reply is settled in the background, and every wait of Lock and ReadWriteLock, which
+// abandons a request in flight at the deadline and returns within about 50 ms of it, the
+// nodes it leaves removed in the background). A call that gives up leaves nothing
 // half-done (no lock request node, no claim, no send node); a commit whose outcome is still
 // unknown when the deadline passes is OutcomeUnknown, never Timeout.
 

@@ -27,8 +27,8 @@
 //
 // Holds are per thread and reentrant. When the session is lost the holder is told: is_held()
 // turns false, the on_lost callbacks run (on the client's callback thread), and ensure_held()
-// and dosync(guarded_by(lock), ...) throw LockLost. Every wait is bounded by its deadline or
-// ends with LockLost / SessionExpired.
+// and dosync(guarded_by(lock), ...) throw LockLost. Every wait is bounded by its deadline
+// (requests in flight included) or ends with LockLost / SessionExpired.
 //
 // What the calls throw (all derive from avout::Error):
 //   Timeout         lock(deadline), or lock() past ClientOptions::operation_timeout: the
@@ -81,12 +81,16 @@ class Lock {
   /// ClientOptions::operation_timeout (if set) passed.
   void lock();
   /// Like lock(), giving up with Timeout when `deadline` passes or its stop token is
-  /// stopped (waits wake at once); nothing is left behind. A create whose reply was lost
-  /// is resolved first: a round trip in flight is not cut short.
+  /// stopped (waits wake at once), within about 50 ms of it even while the server answers
+  /// nothing: a request in flight is abandoned (its reply reaches nobody). Nothing is left
+  /// behind: the request node is deleted, and a create whose outcome is still unknown, or a
+  /// delete not yet answered, is settled by the client in the background (the node such a
+  /// create made is found by the unique id in its name and deleted).
   void lock(const Deadline& deadline);
   /// Takes the lock only if it is free now (one round of ZooKeeper calls).
   bool try_lock();
-  /// Waits up to `timeout`; false (and no node left behind) when it passes.
+  /// Waits up to `timeout`; false (and no node left behind) when it passes, within about
+  /// 50 ms of it whatever the server does (see lock(const Deadline&)).
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_until(std::chrono::steady_clock::now() + timeout);
