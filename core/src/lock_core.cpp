@@ -69,6 +69,16 @@ std::string own_prefix(char kind) {
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+// How a ReadWriteLock's folder node records its writer policy.
+std::string policy_name(WriterPolicy policy) {
+  switch (policy) {
+    case WriterPolicy::hard: return "hard";
+    case WriterPolicy::soft: return "soft";
+    case WriterPolicy::timed_soft: return "timed_soft";
+  }
+  return "unknown";
+}
+
 // A connection loss without a session event (a reply that timed out or was lost while the
 // connection stayed up) wakes nobody: waits that ride out connection loss retry after a
 // pause growing from 50 ms to a second.
@@ -87,6 +97,7 @@ LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path
                    std::optional<std::chrono::milliseconds> operation_timeout)
     : session_(session),
       name_(std::move(name)),
+      folder_(path),
       writers_(path + "/writers"),
       readers_(path + "/readers"),
       gates_(path + "/gates"),
@@ -133,11 +144,35 @@ void LockCore::start() {
   if (policy_) {
     session_.create_recursive(readers_);
     session_.create_recursive(gates_);
+    claim_policy();
   }
   // No strong reference here: a listener owning the core could end it inside the session's
   // event dispatch.
   listener_ = session_.add_listener([this](SessionState state) { on_session(state); });
   watchdog_ = std::thread([this] { watch_disconnection(); });
+}
+
+void LockCore::claim_policy() {
+  // The policy is the lock's, not the handle's: a hard writer closes no gate and soft readers
+  // look only at gates, so two policies on one lock would let a reader in beside a writer.
+  // The first opener records its policy in the lock's folder node (a conditional write on
+  // the folder's empty data: one opener wins); the others must name the same one.
+  const std::string mine = policy_name(*policy_);
+  while (true) {
+    const auto folder = session_.get(folder_);
+    if (folder.data.empty()) {
+      try {
+        session_.set(folder_, to_bytes(mine), folder.stat.version);
+      } catch (const BadVersion&) {
+      } catch (const ConnectionLoss&) {  // the set may have landed: the read tells
+      }
+      continue;  // read what was recorded, by us or by the opener that came first
+    }
+    const std::string recorded(folder.data.begin(), folder.data.end());
+    if (recorded == mine) return;
+    throw Mismatch("read-write lock " + name_ + ": opened with writer policy " + mine +
+                   ", but it was created with writer policy " + recorded);
+  }
 }
 
 void LockCore::on_session(SessionState state) {

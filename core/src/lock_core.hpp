@@ -33,7 +33,8 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
 
-  /// Makes the lock's folders exist and starts listening to the session.
+  /// Makes the lock's folders exist and starts listening to the session. A ReadWriteLock
+  /// records its writer policy on first open; Mismatch when it was opened with another.
   void start();
   /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind:
   /// nodes whose removal or create is not answered by then go to removals_). Requests in
@@ -67,6 +68,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     bool shared = false;
     bool lost = false;
   };
+  void claim_policy();
   bool acquire_exclusive(const Deadline& deadline, Hold& hold);
   bool acquire_shared(const Deadline& deadline, Hold& hold);
   // Lists the writers (or uses `listed`); true when `own` is first, else waits for the
@@ -119,6 +121,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
 
   ZooKeeperSession& session_;
   std::string name_;
+  std::string folder_;  // the lock's node; a ReadWriteLock's holds its writer policy
   std::string writers_;
   std::string readers_;
   std::string gates_;

@@ -93,7 +93,8 @@ class Client {
   /// The distributed reentrant mutex `name` (nodes under options().root + "/locks" + name).
   Lock lock(const std::string& name);
   /// The distributed read-write lock `name`; `quiet_period` is timed_soft's wait without
-  /// readers before a writer takes the lock.
+  /// readers before a writer takes the lock. The first opener records `policy` for every
+  /// process; Mismatch (naming both policies) when the lock was created with another.
   ReadWriteLock read_write_lock(const std::string& name, WriterPolicy policy = WriterPolicy::hard,
                                 std::chrono::milliseconds quiet_period = std::chrono::milliseconds(200));
 

@@ -17,6 +17,10 @@
 //     while a writer waits.
 //   timed_soft: as soft, and the writer closes the gate only after a quiet period in which
 //     no reader came or went.
+// The policy is the lock's: a hard writer closes no gate and soft readers look only at
+// gates, so mixing policies would let a reader in beside a writer. The first process to open
+// the lock records its policy in the lock's node (<root>/rwlocks<name>); opening it with
+// another throws Mismatch naming both (delete the lock's node, unused, to change it).
 //
 // Only nodes named <kind>-<16 hex digits>-<seq> count: the folders of a lock whose name
 // nests below this one (say /l/writers below /l) sit beside them and are ignored. <seq> is the
@@ -39,6 +43,7 @@
 //   ConnectionLoss  ZooKeeper unreachable for a call that does not ride it out
 //                   (fencing_token's read)
 //   Error           a read-to-write upgrade (could deadlock two readers)
+//   Mismatch        Client::read_write_lock with another writer policy than the lock's
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
