@@ -254,7 +254,9 @@ void LockCore::check_stall(std::unique_lock<std::mutex>& lock) {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_tick_ > stall_limit()) unconfirmed_ = true;
   last_tick_ = now;
-  if (!unconfirmed_ || holds_.empty()) {
+  // Nothing to confirm without holds, unless an acquisition is in flight: its hold, taken
+  // on what it saw before the stall, starts unconfirmed (issue 35, item 12).
+  if (!unconfirmed_ || (holds_.empty() && acquiring_ == 0)) {
     unconfirmed_ = false;
     return;
   }
@@ -352,14 +354,18 @@ std::optional<std::string> LockCore::create_own(const std::string& folder, const
       return created;
     } catch (const ConnectionLoss&) {
     }
-    const auto pause = std::chrono::steady_clock::now() + back_off_pause(attempt, retry_pauses);
-    (void)wait_fired(std::make_shared<bool>(false), seen, deadline.no_later_than(pause));
-    if (deadline.expired()) break;
+    if (!ride_out(attempt, seen, deadline)) break;
     std::lock_guard lock(mutex_);
     if (stopping_) throw ConnectionLoss("lock " + name_ + ": closed while creating its node");
   }
   if (sent) removals_->post_created(folder, own, sent_in);
   return std::nullopt;
+}
+
+bool LockCore::ride_out(std::size_t attempt, std::uint64_t seen, const Deadline& deadline) {
+  const auto pause = std::chrono::steady_clock::now() + back_off_pause(attempt, retry_pauses);
+  (void)wait_fired(std::make_shared<bool>(false), seen, deadline.no_later_than(pause));
+  return !deadline.expired();
 }
 
 void LockCore::give_up(std::vector<std::string> nodes, const Deadline& deadline) {
@@ -445,7 +451,16 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
       return true;
     }
     generation = lost_generation_;
+    ++acquiring_;
   }
+  // Counted until this call returns: a stall during it leaves the hold it takes unconfirmed.
+  struct Acquiring {
+    LockCore& core;
+    ~Acquiring() {
+      std::lock_guard lock(core.mutex_);
+      --core.acquiring_;
+    }
+  } acquiring{*this};
   // A stop request wakes this thread's waits (their predicates look at the token).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(mutex_);
@@ -492,14 +507,14 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
   const std::string own = last_segment(hold.node);
   auto leave = [&] { give_up({hold.gate, hold.node}, deadline); };
   try {
-    while (true) {
+    for (std::size_t losses = 0;;) {
       const auto seen = session_events();
       try {
         if (first_in_line(own, listed, seen, deadline)) break;
       } catch (const ConnectionLoss&) {
-        // The session may well survive: wait for it to reconnect (or expire), then look again.
+        // The session may well survive: look again after the reconnect (or expiry) or a pause.
         listed.reset();
-        if (!wait_fired(std::make_shared<bool>(false), seen, deadline)) {
+        if (!ride_out(losses++, seen, deadline)) {
           leave();
           return false;
         }
@@ -533,8 +548,18 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
         return false;
       }
       hold.gate = *gate;
-      // A reader may have entered between our look and the gate: look again.
-      const auto readers = synced_children(readers_, deadline);
+      // A reader may have entered between our look and the gate: look again, riding out a
+      // connection loss with the gate closed (issue 35, item 12).
+      std::optional<std::vector<std::string>> readers;
+      for (std::size_t losses = 0; !readers;) {
+        const auto seen = session_events();
+        try {
+          readers = synced_children(readers_, deadline);
+          if (!readers) break;  // the deadline passed
+        } catch (const ConnectionLoss&) {
+          if (!ride_out(losses++, seen, deadline)) break;
+        }
+      }
       if (!readers) {
         leave();
         return false;
@@ -568,7 +593,7 @@ bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<s
 
 bool LockCore::wait_for_readers_to_leave(const Deadline& deadline,
                                          bool quiet) {
-  while (true) {
+  for (std::size_t losses = 0;;) {
     const auto seen = session_events();
     auto fired = std::make_shared<bool>(false);
     bool empty = false;
@@ -577,7 +602,7 @@ bool LockCore::wait_for_readers_to_leave(const Deadline& deadline,
       if (!readers) return false;  // the deadline passed
       empty = queue_of(*readers, 'r').empty();
     } catch (const ConnectionLoss&) {
-      if (!wait_fired(fired, seen, deadline)) return false;
+      if (!ride_out(losses++, seen, deadline)) return false;
       continue;
     }
     if (!empty) {
@@ -598,9 +623,10 @@ bool LockCore::acquire_shared(const Deadline& deadline, Hold& hold) {
   // What bars readers: any queued writer (hard) or a closed gate (soft).
   const std::string& barriers = hard ? writers_ : gates_;
   const char barrier_kind = hard ? 'w' : 'g';
-  while (true) {
+  for (std::size_t losses = 0;;) {
     const auto seen = session_events();
     auto fired = std::make_shared<bool>(false);
+    bool lost = false;
     try {
       auto node = create_own(readers_, own_prefix('r'), deadline);
       if (!node) return false;  // the deadline passed; an unknown create is removals_'s
@@ -619,14 +645,15 @@ bool LockCore::acquire_shared(const Deadline& deadline, Hold& hold) {
       const auto stat = reply_by(session_.exists_async(barriers + "/" + barring.back(), wake(fired)), deadline);
       if (stat && !*stat) *fired = true;
     } catch (const ConnectionLoss&) {
-      // Fall through: our node (if any) goes, and we look again after the reconnect.
+      // Our node (if any) goes, and we look again after the reconnect or a pause.
+      lost = true;
     } catch (...) {
       give_up({hold.node}, deadline);
       throw;
     }
     give_up({hold.node}, deadline);
     hold.node.clear();
-    if (!wait_fired(fired, seen, deadline)) return false;
+    if (!(lost ? ride_out(losses++, seen, deadline) : wait_fired(fired, seen, deadline))) return false;
   }
 }
 

@@ -92,6 +92,10 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::optional<std::vector<std::string>> synced_children(const std::string& folder,
                                                           const Deadline& deadline,
                                                           WatchCallback watch = {}) const;
+  // After a ConnectionLoss: waits for a session change (reconnect, expiry) or a back-off
+  // pause, whichever comes first (a request that failed while the connection stayed up
+  // brings no event); false once the deadline passed.
+  bool ride_out(std::size_t attempt, std::uint64_t seen, const Deadline& deadline);
   // A lock wait's own nodes (empty names skipped), deleted when it gives up without a hold:
   // the removals are sent at once and their replies awaited until `deadline` (or 50 ms, once
   // it passed); those not confirmed by then go to removals_.
@@ -142,6 +146,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // The watchdog's last tick; a longer gap means this process did not run (frozen, starved).
   std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();
   bool unconfirmed_ = false;  // after a stall, until the server answers this session again
+  int acquiring_ = 0;         // acquire() calls in flight (their holds are not in holds_ yet)
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
   bool stopping_ = false;

@@ -188,6 +188,7 @@ struct Targeted {
   std::string within;
   int count;
   Fault fault;
+  int after;  // matching requests still to let through first
 };
 std::mutex targeted_mutex;
 std::vector<Targeted> targeted;
@@ -196,6 +197,10 @@ std::optional<Fault> take_targeted(ZooKeeperCall call, const std::string& path) 
   std::lock_guard lock(targeted_mutex);
   for (auto& rule : targeted) {
     if (rule.count > 0 && rule.call == call && path.find(rule.within) != std::string::npos) {
+      if (rule.after > 0) {
+        --rule.after;
+        return std::nullopt;
+      }
       --rule.count;
       return rule.fault;
     }
@@ -372,9 +377,9 @@ int with_shown(Completion completion, const void* data, Shown<Completion>* shown
 
 }  // namespace
 
-void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost) {
+void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost, int after) {
   std::lock_guard lock(targeted_mutex);
-  targeted.push_back({call, std::move(within), count, reply_lost ? Fault::reply_lost : Fault::fail_early});
+  targeted.push_back({call, std::move(within), count, reply_lost ? Fault::reply_lost : Fault::fail_early, after});
 }
 
 int failures_to_come() {

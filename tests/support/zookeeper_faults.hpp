@@ -58,9 +58,12 @@ enum class ZooKeeperCall { create, set, remove, multi, get, exists, children, sy
 
 /// Makes the next `count` requests of `call` whose path contains `within` (for a multi: any
 /// of its ops' paths) fail early, or, with `reply_lost` (mutations only), apply with their
-/// reply lost; with or without a FaultPlan, before its own draws. For a test that needs one
-/// exact fault: `fail_next(ZooKeeperCall::remove, lock_folder, 1);`
-void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost = false);
+/// reply lost; with or without a FaultPlan, before its own draws. The first `after` matching
+/// requests pass untouched. For a test that needs one exact fault:
+/// `fail_next(ZooKeeperCall::remove, lock_folder, 1);` (the second sync of a folder:
+/// `fail_next(ZooKeeperCall::sync, folder, 1, false, 1)`).
+void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost = false,
+               int after = 0);
 /// How many of the faults fail_next asked for are still to come.
 int failures_to_come();
 
