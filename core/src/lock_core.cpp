@@ -146,6 +146,7 @@ void LockCore::start() {
     session_.create_recursive(gates_);
     claim_policy();
   }
+  removals_->start();
   // No strong reference here: a listener owning the core could end it inside the session's
   // event dispatch.
   listener_ = session_.add_listener([this](SessionState state) { on_session(state); });

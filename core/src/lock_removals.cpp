@@ -33,8 +33,14 @@ void LockRemovals::enqueue(Removal removal) {
   std::lock_guard lock(mutex_);
   if (stopping_) return;  // the session is closing: its close deletes the node
   queue_.push_back(std::move(removal));
-  if (!worker_.joinable()) {
-    // After remove_listener returns the listener never runs again, so it may use `this`.
+  changed_.notify_all();
+}
+
+void LockRemovals::start() {
+  // Not from enqueue: posts come with a lock core's mutex held, which the core's own session
+  // listener takes under the session's dispatch lock, and add_listener takes that lock.
+  // After remove_listener returns the listener never runs again, so it may use `this`.
+  std::call_once(started_, [this] {
     listener_ = session_.add_listener([this](SessionState state) {
       if (state != SessionState::connected) return;
       std::lock_guard guard(mutex_);
@@ -42,8 +48,7 @@ void LockRemovals::enqueue(Removal removal) {
       changed_.notify_all();
     });
     worker_ = std::thread([this] { work(); });
-  }
-  changed_.notify_all();
+  });
 }
 
 void LockRemovals::stop() {
@@ -58,11 +63,6 @@ void LockRemovals::stop() {
   if (worker_.joinable()) worker_.join();
 }
 
-std::size_t LockRemovals::pending() const {
-  std::lock_guard lock(mutex_);
-  return queue_.size() + in_flight_;
-}
-
 void LockRemovals::work() {
   std::unique_lock lock(mutex_);
   std::size_t attempt = 0;
@@ -71,12 +71,10 @@ void LockRemovals::work() {
     if (stopping_) return;
     auto round = std::move(queue_);
     queue_.clear();
-    in_flight_ = round.size();
     const auto reconnects = reconnects_;
     lock.unlock();
     auto left = remove(std::move(round));
     lock.lock();
-    in_flight_ = 0;
     if (left.empty()) {
       attempt = 0;
       continue;

@@ -18,7 +18,7 @@
 
 namespace avout::detail {
 
-/// One client's queue of lock nodes to remove, worked by one thread started on first use.
+/// One client's queue of lock nodes to remove, worked by one thread (see start()).
 /// Thread safe; never calls back into the lock cores that post to it.
 class LockRemovals {
  public:
@@ -28,6 +28,9 @@ class LockRemovals {
   LockRemovals(const LockRemovals&) = delete;
   LockRemovals& operator=(const LockRemovals&) = delete;
 
+  /// Starts the thread and its session listener (once; later calls do nothing). Call it
+  /// before the first post, with no lock held that a session listener may take.
+  void start();
   /// Queues the removal of `node`, which lives in the session of `generation`
   /// (ZooKeeperSession::generation()); returns at once.
   void post(std::string node, std::uint64_t generation);
@@ -36,10 +39,8 @@ class LockRemovals {
   /// a sync and a listing on that session, sent after the create, show whether it landed.
   void post_created(std::string folder, std::string prefix, std::uint64_t generation);
   /// Ends the thread, dropping what is queued: call it just before the session closes,
-  /// which deletes the nodes at once.
+  /// which deletes the nodes at once, once nothing posts any more.
   void stop();
-  /// Removals not yet done.
-  std::size_t pending() const;
 
  private:
   struct Removal {
@@ -61,9 +62,9 @@ class LockRemovals {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<Removal> queue_;
-  std::size_t in_flight_ = 0;
   std::uint64_t reconnects_ = 0;  // bumped by the session listener: a retry need not wait
   bool stopping_ = false;
+  std::once_flag started_;     // the listener and the worker, on the first post
   std::uint64_t listener_ = 0;
   std::thread worker_;
 };
