@@ -264,8 +264,24 @@ std::string child_path(const std::string& parent, const std::string& name) {
 // The active offsets: how names are shown, and the real path behind each name shown.
 class Offsets {
  public:
-  Offsets(std::string within, std::int64_t sequence)
-      : within_(std::move(within)), sequence_(static_cast<std::uint32_t>(sequence)) {}
+  Offsets(std::string within, std::int64_t sequence, std::int32_t version)
+      : within_(std::move(within)),
+        sequence_(static_cast<std::uint32_t>(sequence)),
+        version_(static_cast<std::uint32_t>(version)) {}
+
+  // True when versions of the node at `path` are shown offset.
+  bool versions_of(const std::string& path) const {
+    return version_ != 0 && path.find(within_) != std::string::npos;
+  }
+  // A version the server reported, as shown (wrapping as an int32 does).
+  std::int32_t shown_version(std::int32_t real) const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(real) + version_);
+  }
+  // A version the caller sent, as the server knows it; -1 ("any version") stays.
+  std::int32_t real_version(const std::string& path, std::int32_t shown) const {
+    if (shown == -1 || !versions_of(path)) return shown;
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(shown) - version_);
+  }
 
   // The name the child `name` of `parent` is shown with; remembered for the way back.
   std::string shown_child(const std::string& parent, const std::string& name) {
@@ -302,6 +318,7 @@ class Offsets {
   std::mutex mutex_;
   const std::string within_;
   const std::uint32_t sequence_;
+  const std::uint32_t version_;
   std::map<std::string, std::string> real_of_;  // shown path -> the server's
 };
 
@@ -330,7 +347,33 @@ struct Shown {
   std::shared_ptr<Offsets> offsets;
   std::string parent;                         // children: the listed node
   std::vector<std::pair<char*, int>> created;  // multi: the buffers of sequential creates
+  std::vector<Stat*> stats;                    // multi: the stats of sets shown offset
 };
+
+void shown_stat(int rc, const Stat* stat, const void* context) {
+  std::unique_ptr<const Shown<stat_completion_t>> s(static_cast<const Shown<stat_completion_t>*>(context));
+  if (rc != ZOK || stat == nullptr) return s->completion(rc, stat, s->data);
+  Stat shown = *stat;
+  shown.version = s->offsets->shown_version(stat->version);
+  s->completion(rc, &shown, s->data);
+}
+
+void shown_data(int rc, const char* value, int length, const Stat* stat, const void* context) {
+  std::unique_ptr<const Shown<data_completion_t>> s(static_cast<const Shown<data_completion_t>*>(context));
+  if (rc != ZOK || stat == nullptr) return s->completion(rc, value, length, stat, s->data);
+  Stat shown = *stat;
+  shown.version = s->offsets->shown_version(stat->version);
+  s->completion(rc, value, length, &shown, s->data);
+}
+
+// A Shown context for a reply whose stat is shown offset, or null when the node's versions
+// are not (the reply passes unchanged).
+template <typename Completion>
+Shown<Completion>* shown_versions(const std::shared_ptr<Offsets>& offsets, const std::string& path,
+                                  Completion completion, const void* data) {
+  if (!offsets || !offsets->versions_of(path)) return nullptr;
+  return new Shown<Completion>{completion, data, offsets, path, {}, {}};
+}
 
 void shown_created(int rc, const char* value, const void* context) {
   std::unique_ptr<const Shown<string_completion_t>> s(static_cast<const Shown<string_completion_t>*>(context));
@@ -357,6 +400,7 @@ void shown_multi(int rc, const void* context) {
       const std::string shown = s->offsets->shown_path(buffer);
       if (shown.size() < static_cast<std::size_t>(length)) std::memcpy(buffer, shown.c_str(), shown.size() + 1);
     }
+    for (Stat* stat : s->stats) stat->version = s->offsets->shown_version(stat->version);
   }
   s->completion(rc, s->data);
 }
@@ -389,8 +433,8 @@ int failures_to_come() {
   return count;
 }
 
-CounterOffset::CounterOffset(std::string within, std::int64_t sequence) {
-  auto offsets = std::make_shared<Offsets>(std::move(within), sequence);
+CounterOffset::CounterOffset(std::string within, std::int64_t sequence, std::int32_t version) {
+  auto offsets = std::make_shared<Offsets>(std::move(within), sequence, version);
   std::lock_guard lock(active_mutex);
   active_offsets = std::move(offsets);
 }
@@ -453,7 +497,7 @@ int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int l
   const auto offsets = current_offsets();
   const std::string real = real_path(offsets, path);
   auto* shown = offsets && avout::testing::sequential(mode)
-                    ? new Shown<string_completion_t>{completion, data, offsets, {}, {}}
+                    ? new Shown<string_completion_t>{completion, data, offsets, {}, {}, {}}
                     : nullptr;
   return with_shown(completion, data, shown, &avout::testing::shown_created, [&](string_completion_t c0, const void* d0) {
     return intercept(zh, ZooKeeperCall::create, real, true, c0, d0, &avout::testing::lost_string,
@@ -465,19 +509,26 @@ int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int l
 
 int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int length, int version,
                     stat_completion_t completion, const void* data) {
-  const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, ZooKeeperCall::set, real, true, completion, data, &avout::testing::lost_stat,
-                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                     return __real_zoo_aset(zh, real.c_str(), buffer, length, version, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  const int real_version = offsets ? offsets->real_version(real, version) : version;
+  auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
+  return with_shown(completion, data, shown, &avout::testing::shown_stat, [&](stat_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::set, real, true, c0, d0, &avout::testing::lost_stat,
+                     &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                       return __real_zoo_aset(zh, real.c_str(), buffer, length, real_version, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_completion_t completion,
                        const void* data) {
-  const std::string real = real_path(current_offsets(), path);
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  const int real_version = offsets ? offsets->real_version(real, version) : version;
   return intercept(zh, ZooKeeperCall::remove, real, true, completion, data, &avout::testing::lost_void,
                    &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
-                     return __real_zoo_adelete(zh, real.c_str(), version, c, d);
+                     return __real_zoo_adelete(zh, real.c_str(), real_version, c, d);
                    });
 }
 
@@ -488,7 +539,7 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
   std::vector<zoo_op_t> sent(operations, operations + count);
   std::vector<std::string> paths;
   paths.reserve(static_cast<std::size_t>(count));
-  auto* shown = offsets ? new Shown<void_completion_t>{completion, data, offsets, {}, {}} : nullptr;
+  auto* shown = offsets ? new Shown<void_completion_t>{completion, data, offsets, {}, {}, {}} : nullptr;
   std::string joined;  // every op's path, for fail_next's rules
   for (auto& operation : sent) {
     const char*& path = operation.type == ZOO_CREATE_OP   ? operation.create_op.path
@@ -497,6 +548,15 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
                                                            : operation.check_op.path;
     path = paths.emplace_back(real_path(offsets, path)).c_str();
     joined += paths.back() + "\n";
+    if (offsets) {
+      const std::string& real = paths.back();
+      if (operation.type == ZOO_DELETE_OP) operation.delete_op.version = offsets->real_version(real, operation.delete_op.version);
+      if (operation.type == ZOO_CHECK_OP) operation.check_op.version = offsets->real_version(real, operation.check_op.version);
+      if (operation.type == ZOO_SETDATA_OP) {
+        operation.set_op.version = offsets->real_version(real, operation.set_op.version);
+        if (operation.set_op.stat != nullptr && offsets->versions_of(real)) shown->stats.push_back(operation.set_op.stat);
+      }
+    }
     if (shown != nullptr && operation.type == ZOO_CREATE_OP &&
         avout::testing::sequential(operation.create_op.flags) && operation.create_op.buf != nullptr) {
       shown->created.emplace_back(operation.create_op.buf, operation.create_op.buflen);
@@ -518,27 +578,35 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
 
 int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                      data_completion_t completion, const void* data) {
-  const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, ZooKeeperCall::get, real, false, completion, data, data_completion_t{nullptr},
-                   &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
-                     return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
+  return with_shown(completion, data, shown, &avout::testing::shown_data, [&](data_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::get, real, false, c0, d0, data_completion_t{nullptr},
+                     &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
+                       return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                         stat_completion_t completion, const void* data) {
-  const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, ZooKeeperCall::exists, real, false, completion, data, stat_completion_t{nullptr},
-                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                     return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
+  return with_shown(completion, data, shown, &avout::testing::shown_stat, [&](stat_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::exists, real, false, c0, d0, stat_completion_t{nullptr},
+                     &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                       return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                               strings_completion_t completion, const void* data) {
   const auto offsets = current_offsets();
   const std::string real = real_path(offsets, path);
-  auto* shown = offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}} : nullptr;
+  auto* shown = offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}, {}} : nullptr;
   return with_shown(completion, data, shown, &avout::testing::shown_children, [&](strings_completion_t c0, const void* d0) {
     return intercept(zh, ZooKeeperCall::children, real, false, c0, d0, strings_completion_t{nullptr},
                      &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {

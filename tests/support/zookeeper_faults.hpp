@@ -74,10 +74,16 @@ int failures_to_come();
 /// Create replies (zoo_acreate and the creates of a multi) and child listings show the offset
 /// names; paths the caller sends back (reads, watches, deletes, sets, syncs, the ops of a
 /// multi) are translated to the real ones. Watch events keep the server's real paths.
-/// Usage: `CounterOffset wrap("/lock-test/", (std::int64_t{1} << 31) - 5);`
+/// With `version`, the data version of every node whose path contains `within` looks that
+/// much further along too (int32, wrapping): in the stats of get, exists, set and a multi's
+/// sets; versions sent (set, delete, a multi's check, set and delete) are translated back,
+/// -1 ("any version") unchanged. A node just created then shows version `version`, so code
+/// that assumes a fresh node's version 0 fails under it: pick `within` accordingly.
+/// Usage: `CounterOffset wrap("/lock-test/", (std::int64_t{1} << 31) - 5);` (sequences only),
+/// `CounterOffset near_limit("/atoms/a", 0, INT32_MAX - 3);` (versions only).
 class CounterOffset {
  public:
-  CounterOffset(std::string within, std::int64_t sequence);
+  CounterOffset(std::string within, std::int64_t sequence, std::int32_t version = 0);
   ~CounterOffset();
   CounterOffset(const CounterOffset&) = delete;
   CounterOffset& operator=(const CounterOffset&) = delete;
