@@ -6,6 +6,7 @@
 #include "chroot.hpp"
 #include "durations.hpp"
 #include "lock_core.hpp"
+#include "lock_removals.hpp"
 #include "runtime.hpp"
 #include "stm.hpp"
 
@@ -49,6 +50,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   runtime_ = std::make_unique<detail::Runtime>(*session_, options_, callbacks_);
   stm_ = std::make_unique<detail::StmContext>(*runtime_);
   agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
+  lock_removals_ = std::make_shared<detail::LockRemovals>(*session_);
 }
 
 Client::~Client() {
@@ -56,6 +58,7 @@ Client::~Client() {
   // the session goes; events the closing session still posts are dropped.
   agent_workers_->stop();  // actions in flight finish; their agents are let go
   callbacks_->stop();
+  lock_removals_->stop();  // the session's close deletes what is left
   stm_.reset();
   runtime_.reset();
   zookeeper_store_.reset();
@@ -128,7 +131,7 @@ Lock Client::lock(const std::string& name) {
   validate_path(name);
   auto core = std::make_shared<detail::LockCore>(*session_, name, runtime_->layout().lock(name, false),
                                                  std::nullopt, std::chrono::milliseconds(0),
-                                                 callbacks_, options_.operation_timeout);
+                                                 callbacks_, lock_removals_, options_.operation_timeout);
   core->start();
   return Lock(std::move(core));
 }
@@ -139,7 +142,7 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
   auto core = std::make_shared<detail::LockCore>(*session_, name,
                                                  runtime_->layout().lock(name, true), policy,
-                                                 quiet_period, callbacks_,
+                                                 quiet_period, callbacks_, lock_removals_,
                                                  options_.operation_timeout);
   core->start();
   return ReadWriteLock(std::move(core));

@@ -2,6 +2,7 @@
 #include "back_off.hpp"
 #include "callback_executor.hpp"
 #include "hex.hpp"
+#include "lock_removals.hpp"
 #include "stm.hpp"
 #include "unique_ids.hpp"
 
@@ -9,39 +10,55 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <string_view>
 
 namespace avout::detail {
 
 namespace {
 
 constexpr std::size_t id_digits = 16;
-constexpr std::size_t sequence_digits = 10;
+constexpr std::size_t prefix_length = 2 + id_digits + 1;  // "<kind>-<id>-"
 
-// True for a node avout queued in a lock folder: <kind>-<16 hex digits>-<10 digits>. Other
+// The sequence number ZooKeeper appended: the parent's child counter, a signed 32-bit int
+// printed with "%010d". It wraps after 2^31 changes of the folder's children, to
+// -2147483648 (11 characters) and on through -000000001 to 0000000000 (item 10 of issue 35).
+std::optional<std::int32_t> parse_sequence(std::string_view suffix) {
+  std::int32_t value = 0;
+  const auto* end = suffix.data() + suffix.size();
+  const auto [stop, error] = std::from_chars(suffix.data(), end, value);
+  if (error != std::errc{} || stop != end || suffix.empty() || suffix.size() < 10) return std::nullopt;
+  return value;
+}
+
+// True for a node avout queued in a lock folder: <kind>-<16 hex digits>-<sequence>. Other
 // children (the folders of a lock whose name nests below this one) are not ours.
 bool is_node(const std::string& name, char kind) {
-  if (name.size() != 2 + id_digits + 1 + sequence_digits) return false;
-  if (name[0] != kind || name[1] != '-' || name[2 + id_digits] != '-') return false;
-  for (std::size_t i = 2; i < 2 + id_digits; ++i) {
+  if (name.size() <= prefix_length) return false;
+  if (name[0] != kind || name[1] != '-' || name[prefix_length - 1] != '-') return false;
+  for (std::size_t i = 2; i < prefix_length - 1; ++i) {
     if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
   }
-  for (std::size_t i = 3 + id_digits; i < name.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
-  }
-  return true;
+  return parse_sequence(std::string_view(name).substr(prefix_length)).has_value();
 }
 
-// The sequence number ZooKeeper appended (the last 10 digits of a node's name).
-std::uint64_t sequence_of(const std::string& name) {
-  return std::stoull(name.substr(name.size() - sequence_digits));
+std::int32_t sequence_of(const std::string& name) {
+  return *parse_sequence(std::string_view(name).substr(prefix_length));
 }
 
-// The nodes of `kind` among `names`, in queue order (by sequence, not by whole name).
+// The nodes of `kind` among `names`, in queue order. The counter wraps, so order is by
+// distance from one of them modulo 2^32 (serial number arithmetic): right while the live
+// nodes of a folder span less than 2^31 of its counter, i.e. none of them has lived through
+// two billion changes of the folder's children.
 std::vector<std::string> queue_of(std::vector<std::string> names, char kind) {
   std::erase_if(names, [&](const std::string& name) { return !is_node(name, kind); });
-  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    return sequence_of(a) < sequence_of(b);
-  });
+  if (names.empty()) return names;
+  const auto base = static_cast<std::uint32_t>(sequence_of(names.front()));
+  const auto distance = [base](const std::string& name) {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(sequence_of(name)) - base);
+  };
+  std::sort(names.begin(), names.end(),
+            [&](const std::string& a, const std::string& b) { return distance(a) < distance(b); });
   return names;
 }
 
@@ -52,25 +69,42 @@ std::string own_prefix(char kind) {
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
+// How a ReadWriteLock's folder node records its writer policy.
+std::string policy_name(WriterPolicy policy) {
+  switch (policy) {
+    case WriterPolicy::hard: return "hard";
+    case WriterPolicy::soft: return "soft";
+    case WriterPolicy::timed_soft: return "timed_soft";
+  }
+  return "unknown";
+}
+
 // A connection loss without a session event (a reply that timed out or was lost while the
 // connection stayed up) wakes nobody: waits that ride out connection loss retry after a
 // pause growing from 50 ms to a second.
 constexpr BackOff retry_pauses{std::chrono::milliseconds(50), std::chrono::seconds(1)};
+
+// How long a lock wait that gave up (its deadline passed) still waits for its removals'
+// replies before leaving them to the client's removals and returning.
+constexpr std::chrono::milliseconds give_up_grace{50};
 
 }  // namespace
 
 LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path,
                    std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
                    std::shared_ptr<CallbackExecutor> callbacks,
+                   std::shared_ptr<LockRemovals> removals,
                    std::optional<std::chrono::milliseconds> operation_timeout)
     : session_(session),
       name_(std::move(name)),
+      folder_(path),
       writers_(path + "/writers"),
       readers_(path + "/readers"),
       gates_(path + "/gates"),
       policy_(policy),
       quiet_period_(quiet_period),
       callbacks_(std::move(callbacks)),
+      removals_(std::move(removals)),
       operation_timeout_(operation_timeout) {}
 
 Deadline LockCore::default_deadline() const {
@@ -89,26 +123,18 @@ LockCore::~LockCore() {
   }
   if (watchdog_.joinable()) watchdog_.join();
   // No handle is left to unlock them, so holds still in place would bar every other process
-  // (and this one) until the session ends: release them, fire and forget (a destructor must
-  // not wait for replies; an unreachable server ends them with the session).
-  for (const auto& node : abandoned) {
-    try {
-      (void)session_.remove_async(node, 0);
-    } catch (const Error&) {
-    }
-  }
+  // (and this one) until the session ends: the client's removals delete them (a destructor
+  // must not wait for replies), retrying until done or the session is known gone.
+  const auto generation = session_.generation();
+  for (auto& node : abandoned) removals_->post(std::move(node), generation);
 }
 
 std::vector<std::string> LockCore::nodes_of_live_holds() const {
   std::vector<std::string> nodes;
   for (const auto& [thread, hold] : holds_) {
-    if (hold.lost) continue;  // gone with their session, or already in pending_removals_
+    if (hold.lost) continue;  // gone with their session, or already with removals_
     if (!hold.gate.empty()) nodes.push_back(hold.gate);  // first: readers may enter then
     if (!hold.node.empty()) nodes.push_back(hold.node);
-  }
-  const auto generation = session_.generation();
-  for (const auto& pending : pending_removals_) {
-    if (pending.generation == generation) nodes.push_back(pending.node);
   }
   return nodes;
 }
@@ -118,16 +144,40 @@ void LockCore::start() {
   if (policy_) {
     session_.create_recursive(readers_);
     session_.create_recursive(gates_);
+    claim_policy();
   }
+  removals_->start();
   // No strong reference here: a listener owning the core could end it inside the session's
   // event dispatch.
   listener_ = session_.add_listener([this](SessionState state) { on_session(state); });
   watchdog_ = std::thread([this] { watch_disconnection(); });
 }
 
+void LockCore::claim_policy() {
+  // The policy is the lock's, not the handle's: a hard writer closes no gate and soft readers
+  // look only at gates, so two policies on one lock would let a reader in beside a writer.
+  // The first opener records its policy in the lock's folder node (a conditional write on
+  // the folder's empty data: one opener wins); the others must name the same one.
+  const std::string mine = policy_name(*policy_);
+  while (true) {
+    const auto folder = session_.get(folder_);
+    if (folder.data.empty()) {
+      try {
+        session_.set(folder_, to_bytes(mine), folder.stat.version);
+      } catch (const BadVersion&) {
+      } catch (const ConnectionLoss&) {  // the set may have landed: the read tells
+      }
+      continue;  // read what was recorded, by us or by the opener that came first
+    }
+    const std::string recorded(folder.data.begin(), folder.data.end());
+    if (recorded == mine) return;
+    throw Mismatch("read-write lock " + name_ + ": opened with writer policy " + mine +
+                   ", but it was created with writer policy " + recorded);
+  }
+}
+
 void LockCore::on_session(SessionState state) {
   std::vector<std::function<void()>> to_call;
-  std::vector<std::string> to_remove;
   {
     std::lock_guard lock(mutex_);
     ++events_;
@@ -143,21 +193,12 @@ void LockCore::on_session(SessionState state) {
     } else if (state == SessionState::connected) {
       lapse_at_.reset();
       unconfirmed_ = false;  // the same session is back, or a new one whose holds are marked lost
-      const auto generation = session_.generation();
-      for (const auto& pending : pending_removals_) {
-        if (pending.generation == generation) to_remove.push_back(pending.node);
-      }
-      pending_removals_.clear();  // another session's nodes went with it
     } else {  // expired, auth_failed: the ephemeral nodes are gone
       ++lost_generation_;
-      pending_removals_.clear();
       to_call = mark_lost(false);
     }
     changed_.notify_all();
   }
-  // Holds that lapsed while the same session was away: fire and forget (this runs on the
-  // ZooKeeper thread, which must not wait for replies). The names are unique to us.
-  for (const auto& node : to_remove) (void)session_.remove_async(node, 0);
   for (auto& callback : to_call) callbacks_->post(callback);
 }
 
@@ -168,8 +209,8 @@ std::vector<std::function<void()>> LockCore::mark_lost(bool keep) {
     if (hold.lost) continue;
     any = true;
     if (keep) {
-      if (!hold.gate.empty()) pending_removals_.push_back({hold.gate, generation});
-      pending_removals_.push_back({hold.node, generation});
+      if (!hold.gate.empty()) removals_->post(hold.gate, generation);
+      removals_->post(hold.node, generation);
     }
     hold.lost = true;
   }
@@ -214,7 +255,9 @@ void LockCore::check_stall(std::unique_lock<std::mutex>& lock) {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_tick_ > stall_limit()) unconfirmed_ = true;
   last_tick_ = now;
-  if (!unconfirmed_ || holds_.empty()) {
+  // Nothing to confirm without holds, unless an acquisition is in flight: its hold, taken
+  // on what it saw before the stall, starts unconfirmed (issue 35, item 12).
+  if (!unconfirmed_ || (holds_.empty() && acquiring_ == 0)) {
     unconfirmed_ = false;
     return;
   }
@@ -259,40 +302,106 @@ std::uint64_t LockCore::session_events() const {
   return session_events_;
 }
 
-std::optional<std::string> LockCore::find_own(const std::string& folder, const std::string& own) {
-  session_.sync(folder);
-  for (const auto& child : session_.children(folder)) {
-    if (child.rfind(own, 0) == 0) return folder + "/" + child;
-  }
-  return std::nullopt;
+template <typename T>
+std::optional<T> LockCore::reply_by(std::future<T> request, const Deadline& deadline) const {
+  std::shared_future<T> reply = request.share();
+  if (!deadline.bounded()) return session_.wait(reply);
+  return session_.wait(reply, deadline);
 }
 
-std::string LockCore::create_own(const std::string& folder, const std::string& own, bool sent) {
+bool LockCore::arrived_by(std::future<void> request, const Deadline& deadline) const {
+  // ZooKeeperSession::wait(reply, deadline) gives an optional value, which a void reply
+  // has not: the same bounded wait, by hand.
+  std::shared_future<void> reply = request.share();
+  const auto no_reply_at = std::chrono::steady_clock::now() + 2 * session_.negotiated_timeout();
+  const auto until = std::min(deadline.time_or_far(), no_reply_at);
+  if (reply.wait_until(until) != std::future_status::ready) return false;
+  reply.get();
+  return true;
+}
+
+std::optional<std::vector<std::string>> LockCore::synced_children(const std::string& folder,
+                                                                  const Deadline& deadline,
+                                                                  WatchCallback watch) const {
+  // Replies come in request order: once the listing is in, so is the sync's answer.
+  auto synced = session_.sync_async(folder);
+  auto listed = reply_by(session_.children_async(folder, std::move(watch)), deadline);
+  if (!listed) return std::nullopt;
+  synced.get();
+  return listed;
+}
+
+std::optional<std::string> LockCore::create_own(const std::string& folder, const std::string& own,
+                                                const Deadline& deadline, bool sent) {
   // Curator's protected mode: a create whose reply was lost may have landed, so before
-  // creating again look for the unique id in the name. Until the connection is back (or
-  // the session ended, taking the node along) the outcome is unknown: wait for that.
+  // creating again look for the unique id in the name (a sync and a listing later on the
+  // same session show it). A create still unknown at the deadline is left to removals_,
+  // which removes what it made once the session answers (or ends).
   std::uint64_t sent_in = session_.generation();
   for (std::size_t attempt = 0;; ++attempt) {
     const auto seen = session_events();
     try {
       if (sent && session_.generation() == sent_in) {
-        if (auto found = find_own(folder, own)) return *found;
+        const auto names = synced_children(folder, deadline);
+        if (!names) break;
+        for (const auto& child : *names) {
+          if (child.rfind(own, 0) == 0) return folder + "/" + child;
+        }
       }
       sent = true;
       sent_in = session_.generation();
-      return session_.create(folder + "/" + own, {}, CreateMode::ephemeral_sequential);
+      auto created = reply_by(session_.create_async(folder + "/" + own, {}, CreateMode::ephemeral_sequential), deadline);
+      if (!created) break;
+      return created;
     } catch (const ConnectionLoss&) {
     }
-    (void)wait_fired(std::make_shared<bool>(false), seen,
-                     Deadline::after(back_off_pause(attempt, retry_pauses)));
+    if (!ride_out(attempt, seen, deadline)) break;
     std::lock_guard lock(mutex_);
     if (stopping_) throw ConnectionLoss("lock " + name_ + ": closed while creating its node");
+  }
+  if (sent) removals_->post_created(folder, own, sent_in);
+  return std::nullopt;
+}
+
+bool LockCore::ride_out(std::size_t attempt, std::uint64_t seen, const Deadline& deadline) {
+  const auto pause = std::chrono::steady_clock::now() + back_off_pause(attempt, retry_pauses);
+  (void)wait_fired(std::make_shared<bool>(false), seen, deadline.no_later_than(pause));
+  return !deadline.expired();
+}
+
+void LockCore::give_up(std::vector<std::string> nodes, const Deadline& deadline) {
+  // Sent at once, so this session's later requests see them gone; a reply not in by the
+  // deadline (or shortly after it, once it passed) leaves the node to removals_.
+  auto until = std::chrono::steady_clock::now() + give_up_grace;
+  if (!deadline.expired()) until = std::max(until, deadline.time_or_far());
+  const auto generation = session_.generation();
+  std::vector<std::pair<std::string, std::future<void>>> sent;
+  for (auto& node : nodes) {
+    if (node.empty()) continue;
+    try {
+      auto reply = session_.remove_async(node, 0);  // never changed: version 0
+      sent.emplace_back(std::move(node), std::move(reply));
+    } catch (const Error&) {
+      removals_->post(std::move(node), generation);
+    }
+  }
+  for (auto& [node, request] : sent) {
+    try {
+      if (arrived_by(std::move(request), Deadline::at(until))) continue;
+    } catch (const NoNode&) {
+      continue;
+    } catch (const SessionExpired&) {
+      continue;  // the node went with the session
+    } catch (const Error&) {
+    }
+    removals_->post(std::move(node), generation);
   }
 }
 
 void LockCore::remove_own(const std::string& node) {
   // Done once deleted or known gone with the session. While disconnected, wait for the
-  // session to come back; once the server may have ended it, the reconnect deletes it.
+  // session to come back; once the server may have ended it, the client's removals take the
+  // node over (and delete it if the session lives on).
   const auto generation = session_.generation();
   for (std::size_t attempt = 0;; ++attempt) {
     const auto seen = session_events();
@@ -312,7 +421,7 @@ void LockCore::remove_own(const std::string& node) {
              (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_);
     });
     if (!woken || session_events_ != seen) continue;
-    pending_removals_.push_back({node, generation});
+    removals_->post(node, generation);  // retried there until done or the session is gone
     return;
   }
 }
@@ -343,7 +452,16 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
       return true;
     }
     generation = lost_generation_;
+    ++acquiring_;
   }
+  // Counted until this call returns: a stall during it leaves the hold it takes unconfirmed.
+  struct Acquiring {
+    LockCore& core;
+    ~Acquiring() {
+      std::lock_guard lock(core.mutex_);
+      --core.acquiring_;
+    }
+  } acquiring{*this};
   // A stop request wakes this thread's waits (their predicates look at the token).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(mutex_);
@@ -362,7 +480,7 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
     }
   }
   // The session expired while we acquired: some nodes may live on the new session.
-  remove_hold_nodes(hold);
+  give_up({hold.gate, hold.node}, deadline);
   throw LockLost("lock " + name_ + ": the ZooKeeper session expired while acquiring");
 }
 
@@ -370,36 +488,41 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
   // The create and the first listing travel together: the listing, later on the same
   // session, already holds our node, so an uncontended lock costs one round trip.
   const std::string own_writer = own_prefix('w');
+  const auto generation = session_.generation();
   auto created = session_.create_async(writers_ + "/" + own_writer, {}, CreateMode::ephemeral_sequential);
   auto first_listing = session_.children_async(writers_);
+  std::optional<std::string> node;
   try {
-    hold.node = session_.wait(created);
+    node = reply_by(std::move(created), deadline);
+    if (!node) removals_->post_created(writers_, own_writer, generation);  // outcome unknown
   } catch (const ConnectionLoss&) {
-    hold.node = create_own(writers_, own_writer, true);
+    node = create_own(writers_, own_writer, deadline, true);
   }
+  if (!node) return false;
+  hold.node = *node;
   std::optional<std::vector<std::string>> listed;
   try {
-    listed = session_.wait(first_listing);
+    listed = reply_by(std::move(first_listing), deadline);  // nullopt: first_in_line sees the deadline
   } catch (const ConnectionLoss&) {
   }
   const std::string own = last_segment(hold.node);
-  auto give_up = [&] { remove_hold_nodes(hold); };
+  auto leave = [&] { give_up({hold.gate, hold.node}, deadline); };
   try {
-    while (true) {
+    for (std::size_t losses = 0;;) {
       const auto seen = session_events();
       try {
         if (first_in_line(own, listed, seen, deadline)) break;
       } catch (const ConnectionLoss&) {
-        // The session may well survive: wait for it to reconnect (or expire), then look again.
+        // The session may well survive: look again after the reconnect (or expiry) or a pause.
         listed.reset();
-        if (!wait_fired(std::make_shared<bool>(false), seen, deadline)) {
-          give_up();
+        if (!ride_out(losses++, seen, deadline)) {
+          leave();
           return false;
         }
         continue;
       }
       if (deadline.expired()) {
-        give_up();
+        leave();
         return false;
       }
     }
@@ -408,34 +531,55 @@ bool LockCore::acquire_exclusive(const Deadline& deadline, Hold& hold) {
       // Readers enter only while no writer is queued, so the queue itself is the gate:
       // successive writers keep new readers out. Wait for those inside to leave.
       if (!wait_for_readers_to_leave(deadline, false)) {
-        give_up();
+        leave();
         return false;
       }
       return true;
     }
     while (true) {
       if (!wait_for_readers_to_leave(deadline, *policy_ == WriterPolicy::timed_soft)) {
-        give_up();
+        leave();
         return false;
       }
       // Close the gate: readers arriving from now on wait. Each gate has a name of its own,
       // so no other writer's (or session's) removal can take ours away.
-      hold.gate = create_own(gates_, own_prefix('g'));
-      // A reader may have entered between our look and the gate: look again.
-      session_.sync(readers_);
-      if (queue_of(session_.children(readers_), 'r').empty()) return true;
-      remove_own(hold.gate);
+      auto gate = create_own(gates_, own_prefix('g'), deadline);
+      if (!gate) {
+        leave();
+        return false;
+      }
+      hold.gate = *gate;
+      // A reader may have entered between our look and the gate: look again, riding out a
+      // connection loss with the gate closed (issue 35, item 12).
+      std::optional<std::vector<std::string>> readers;
+      for (std::size_t losses = 0; !readers;) {
+        const auto seen = session_events();
+        try {
+          readers = synced_children(readers_, deadline);
+          if (!readers) break;  // the deadline passed
+        } catch (const ConnectionLoss&) {
+          if (!ride_out(losses++, seen, deadline)) break;
+        }
+      }
+      if (!readers) {
+        leave();
+        return false;
+      }
+      if (queue_of(*readers, 'r').empty()) return true;
+      give_up({hold.gate}, deadline);
       hold.gate.clear();
     }
   } catch (...) {
-    give_up();
+    leave();
     throw;
   }
 }
 
 bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
                              std::uint64_t seen, const Deadline& deadline) {
-  const auto children = queue_of(listed ? std::move(*listed) : session_.children(writers_), 'w');
+  if (!listed) listed = reply_by(session_.children_async(writers_), deadline);
+  if (!listed) return false;  // the deadline passed
+  const auto children = queue_of(std::move(*listed), 'w');
   listed.reset();
   auto mine = std::find(children.begin(), children.end(), own);
   if (mine == children.end()) throw LockLost("lock " + name_ + ": its node vanished (session lost)");
@@ -443,21 +587,23 @@ bool LockCore::first_in_line(const std::string& own, std::optional<std::vector<s
   // Wait for the writer just before us only: no herd. Its deletion means "list again".
   const std::string predecessor = writers_ + "/" + *std::prev(mine);
   auto fired = std::make_shared<bool>(false);
-  if (session_.exists(predecessor, wake(fired))) (void)wait_fired(fired, seen, deadline);
+  const auto stat = reply_by(session_.exists_async(predecessor, wake(fired)), deadline);
+  if (stat && *stat) (void)wait_fired(fired, seen, deadline);
   return false;
 }
 
 bool LockCore::wait_for_readers_to_leave(const Deadline& deadline,
                                          bool quiet) {
-  while (true) {
+  for (std::size_t losses = 0;;) {
     const auto seen = session_events();
     auto fired = std::make_shared<bool>(false);
     bool empty = false;
     try {
-      session_.sync(readers_);
-      empty = queue_of(session_.children(readers_, wake(fired)), 'r').empty();
+      const auto readers = synced_children(readers_, deadline, wake(fired));
+      if (!readers) return false;  // the deadline passed
+      empty = queue_of(*readers, 'r').empty();
     } catch (const ConnectionLoss&) {
-      if (!wait_fired(fired, seen, deadline)) return false;
+      if (!ride_out(losses++, seen, deadline)) return false;
       continue;
     }
     if (!empty) {
@@ -478,28 +624,37 @@ bool LockCore::acquire_shared(const Deadline& deadline, Hold& hold) {
   // What bars readers: any queued writer (hard) or a closed gate (soft).
   const std::string& barriers = hard ? writers_ : gates_;
   const char barrier_kind = hard ? 'w' : 'g';
-  while (true) {
+  for (std::size_t losses = 0;;) {
     const auto seen = session_events();
     auto fired = std::make_shared<bool>(false);
+    bool lost = false;
     try {
-      hold.node = create_own(readers_, own_prefix('r'));
+      auto node = create_own(readers_, own_prefix('r'), deadline);
+      if (!node) return false;  // the deadline passed; an unknown create is removals_'s
+      hold.node = *node;
       // The sync makes our view at least as new as our own create: a writer that queued
       // (hard) or closed the gate (soft) before it is seen; one that does so after sees us.
-      session_.sync(barriers);
-      const auto barring = queue_of(session_.children(barriers), barrier_kind);
+      const auto listed = synced_children(barriers, deadline);
+      if (!listed) {
+        give_up({hold.node}, deadline);
+        return false;
+      }
+      const auto barring = queue_of(*listed, barrier_kind);
       if (barring.empty()) return true;
       // Wait for the newest barrier only: readers are not woken by every change of the
       // writer queue (no herd), and once it is gone the earlier ones are too (FIFO).
-      if (!session_.exists(barriers + "/" + barring.back(), wake(fired))) *fired = true;
+      const auto stat = reply_by(session_.exists_async(barriers + "/" + barring.back(), wake(fired)), deadline);
+      if (stat && !*stat) *fired = true;
     } catch (const ConnectionLoss&) {
-      // Fall through: our node (if any) goes, and we look again after the reconnect.
+      // Our node (if any) goes, and we look again after the reconnect or a pause.
+      lost = true;
     } catch (...) {
-      if (!hold.node.empty()) remove_own(hold.node);
+      give_up({hold.node}, deadline);
       throw;
     }
-    if (!hold.node.empty()) remove_own(hold.node);
+    give_up({hold.node}, deadline);
     hold.node.clear();
-    if (!wait_fired(fired, seen, deadline)) return false;
+    if (!(lost ? ride_out(losses++, seen, deadline) : wait_fired(fired, seen, deadline))) return false;
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,23 +20,26 @@
 namespace avout::detail {
 
 class CallbackExecutor;
+class LockRemovals;
 
 class LockCore : public std::enable_shared_from_this<LockCore> {
  public:
   /// `policy` empty: a plain mutex (writers only).
   LockCore(ZooKeeperSession& session, std::string name, std::string path,
            std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
-           std::shared_ptr<CallbackExecutor> callbacks,
+           std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<LockRemovals> removals,
            std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
   ~LockCore();
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
 
-  /// Makes the lock's folders exist and starts listening to the session.
+  /// Makes the lock's folders exist and starts listening to the session. A ReadWriteLock
+  /// records its writer policy on first open; Mismatch when it was opened with another.
   void start();
-  /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind).
-  /// A create whose reply was lost is resolved first, which may outlast the deadline. A
-  /// stop request on the deadline's token wakes the waits at once.
+  /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind:
+  /// nodes whose removal or create is not answered by then go to removals_). Requests in
+  /// flight are abandoned at the deadline. A stop request on the deadline's token wakes the
+  /// waits at once.
   bool acquire(bool shared, const Deadline& deadline);
   /// Ends one hold of this thread; a lost hold is dropped quietly. LockLost when this thread
   /// holds nothing. Local state goes only once the nodes are deleted or known gone.
@@ -64,12 +68,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
     bool shared = false;
     bool lost = false;
   };
-  // A node to delete once the same session is back (a hold that lapsed while disconnected).
-  struct PendingRemoval {
-    std::string node;
-    std::uint64_t generation;  // the session it lives in; another session's is gone already
-  };
-
+  void claim_policy();
   bool acquire_exclusive(const Deadline& deadline, Hold& hold);
   bool acquire_shared(const Deadline& deadline, Hold& hold);
   // Lists the writers (or uses `listed`); true when `own` is first, else waits for the
@@ -77,11 +76,31 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   bool first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
                      std::uint64_t seen, const Deadline& deadline);
   bool wait_for_readers_to_leave(const Deadline& deadline, bool quiet);
-  // Creates an ephemeral sequential node <folder>/<kind>-<unique id>-; `sent` says a first
-  // create of that name already went out with no answer.
-  std::string create_own(const std::string& folder, const std::string& own, bool sent = false);
-  // Our node of that name after a sync, if it exists.
-  std::optional<std::string> find_own(const std::string& folder, const std::string& own);
+  // Creates an ephemeral sequential node <folder>/<kind>-<unique id>- by `deadline`; `sent`
+  // says a first create of that name already went out with no answer. nullopt when the
+  // deadline passed first (a create out with no answer then goes to removals_).
+  std::optional<std::string> create_own(const std::string& folder, const std::string& own,
+                                        const Deadline& deadline, bool sent = false);
+  // The reply of `request` by `deadline`: nullopt when the deadline passed (or its stop was
+  // requested) first; the request stays in flight, its reply reaching nobody.
+  template <typename T>
+  std::optional<T> reply_by(std::future<T> request, const Deadline& deadline) const;
+  // The same for a reply without a value: false when the deadline passed first.
+  bool arrived_by(std::future<void> request, const Deadline& deadline) const;
+  // The children of `folder` after a sync (as new as every write before the call) by
+  // `deadline`; nullopt when it passed first.
+  std::optional<std::vector<std::string>> synced_children(const std::string& folder,
+                                                          const Deadline& deadline,
+                                                          WatchCallback watch = {}) const;
+  // After a ConnectionLoss: waits for a session change (reconnect, expiry) or a back-off
+  // pause, whichever comes first (a request that failed while the connection stayed up
+  // brings no event); false once the deadline passed.
+  bool ride_out(std::size_t attempt, std::uint64_t seen, const Deadline& deadline);
+  // A lock wait's own nodes (empty names skipped), deleted when it gives up without a hold:
+  // the removals are sent at once and their replies awaited until `deadline` (or 50 ms, once
+  // it passed); those not confirmed by then go to removals_.
+  void give_up(std::vector<std::string> nodes, const Deadline& deadline);
+  // Deletes a node of a hold being released, waiting for the reconnect during an outage.
   void remove_own(const std::string& node);
   void remove_hold_nodes(const Hold& hold);
   std::uint64_t session_events() const;
@@ -93,7 +112,7 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
                   const Deadline& deadline);
   void on_session(SessionState state);
   // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
-  // `keep`: the session may live on, so its nodes are deleted once it is back.
+  // `keep`: the session may live on, so its nodes go to removals_.
   std::vector<std::function<void()>> mark_lost(bool keep);
   void watch_disconnection();
   // The watchdog's stall check: a gap between its ticks long enough for the server to have
@@ -101,18 +120,19 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   void check_stall(std::unique_lock<std::mutex>& lock);
   std::chrono::milliseconds stall_limit() const;
   const Hold* hold_of_this_thread() const;
-  // With mutex_ held: the nodes of every hold not lost, and those of lapsed holds waiting for
-  // the session to come back, gates first.
+  // With mutex_ held: the nodes of every hold not lost, gates first.
   std::vector<std::string> nodes_of_live_holds() const;
 
   ZooKeeperSession& session_;
   std::string name_;
+  std::string folder_;  // the lock's node; a ReadWriteLock's holds its writer policy
   std::string writers_;
   std::string readers_;
   std::string gates_;
   std::optional<WriterPolicy> policy_;
   std::chrono::milliseconds quiet_period_;
   std::shared_ptr<CallbackExecutor> callbacks_;
+  std::shared_ptr<LockRemovals> removals_;  // the client's: outlives this core's handles
   std::optional<std::chrono::milliseconds> operation_timeout_;
   std::uint64_t listener_ = 0;
 
@@ -126,9 +146,9 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // The watchdog's last tick; a longer gap means this process did not run (frozen, starved).
   std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();
   bool unconfirmed_ = false;  // after a stall, until the server answers this session again
+  int acquiring_ = 0;         // acquire() calls in flight (their holds are not in holds_ yet)
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
-  std::vector<PendingRemoval> pending_removals_;
   bool stopping_ = false;
   std::thread watchdog_;  // marks holds lost at lapse_at_, notices stalls
 };

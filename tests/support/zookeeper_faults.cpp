@@ -13,7 +13,12 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -177,14 +182,48 @@ void delayed_strings(int rc, const String_vector* strings, const void* context) 
   s->completion(rc, strings, s->data);
 }
 
+// The faults fail_next asked for, each taken by the first request it matches.
+struct Targeted {
+  ZooKeeperCall call;
+  std::string within;
+  int count;
+  Fault fault;
+  int after;  // matching requests still to let through first
+};
+std::mutex targeted_mutex;
+std::vector<Targeted> targeted;
+
+std::optional<Fault> take_targeted(ZooKeeperCall call, const std::string& path) {
+  std::lock_guard lock(targeted_mutex);
+  for (auto& rule : targeted) {
+    if (rule.count > 0 && rule.call == call && path.find(rule.within) != std::string::npos) {
+      if (rule.after > 0) {
+        --rule.after;
+        return std::nullopt;
+      }
+      --rule.count;
+      return rule.fault;
+    }
+  }
+  return std::nullopt;
+}
+
 // The common decision for one request. `real(completion, data)` sends it; `lost` and
-// `delayed` are the substitutes for this completion type (lost is null for reads).
+// `delayed` are the substitutes for this completion type (lost is null for reads). `path`
+// is the request's (a multi's: its ops' paths, joined), for fail_next's rules.
 template <typename Completion, typename Send>
-int intercept(zhandle_t* handle, bool mutation, Completion completion, const void* data,
-              Completion lost, Completion delayed, Send real) {
+int intercept(zhandle_t* handle, ZooKeeperCall call, const std::string& path, bool mutation,
+              Completion completion, const void* data, Completion lost, Completion delayed,
+              Send real) {
   auto injector = current();
-  if (!injector || completion == nullptr) return real(completion, data);
-  const auto decision = injector->draw(mutation);
+  Decision decision;
+  if (auto forced = completion != nullptr ? take_targeted(call, path) : std::nullopt) {
+    decision.fault = lost == nullptr && *forced == Fault::reply_lost ? Fault::fail_early : *forced;
+  } else if (!injector || completion == nullptr) {
+    return real(completion, data);
+  } else {
+    decision = injector->draw(mutation);
+  }
   switch (decision.fault) {
     case Fault::none:
       return real(completion, data);
@@ -214,7 +253,196 @@ int intercept(zhandle_t* handle, bool mutation, Completion completion, const voi
   return real(completion, data);
 }
 
+// ---- Counter offsets (CounterOffset) ----
+
+constexpr std::size_t sequence_digits = 10;
+
+std::string child_path(const std::string& parent, const std::string& name) {
+  return parent == "/" ? "/" + name : parent + "/" + name;
+}
+
+// The active offsets: how names are shown, and the real path behind each name shown.
+class Offsets {
+ public:
+  Offsets(std::string within, std::int64_t sequence, std::int32_t version)
+      : within_(std::move(within)),
+        sequence_(static_cast<std::uint32_t>(sequence)),
+        version_(static_cast<std::uint32_t>(version)) {}
+
+  // True when versions of the node at `path` are shown offset.
+  bool versions_of(const std::string& path) const {
+    return version_ != 0 && path.find(within_) != std::string::npos;
+  }
+  // A version the server reported, as shown (wrapping as an int32 does).
+  std::int32_t shown_version(std::int32_t real) const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(real) + version_);
+  }
+  // A version the caller sent, as the server knows it; -1 ("any version") stays.
+  std::int32_t real_version(const std::string& path, std::int32_t shown) const {
+    if (shown == -1 || !versions_of(path)) return shown;
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(shown) - version_);
+  }
+
+  // The name the child `name` of `parent` is shown with; remembered for the way back.
+  std::string shown_child(const std::string& parent, const std::string& name) {
+    if (parent.find(within_) == std::string::npos || name.size() < sequence_digits) return name;
+    const std::string digits = name.substr(name.size() - sequence_digits);
+    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+      return name;
+    }
+    // The server's counter is a signed 32-bit int printed with "%010d"; C++20 makes the
+    // conversion of the wrapped unsigned sum to int32 modular, as Java's int arithmetic is.
+    const auto shown = static_cast<std::int32_t>(static_cast<std::uint32_t>(std::stoul(digits)) + sequence_);
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, "%010d", shown);
+    std::string result = name.substr(0, name.size() - sequence_digits) + suffix;
+    std::lock_guard lock(mutex_);
+    real_of_[child_path(parent, result)] = child_path(parent, name);
+    return result;
+  }
+
+  std::string shown_path(const std::string& path) {
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) return path;
+    const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+    return child_path(parent, shown_child(parent, path.substr(slash + 1)));
+  }
+
+  std::string real_path(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    const auto found = real_of_.find(path);
+    return found == real_of_.end() ? path : found->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  const std::string within_;
+  const std::uint32_t sequence_;
+  const std::uint32_t version_;
+  std::map<std::string, std::string> real_of_;  // shown path -> the server's
+};
+
+std::shared_ptr<Offsets> active_offsets;
+
+std::shared_ptr<Offsets> current_offsets() {
+  std::lock_guard lock(active_mutex);
+  return active_offsets;
+}
+
+// The path to send for `path` as the caller knows it.
+std::string real_path(const std::shared_ptr<Offsets>& offsets, const char* path) {
+  return offsets ? offsets->real_path(path) : std::string(path);
+}
+
+bool sequential(int mode) {
+  return mode == ZOO_PERSISTENT_SEQUENTIAL || mode == ZOO_EPHEMERAL_SEQUENTIAL ||
+         mode == ZOO_PERSISTENT_SEQUENTIAL_WITH_TTL;
+}
+
+// The context of a completion whose reply is shown with the offsets.
+template <typename Completion>
+struct Shown {
+  Completion completion;
+  const void* data;
+  std::shared_ptr<Offsets> offsets;
+  std::string parent;                         // children: the listed node
+  std::vector<std::pair<char*, int>> created;  // multi: the buffers of sequential creates
+  std::vector<Stat*> stats;                    // multi: the stats of sets shown offset
+};
+
+void shown_stat(int rc, const Stat* stat, const void* context) {
+  std::unique_ptr<const Shown<stat_completion_t>> s(static_cast<const Shown<stat_completion_t>*>(context));
+  if (rc != ZOK || stat == nullptr) return s->completion(rc, stat, s->data);
+  Stat shown = *stat;
+  shown.version = s->offsets->shown_version(stat->version);
+  s->completion(rc, &shown, s->data);
+}
+
+void shown_data(int rc, const char* value, int length, const Stat* stat, const void* context) {
+  std::unique_ptr<const Shown<data_completion_t>> s(static_cast<const Shown<data_completion_t>*>(context));
+  if (rc != ZOK || stat == nullptr) return s->completion(rc, value, length, stat, s->data);
+  Stat shown = *stat;
+  shown.version = s->offsets->shown_version(stat->version);
+  s->completion(rc, value, length, &shown, s->data);
+}
+
+// A Shown context for a reply whose stat is shown offset, or null when the node's versions
+// are not (the reply passes unchanged).
+template <typename Completion>
+Shown<Completion>* shown_versions(const std::shared_ptr<Offsets>& offsets, const std::string& path,
+                                  Completion completion, const void* data) {
+  if (!offsets || !offsets->versions_of(path)) return nullptr;
+  return new Shown<Completion>{completion, data, offsets, path, {}, {}};
+}
+
+void shown_created(int rc, const char* value, const void* context) {
+  std::unique_ptr<const Shown<string_completion_t>> s(static_cast<const Shown<string_completion_t>*>(context));
+  if (rc != ZOK || value == nullptr) return s->completion(rc, value, s->data);
+  const std::string shown = s->offsets->shown_path(value);
+  s->completion(rc, shown.c_str(), s->data);
+}
+
+void shown_children(int rc, const String_vector* strings, const void* context) {
+  std::unique_ptr<const Shown<strings_completion_t>> s(static_cast<const Shown<strings_completion_t>*>(context));
+  if (rc != ZOK || strings == nullptr) return s->completion(rc, strings, s->data);
+  std::vector<std::string> names;
+  for (std::int32_t i = 0; i < strings->count; ++i) names.push_back(s->offsets->shown_child(s->parent, strings->data[i]));
+  std::vector<char*> pointers;
+  for (auto& name : names) pointers.push_back(name.data());
+  String_vector shown{static_cast<std::int32_t>(pointers.size()), pointers.data()};
+  s->completion(rc, &shown, s->data);
+}
+
+void shown_multi(int rc, const void* context) {
+  std::unique_ptr<const Shown<void_completion_t>> s(static_cast<const Shown<void_completion_t>*>(context));
+  if (rc == ZOK) {
+    for (const auto& [buffer, length] : s->created) {
+      const std::string shown = s->offsets->shown_path(buffer);
+      if (shown.size() < static_cast<std::size_t>(length)) std::memcpy(buffer, shown.c_str(), shown.size() + 1);
+    }
+    for (Stat* stat : s->stats) stat->version = s->offsets->shown_version(stat->version);
+  }
+  s->completion(rc, s->data);
+}
+
+// Sends through `send(completion, data)` with `completion` replaced by `substitute` (context
+// `shown`) when offsets are active; the substitute's context goes when the call is refused.
+template <typename Completion, typename Send>
+int with_shown(Completion completion, const void* data, Shown<Completion>* shown, Completion substitute,
+               Send send) {
+  if (shown == nullptr || completion == nullptr) {
+    delete shown;
+    return send(completion, data);
+  }
+  const int rc = send(substitute, shown);
+  if (rc != ZOK) delete shown;
+  return rc;
+}
+
 }  // namespace
+
+void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost, int after) {
+  std::lock_guard lock(targeted_mutex);
+  targeted.push_back({call, std::move(within), count, reply_lost ? Fault::reply_lost : Fault::fail_early, after});
+}
+
+int failures_to_come() {
+  std::lock_guard lock(targeted_mutex);
+  int count = 0;
+  for (const auto& rule : targeted) count += rule.count;
+  return count;
+}
+
+CounterOffset::CounterOffset(std::string within, std::int64_t sequence, std::int32_t version) {
+  auto offsets = std::make_shared<Offsets>(std::move(within), sequence, version);
+  std::lock_guard lock(active_mutex);
+  active_offsets = std::move(offsets);
+}
+
+CounterOffset::~CounterOffset() {
+  std::lock_guard lock(active_mutex);
+  active_offsets.reset();
+}
 
 FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts) {
   auto injector = std::make_shared<Injector>(seed, rates, std::move(hosts));
@@ -257,74 +485,142 @@ using avout::testing::intercept;
 
 extern "C" {
 
+using avout::testing::current_offsets;
+using avout::testing::ZooKeeperCall;
+using avout::testing::real_path;
+using avout::testing::Shown;
+using avout::testing::with_shown;
+
 int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int length,
                        const struct ACL_vector* acl, int mode, string_completion_t completion,
                        const void* data) {
-  return intercept(zh, true, completion, data, &avout::testing::lost_string,
-                   &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
-                     return __real_zoo_acreate(zh, path, value, length, acl, mode, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  auto* shown = offsets && avout::testing::sequential(mode)
+                    ? new Shown<string_completion_t>{completion, data, offsets, {}, {}, {}}
+                    : nullptr;
+  return with_shown(completion, data, shown, &avout::testing::shown_created, [&](string_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::create, real, true, c0, d0, &avout::testing::lost_string,
+                     &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+                       return __real_zoo_acreate(zh, real.c_str(), value, length, acl, mode, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int length, int version,
                     stat_completion_t completion, const void* data) {
-  return intercept(zh, true, completion, data, &avout::testing::lost_stat,
-                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                     return __real_zoo_aset(zh, path, buffer, length, version, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  const int real_version = offsets ? offsets->real_version(real, version) : version;
+  auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
+  return with_shown(completion, data, shown, &avout::testing::shown_stat, [&](stat_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::set, real, true, c0, d0, &avout::testing::lost_stat,
+                     &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                       return __real_zoo_aset(zh, real.c_str(), buffer, length, real_version, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_completion_t completion,
                        const void* data) {
-  return intercept(zh, true, completion, data, &avout::testing::lost_void,
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  const int real_version = offsets ? offsets->real_version(real, version) : version;
+  return intercept(zh, ZooKeeperCall::remove, real, true, completion, data, &avout::testing::lost_void,
                    &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
-                     return __real_zoo_adelete(zh, path, version, c, d);
+                     return __real_zoo_adelete(zh, real.c_str(), real_version, c, d);
                    });
 }
 
 int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
                       zoo_op_result_t* results, void_completion_t completion, const void* data) {
-  return intercept(zh, true, completion, data, &avout::testing::lost_void,
-                   &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
-                     // An expiry injected here falls after the library's refusal of multis
-                     // on expired handles (zookeeper_session.cpp, multi_refusal): the C client
-                     // would free stale paths. Make it an expiry before that check instead.
-                     const int state = zoo_state(zh);
-                     if (state < 0) return static_cast<int>(ZINVALIDSTATE);
-                     if (state == ZOO_ASSOCIATING_STATE) return static_cast<int>(ZCONNECTIONLOSS);
-                     return __real_zoo_amulti(zh, count, operations, results, c, d);
-                   });
+  const auto offsets = current_offsets();
+  // The C client serializes the ops during the call: a copy with the real paths will do.
+  std::vector<zoo_op_t> sent(operations, operations + count);
+  std::vector<std::string> paths;
+  paths.reserve(static_cast<std::size_t>(count));
+  auto* shown = offsets ? new Shown<void_completion_t>{completion, data, offsets, {}, {}, {}} : nullptr;
+  std::string joined;  // every op's path, for fail_next's rules
+  for (auto& operation : sent) {
+    const char*& path = operation.type == ZOO_CREATE_OP   ? operation.create_op.path
+                        : operation.type == ZOO_DELETE_OP ? operation.delete_op.path
+                        : operation.type == ZOO_SETDATA_OP ? operation.set_op.path
+                                                           : operation.check_op.path;
+    path = paths.emplace_back(real_path(offsets, path)).c_str();
+    joined += paths.back() + "\n";
+    if (offsets) {
+      const std::string& real = paths.back();
+      if (operation.type == ZOO_DELETE_OP) operation.delete_op.version = offsets->real_version(real, operation.delete_op.version);
+      if (operation.type == ZOO_CHECK_OP) operation.check_op.version = offsets->real_version(real, operation.check_op.version);
+      if (operation.type == ZOO_SETDATA_OP) {
+        operation.set_op.version = offsets->real_version(real, operation.set_op.version);
+        if (operation.set_op.stat != nullptr && offsets->versions_of(real)) shown->stats.push_back(operation.set_op.stat);
+      }
+    }
+    if (shown != nullptr && operation.type == ZOO_CREATE_OP &&
+        avout::testing::sequential(operation.create_op.flags) && operation.create_op.buf != nullptr) {
+      shown->created.emplace_back(operation.create_op.buf, operation.create_op.buflen);
+    }
+  }
+  return with_shown(completion, data, shown, &avout::testing::shown_multi, [&](void_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::multi, joined, true, c0, d0, &avout::testing::lost_void,
+                     &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                       // An expiry injected here falls after the library's refusal of multis
+                       // on expired handles (zookeeper_session.cpp, multi_refusal): the C client
+                       // would free stale paths. Make it an expiry before that check instead.
+                       const int state = zoo_state(zh);
+                       if (state < 0) return static_cast<int>(ZINVALIDSTATE);
+                       if (state == ZOO_ASSOCIATING_STATE) return static_cast<int>(ZCONNECTIONLOSS);
+                       return __real_zoo_amulti(zh, count, sent.data(), results, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                      data_completion_t completion, const void* data) {
-  return intercept(zh, false, completion, data, data_completion_t{nullptr},
-                   &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
-                     return __real_zoo_awget(zh, path, watcher, context, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
+  return with_shown(completion, data, shown, &avout::testing::shown_data, [&](data_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::get, real, false, c0, d0, data_completion_t{nullptr},
+                     &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
+                       return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                         stat_completion_t completion, const void* data) {
-  return intercept(zh, false, completion, data, stat_completion_t{nullptr},
-                   &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                     return __real_zoo_awexists(zh, path, watcher, context, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
+  return with_shown(completion, data, shown, &avout::testing::shown_stat, [&](stat_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::exists, real, false, c0, d0, stat_completion_t{nullptr},
+                     &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                       return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                               strings_completion_t completion, const void* data) {
-  return intercept(zh, false, completion, data, strings_completion_t{nullptr},
-                   &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
-                     return __real_zoo_awget_children(zh, path, watcher, context, c, d);
-                   });
+  const auto offsets = current_offsets();
+  const std::string real = real_path(offsets, path);
+  auto* shown = offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}, {}} : nullptr;
+  return with_shown(completion, data, shown, &avout::testing::shown_children, [&](strings_completion_t c0, const void* d0) {
+    return intercept(zh, ZooKeeperCall::children, real, false, c0, d0, strings_completion_t{nullptr},
+                     &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
+                       return __real_zoo_awget_children(zh, real.c_str(), watcher, context, c, d);
+                     });
+  });
 }
 
 int __wrap_zoo_async(zhandle_t* zh, const char* path, string_completion_t completion,
                      const void* data) {
-  return intercept(zh, false, completion, data, string_completion_t{nullptr},
+  const std::string real = real_path(current_offsets(), path);
+  return intercept(zh, ZooKeeperCall::sync, real, false, completion, data, string_completion_t{nullptr},
                    &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
-                     return __real_zoo_async(zh, path, c, d);
+                     return __real_zoo_async(zh, real.c_str(), c, d);
                    });
 }
 

@@ -11,6 +11,9 @@
 //                 (on the requesting thread, which waits up to a few seconds for it)
 //   delay         the handle's replies reach callers up to `max_delay` later, in order
 // Every completion still runs exactly once.
+//
+// Independently of any plan, a CounterOffset makes the server's sequential counters look far
+// along (near their wrap), so that code comparing sequence numbers meets the wrap in a test.
 
 #include <chrono>
 #include <cstdint>
@@ -48,6 +51,42 @@ class FaultPlan {
   /// Pauses (false) or resumes (true) injection without ending the plan: a test's own setup
   /// and final checks run without faults.
   static void enable(bool on);
+};
+
+/// The kinds of request the injector sees.
+enum class ZooKeeperCall { create, set, remove, multi, get, exists, children, sync };
+
+/// Makes the next `count` requests of `call` whose path contains `within` (for a multi: any
+/// of its ops' paths) fail early, or, with `reply_lost` (mutations only), apply with their
+/// reply lost; with or without a FaultPlan, before its own draws. The first `after` matching
+/// requests pass untouched. For a test that needs one exact fault:
+/// `fail_next(ZooKeeperCall::remove, lock_folder, 1);` (the second sync of a folder:
+/// `fail_next(ZooKeeperCall::sync, folder, 1, false, 1)`).
+void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost = false,
+               int after = 0);
+/// How many of the faults fail_next asked for are still to come.
+int failures_to_come();
+
+/// While alive (one at a time, with or without a FaultPlan), the sequential suffix of each
+/// node whose parent path contains `within` looks `sequence` further along than the server's:
+/// shown = int32(real + sequence), formatted as ZooKeeper formats its signed 32-bit child
+/// counter ("%010d": 2147483647, then -2147483648, -000000005 ... -000000001, 0000000000).
+/// Create replies (zoo_acreate and the creates of a multi) and child listings show the offset
+/// names; paths the caller sends back (reads, watches, deletes, sets, syncs, the ops of a
+/// multi) are translated to the real ones. Watch events keep the server's real paths.
+/// With `version`, the data version of every node whose path contains `within` looks that
+/// much further along too (int32, wrapping): in the stats of get, exists, set and a multi's
+/// sets; versions sent (set, delete, a multi's check, set and delete) are translated back,
+/// -1 ("any version") unchanged. A node just created then shows version `version`, so code
+/// that assumes a fresh node's version 0 fails under it: pick `within` accordingly.
+/// Usage: `CounterOffset wrap("/lock-test/", (std::int64_t{1} << 31) - 5);` (sequences only),
+/// `CounterOffset near_limit("/atoms/a", 0, INT32_MAX - 3);` (versions only).
+class CounterOffset {
+ public:
+  CounterOffset(std::string within, std::int64_t sequence, std::int32_t version = 0);
+  ~CounterOffset();
+  CounterOffset(const CounterOffset&) = delete;
+  CounterOffset& operator=(const CounterOffset&) = delete;
 };
 
 /// Rates read from the environment: AVOUT_ZK_FAULTS="lost=0.05,early=0.02,expire=0.002,delay=0.1"

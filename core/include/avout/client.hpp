@@ -25,6 +25,7 @@ namespace avout {
 
 namespace detail {
 class AgentWorkers;
+class LockRemovals;
 class CallbackExecutor;
 class Runtime;
 }  // namespace detail
@@ -92,7 +93,8 @@ class Client {
   /// The distributed reentrant mutex `name` (nodes under options().root + "/locks" + name).
   Lock lock(const std::string& name);
   /// The distributed read-write lock `name`; `quiet_period` is timed_soft's wait without
-  /// readers before a writer takes the lock.
+  /// readers before a writer takes the lock. The first opener records `policy` for every
+  /// process; Mismatch (naming both policies) when the lock was created with another.
   ReadWriteLock read_write_lock(const std::string& name, WriterPolicy policy = WriterPolicy::hard,
                                 std::chrono::milliseconds quiet_period = std::chrono::milliseconds(200));
 
@@ -203,6 +205,7 @@ class Client {
   std::unique_ptr<detail::Runtime> runtime_;
   std::unique_ptr<detail::StmContext> stm_;
   std::shared_ptr<detail::AgentWorkers> agent_workers_;
+  std::shared_ptr<detail::LockRemovals> lock_removals_;  // lock nodes to delete, retried
 };
 
 }  // namespace avout

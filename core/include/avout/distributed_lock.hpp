@@ -17,15 +17,22 @@
 //     while a writer waits.
 //   timed_soft: as soft, and the writer closes the gate only after a quiet period in which
 //     no reader came or went.
+// The policy is the lock's: a hard writer closes no gate and soft readers look only at
+// gates, so mixing policies would let a reader in beside a writer. The first process to open
+// the lock records its policy in the lock's node (<root>/rwlocks<name>); opening it with
+// another throws Mismatch naming both (delete the lock's node, unused, to change it).
 //
-// Only nodes named <kind>-<16 hex digits>-<10 digits> count: the folders of a lock whose
-// name nests below this one (say /l/writers below /l) sit beside them and are ignored.
+// Only nodes named <kind>-<16 hex digits>-<seq> count: the folders of a lock whose name
+// nests below this one (say /l/writers below /l) sit beside them and are ignored. <seq> is the
+// folder's signed 32-bit child counter as ZooKeeper prints it ("%010d"), which wraps after
+// 2^31 creates and deletes; queues are ordered by distance modulo 2^32, so the wrap is
+// harmless while no queued node lives through 2^31 changes of its folder.
 // A barred reader waits for the newest barrier node only, never for the whole folder.
 //
 // Holds are per thread and reentrant. When the session is lost the holder is told: is_held()
 // turns false, the on_lost callbacks run (on the client's callback thread), and ensure_held()
-// and dosync(guarded_by(lock), ...) throw LockLost. Every wait is bounded by its deadline or
-// ends with LockLost / SessionExpired.
+// and dosync(guarded_by(lock), ...) throw LockLost. Every wait is bounded by its deadline
+// (requests in flight included) or ends with LockLost / SessionExpired.
 //
 // What the calls throw (all derive from avout::Error):
 //   Timeout         lock(deadline), or lock() past ClientOptions::operation_timeout: the
@@ -36,6 +43,7 @@
 //   ConnectionLoss  ZooKeeper unreachable for a call that does not ride it out
 //                   (fencing_token's read)
 //   Error           a read-to-write upgrade (could deadlock two readers)
+//   Mismatch        Client::read_write_lock with another writer policy than the lock's
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
@@ -68,7 +76,9 @@ enum class WriterPolicy {
 
 /// A distributed, reentrant, FIFO mutex. Lockable and TimedLockable: works with
 /// std::scoped_lock, std::unique_lock and std::lock_guard. Copies share one lock object;
-/// destroying the last copy releases the holds still taken through it (in the background).
+/// destroying the last copy releases the holds still taken through it (in the background,
+/// retried until the nodes are gone or ZooKeeper reports the session ended; destroying the
+/// Client closes the session, which deletes them at once).
 class Lock {
  public:
   /// Blocks until this thread holds the lock (reentrant: counts nested holds). Throws
@@ -76,12 +86,16 @@ class Lock {
   /// ClientOptions::operation_timeout (if set) passed.
   void lock();
   /// Like lock(), giving up with Timeout when `deadline` passes or its stop token is
-  /// stopped (waits wake at once); nothing is left behind. A create whose reply was lost
-  /// is resolved first: a round trip in flight is not cut short.
+  /// stopped (waits wake at once), within about 50 ms of it even while the server answers
+  /// nothing: a request in flight is abandoned (its reply reaches nobody). Nothing is left
+  /// behind: the request node is deleted, and a create whose outcome is still unknown, or a
+  /// delete not yet answered, is settled by the client in the background (the node such a
+  /// create made is found by the unique id in its name and deleted).
   void lock(const Deadline& deadline);
   /// Takes the lock only if it is free now (one round of ZooKeeper calls).
   bool try_lock();
-  /// Waits up to `timeout`; false (and no node left behind) when it passes.
+  /// Waits up to `timeout`; false (and no node left behind) when it passes, within about
+  /// 50 ms of it whatever the server does (see lock(const Deadline&)).
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     return try_lock_until(std::chrono::steady_clock::now() + timeout);
@@ -95,7 +109,8 @@ class Lock {
   }
   /// Ends one hold of this thread; the last one deletes the node and returns once it is
   /// deleted or gone with the session (during an outage it waits for the reconnect, at most
-  /// until the server may have ended the session; the reconnect deletes it then). A hold
+  /// until the server may have ended the session; the client then goes on deleting it in
+  /// the background, retrying until it is gone or ZooKeeper reports the session ended). A hold
   /// that was already lost is simply dropped. Throws LockLost when this thread holds nothing
   /// (std::mutex leaves that undefined).
   void unlock();

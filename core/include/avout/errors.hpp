@@ -101,6 +101,13 @@ class LockLost : public Error {
   using Error::Error;
 };
 
+/// A process opened a name with other settings than its creator's (a ReadWriteLock with
+/// another writer policy); nothing was opened. The message names the object and both settings.
+class Mismatch : public Error {
+ public:
+  using Error::Error;
+};
+
 /// An agent whose action failed refuses sends until restart() (the message names the error).
 class AgentFailed : public Error {
  public:

@@ -1,0 +1,72 @@
+#pragma once
+// The lock nodes of one client whose removal could not be made at once: a hold that lapsed
+// or was released while disconnected, a handle destroyed while holding. Each is sent again
+// until it is deleted, found gone, or its session is known ended (an expiry ZooKeeper
+// reported): a node left behind in a live session would bar every waiter, this client's
+// next lock() included, until the session ends.
+
+#include <avout/zookeeper_session.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace avout::detail {
+
+/// One client's queue of lock nodes to remove, worked by one thread (see start()).
+/// Thread safe; never calls back into the lock cores that post to it.
+class LockRemovals {
+ public:
+  explicit LockRemovals(ZooKeeperSession& session);
+  /// stop().
+  ~LockRemovals();
+  LockRemovals(const LockRemovals&) = delete;
+  LockRemovals& operator=(const LockRemovals&) = delete;
+
+  /// Starts the thread and its session listener (once; later calls do nothing). Call it
+  /// before the first post, with no lock held that a session listener may take.
+  void start();
+  /// Queues the removal of `node`, which lives in the session of `generation`
+  /// (ZooKeeperSession::generation()); returns at once.
+  void post(std::string node, std::uint64_t generation);
+  /// Queues the removal of whatever node a create of `folder`/`prefix`<sequence> left in the
+  /// session of `generation`, a create whose outcome is unknown (given up while in flight):
+  /// a sync and a listing on that session, sent after the create, show whether it landed.
+  void post_created(std::string folder, std::string prefix, std::uint64_t generation);
+  /// Ends the thread, dropping what is queued: call it just before the session closes,
+  /// which deletes the nodes at once, once nothing posts any more.
+  void stop();
+
+ private:
+  struct Removal {
+    std::string node;            // or, with `prefix`, the folder to look in
+    std::uint64_t generation;
+    std::string prefix{};        // non-empty: remove the child of `node` named prefix...
+  };
+  // Lists the folders of the removals with a prefix and returns the nodes found (the
+  // others pass unchanged); those whose listing failed are left in `left`.
+  std::vector<Removal> resolve(std::vector<Removal> removals, std::vector<Removal>& left);
+  // Waits for `reply` until it is ready, stop() is called or `give_up_at`; true when ready.
+  bool arrived(const std::future<void>& reply, std::chrono::steady_clock::time_point give_up_at);
+  void enqueue(Removal removal);
+  void work();
+  // Sends the removals together and waits for their replies; returns those to try again.
+  std::vector<Removal> remove(std::vector<Removal> removals);
+
+  ZooKeeperSession& session_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Removal> queue_;
+  std::uint64_t reconnects_ = 0;  // bumped by the session listener: a retry need not wait
+  bool stopping_ = false;
+  std::once_flag started_;     // the listener and the worker, on the first post
+  std::uint64_t listener_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace avout::detail
