@@ -143,13 +143,23 @@ void AgentCore::require_kind(const Bytes& sample) {
 }
 
 Bytes AgentCore::read_latest() {
-  auto head = decode_agent_head(session_.get(head_path_).data, head_path_);
-  auto value = runtime_.fetch_value(*data_, head.point);
-  if (!value) {
-    throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
-                       ") is missing from its store");
+  auto head_node = session_.get(head_path_);
+  while (true) {
+    const auto head = decode_agent_head(head_node.data, head_path_);
+    if (auto value = runtime_.fetch_value(*data_, head.point)) return *value;
+    // A batch erases the value it replaced right after its commit: a point missing under a
+    // head that has moved since is a re-read, lost data only while the head still names it
+    // (rule 8). The sync makes the head read at least as new as the commit before the erase.
+    auto synced = session_.sync_async(head_path_);
+    auto again = session_.get_async(head_path_);
+    session_.wait(synced);
+    auto newer = session_.wait(again);
+    if (newer.stat.version == head_node.stat.version) {
+      throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
+                         ") is missing from its store");
+    }
+    head_node = std::move(newer);
   }
-  return *value;
 }
 
 std::string AgentCore::send_prefix(const std::string& tag) const {

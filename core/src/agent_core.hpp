@@ -67,7 +67,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void create_if_absent(const Bytes& initial) override;
   const std::string& name() const override { return name_; }
 
-  /// The newest stored value.
+  /// The newest stored value; a value erased under a newer head is read again (rule 8),
+  /// BackendError only while the head still names it.
   Bytes read_latest() override;
   /// CodecError naming both kinds when the stored value is another kind than `sample`.
   void require_kind(const Bytes& sample) override;

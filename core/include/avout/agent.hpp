@@ -40,7 +40,10 @@ class Client;
 template <Encodable T>
 class Agent {
  public:
-  /// The newest stored value. Throws ConnectionLoss, SessionExpired, BackendError, CodecError.
+  /// The newest stored value. A value a batch replaced and erased between the head's read and
+  /// the value's is read again under the newer head (rule 8). Throws ConnectionLoss,
+  /// SessionExpired, BackendError (only while the head still names a value missing from its
+  /// store: lost data), CodecError.
   T deref() const { return codec::decode_named<T>(core_->read_latest(), "agent", core_->name()); }
   /// Same as deref().
   T operator*() const { return deref(); }
