@@ -49,6 +49,9 @@ constexpr std::uint8_t named_send_format = 1;
 // A named send's node name: "s-n<uuid>-<sequence>" (a closure's tag is a bare uuid).
 bool is_named_send(const std::string& segment) { return segment.rfind("s-n", 0) == 0; }
 
+// A named send's tag ("n<uuid>"): another process may run its node as soon as it exists.
+bool is_named_tag(const std::string& tag) { return tag.rfind('n', 0) == 0; }
+
 }  // namespace
 
 Bytes encode_agent_head(const AgentHead& head) {
@@ -207,11 +210,12 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
   }
 }
 
-std::string AgentCore::create_send(const std::string& tag, Bytes data, const Deadline& deadline) {
+std::string AgentCore::create_send(const std::string& tag, Bytes data, std::int32_t head_version,
+                                   const Deadline& deadline) {
   // Threads that send at once share one multi of creates: their nodes come out next to one
   // another in the queue, so their actions run in one batch. A send begun after another
   // returned goes in a later multi, so it still comes later in the queue.
-  auto mine = std::make_shared<Creating>(Creating{tag, std::move(data), {}, {}, false, false, false});
+  auto mine = std::make_shared<Creating>(Creating{tag, std::move(data), head_version, {}, {}, false, false, false});
   // A stop request wakes this thread's waits (made before the lock: it may run at once).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(create_mutex_);
@@ -240,6 +244,15 @@ std::string AgentCore::create_send(const std::string& tag, Bytes data, const Dea
       if (mine->taken) mine->abandoned = true;
       else std::erase(to_create_, mine);
       lock.unlock();
+      // A named send's node may already be there, and any process that defined the name
+      // (this one too: it is in no pending_) may run it before the delete: Timeout would
+      // promise too much. A closure's node only its sender runs, from pending_: never.
+      if (mine->taken && is_named_tag(tag)) {
+        throw OutcomeUnknown("agent " + name_ + ": send: " +
+                             (deadline.stop_requested() ? "cancelled" : "deadline passed") +
+                             " after its create went out: the named action may run once "
+                             "(its node, if made, is deleted in the background)");
+      }
       deadline.expire("agent " + name_ + ": send");
     }
     created_.wait_until(lock, deadline.time_or_far(), [&] {
@@ -308,10 +321,11 @@ void AgentCore::settle(const Group& group, const CreateReply& reply) {
     const auto deadline = resolution_deadline(session_);
     settle_each([&](const Creating& one) {
       if (auto found = locate_send(one.tag, deadline)) return found;
-      return create_one_send(one);
+      return create_again(one);
     });
   } catch (const SessionExpired&) {
-    settle_each([&](const Creating& one) { return create_one_send(one); });  // nothing is left
+    // A create that landed went with the session: the node is gone, not necessarily unrun.
+    settle_each([&](const Creating& one) { return create_again(one); });
   } catch (...) {
     for (const auto& one : group) finish_create(*one, std::nullopt, std::current_exception());
   }
@@ -354,6 +368,32 @@ void AgentCore::remove_abandoned(const std::string& node) {
     } catch (const ConnectionLoss&) {
     }
     if (!back_off(attempt, deadline, outage_pauses)) return;
+  }
+}
+
+std::optional<std::string> AgentCore::create_again(const Creating& one) {
+  // A named send's node may have landed and been run and deleted by a process that defined
+  // the name (this one included) before it could be found: "not found" does not mean "not
+  // sent", and creating it again could run it twice, unless no batch committed since the
+  // send was made (a batch that runs a send moves the head). A closure's node only this
+  // process runs, from pending_, where it is not yet: one not found never ran.
+  if (is_named_tag(one.tag) && !gave_up(one) && head_moved_since(one.head_version)) {
+    throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create of "
+                         "a named send and its node is gone: another process may have run "
+                         "it (it ran once or not at all; not sent again)");
+  }
+  return create_one_send(one);
+}
+
+bool AgentCore::head_moved_since(std::int32_t version) {
+  try {
+    // After the sync the head is at least as new as any batch that ran the send.
+    auto synced = session_.sync_async(head_path_);
+    auto read = session_.get_async(head_path_);
+    session_.wait(synced);
+    return session_.wait(read).stat.version != version;
+  } catch (const Error&) {
+    return true;  // cannot tell: maybe
   }
 }
 
@@ -433,7 +473,9 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
     }
     if (!arrived) bound.expire(what);  // nothing sent yet
   }
-  auto head = decode_agent_head(runtime_.nodes().finish(lookup).data, head_path_);
+  const auto head_node = runtime_.nodes().finish(lookup);
+  const std::int32_t head_version = head_node.stat.version;
+  auto head = decode_agent_head(head_node.data, head_path_);
   if (head.error) {
     throw AgentFailed("agent " + name_ + " failed (" + *head.error + "); restart it first");
   }
@@ -474,8 +516,8 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   // The send waits for its node: once send() returns its place in the global order is fixed,
   // so a send that returned before another began runs first.
   auto go = [self, tag, data = std::move(data), action = std::move(action), blocking, bound,
-             is_named, generation]() mutable {
-    self->enqueue(self->create_send(tag, std::move(data), bound), std::move(action), blocking,
+             is_named, generation, head_version]() mutable {
+    self->enqueue(self->create_send(tag, std::move(data), head_version, bound), std::move(action), blocking,
                   is_named, generation);
   };
   if (sends_of_running_action != nullptr) {

@@ -137,6 +137,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   struct Creating {
     std::string tag;
     Bytes data;  // the node's: empty for a closure
+    std::int32_t head_version = 0;  // the head's when the send was made
     std::string node;
     std::exception_ptr error;
     bool taken = false;      // in a group whose create went out
@@ -184,7 +185,14 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
   // How many of the sends waiting in to_create_ fit one request together (at least one).
   std::size_t sends_fitting_one_request() const;
-  std::string create_send(const std::string& tag, Bytes data, const Deadline& deadline);
+  std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
+                          const Deadline& deadline);
+  // A send whose create's outcome was unknown and whose node was not found: created again
+  // when that cannot run it twice (a closure, or no batch committed since it was made),
+  // else OutcomeUnknown.
+  std::optional<std::string> create_again(const Creating& one);
+  // True when the head's version is no longer `version` (or that cannot be told).
+  bool head_moved_since(std::int32_t version);
   std::optional<std::string> create_one_send(const Creating& one);
   void create_together(const Group& group, const Deadline& deadline);
   void settle(const Group& group, const CreateReply& reply);
