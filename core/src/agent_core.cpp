@@ -371,43 +371,44 @@ void AgentCore::remove_abandoned(const std::string& node) {
   }
 }
 
-std::optional<std::string> AgentCore::create_again(const Creating& one) {
-  // A named send's node may have landed and been run and deleted by a process that defined
-  // the name (this one included) before it could be found: "not found" does not mean "not
-  // sent", and creating it again could run it twice, unless no batch committed since the
-  // send was made (a batch that runs a send moves the head). A closure's node only this
-  // process runs, from pending_, where it is not yet: one not found never ran.
-  if (is_named_tag(one.tag) && !gave_up(one) && head_moved_since(one.head_version)) {
-    throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create of "
-                         "a named send and its node is gone: another process may have run "
-                         "it (it ran once or not at all; not sent again)");
-  }
-  return create_one_send(one);
-}
-
-bool AgentCore::head_moved_since(std::int32_t version) {
+std::optional<bool> AgentCore::head_moved_since(std::int32_t version) {
   try {
     // After the sync the head is at least as new as any batch that ran the send.
     auto synced = session_.sync_async(head_path_);
     auto read = session_.get_async(head_path_);
     session_.wait(synced);
     return session_.wait(read).stat.version != version;
-  } catch (const Error&) {
-    return true;  // cannot tell: maybe
+  } catch (const ConnectionLoss&) {
+  } catch (const SessionExpired&) {
   }
+  return std::nullopt;
 }
 
-std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
+std::optional<std::string> AgentCore::create_again(const Creating& one) {
   const auto resolution = resolution_deadline(session_);
   for (std::size_t attempt = 0;; ++attempt) {
     if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
-    try {
-      return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
-    } catch (const ConnectionLoss&) {
-      // The create may have landed: find it before creating again, so no orphan is left.
-      if (auto found = locate_send(one.tag, resolution)) return found;
-    } catch (const SessionExpired&) {
-      // A create that landed went with the session: nothing of this send is left.
+    // A named send's node may have landed and been run and deleted by a process that
+    // defined the name (this one included) before it could be found: "not found" does not
+    // mean "not sent", and creating it again could run it twice, unless no batch committed
+    // since the send was made (a batch that runs a send moves the head). A closure's node
+    // only this process runs, from pending_, where it is not yet: one not found never ran.
+    const auto moved = is_named_tag(one.tag) ? head_moved_since(one.head_version)
+                                              : std::optional<bool>(false);
+    if (moved == true) {
+      throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create "
+                           "of a named send and its node is gone: another process may have "
+                           "run it (it ran once or not at all; not sent again)");
+    }
+    if (moved == false) {  // else ZooKeeper did not answer: asked again after a pause
+      try {
+        return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
+      } catch (const ConnectionLoss&) {
+        // The create may have landed: find it before creating again, so no orphan is left.
+        if (auto found = locate_send(one.tag, resolution)) return found;
+      } catch (const SessionExpired&) {
+        // A create that landed went with the session: its node is gone, maybe run.
+      }
     }
     if (!back_off(attempt, Deadline::at(resolution), outage_pauses)) {
       throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
@@ -415,6 +416,7 @@ std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
     }
   }
 }
+
 
 Deadline AgentCore::default_deadline() const {
   const auto& timeout = runtime_.options().operation_timeout;

@@ -187,13 +187,12 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::size_t sends_fitting_one_request() const;
   std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
                           const Deadline& deadline);
+  // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
+  std::optional<bool> head_moved_since(std::int32_t version);
   // A send whose create's outcome was unknown and whose node was not found: created again
-  // when that cannot run it twice (a closure, or no batch committed since it was made),
-  // else OutcomeUnknown.
+  // (until it is found or made) while that cannot run it twice (a closure, or no batch
+  // committed since it was made), else OutcomeUnknown.
   std::optional<std::string> create_again(const Creating& one);
-  // True when the head's version is no longer `version` (or that cannot be told).
-  bool head_moved_since(std::int32_t version);
-  std::optional<std::string> create_one_send(const Creating& one);
   void create_together(const Group& group, const Deadline& deadline);
   void settle(const Group& group, const CreateReply& reply);
   void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
