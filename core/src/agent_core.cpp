@@ -887,6 +887,11 @@ void AgentCore::complete(InDoubt& landed) {
   }
   if (landed.written && !landed.in_multi) erase_quietly(landed.previous);
   runtime_.nodes().refresh(head_path_);
+  if (landed.unrun > 0) {
+    std::lock_guard lock(mutex_);  // before finish() counts them done: await sees both
+    unrun_ += landed.unrun;
+    unrun_error_ = landed.error;
+  }
   for (auto& go : landed.later_sends) {
     try {
       go();
@@ -902,13 +907,19 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
   auto head_node = runtime_.nodes().finish(lookup);
   auto head = decode_agent_head(head_node.data, head_path_);
-  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, false, {}, {}};
+  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, false, {}, {}, 0, {}};
   std::vector<Operation> operations;
   std::vector<Operation> value_operations;  // a ZooKeeper-held value's, for the multi
   operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
+  // Our sends the batch drops unrun from `first`: await reports them (with the error).
+  auto drop_unrun = [&](std::size_t first, const std::string& error) {
+    for (std::size_t i = first; i < batch.size(); ++i) commit.unrun += batch[i].own != nullptr;
+    if (commit.unrun > 0) commit.error = error;
+  };
   if (head.error) {
     // A failed agent drops the actions still queued; only restart brings it back.
     operations.push_back(op::Check{head_path_, head_node.stat.version});
+    drop_unrun(0, *head.error);
   } else {
     auto current = runtime_.fetch_value(*data_, head.point);
     if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
@@ -927,7 +938,9 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
     AgentHead next_head{head.point, std::nullopt};
     Bytes value = std::move(*current);
     bool changed = false;
+    std::size_t ran = 0;  // the actions run, the failed one included
     for (const Runnable& each : batch) {
+      ++ran;
       std::vector<std::function<void()>> sends;
       Bytes next;
       sends_of_running_action = &sends;
@@ -941,7 +954,10 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
         next_head.error = "a non-standard exception";
       }
       sends_of_running_action = nullptr;
-      if (next_head.error) break;  // a failed action's sends never go out (as in Clojure)
+      if (next_head.error) {
+        drop_unrun(ran, *next_head.error);
+        break;  // a failed action's sends never go out (as in Clojure)
+      }
       value = std::move(next);
       changed = true;
       for (auto& go : sends) commit.later_sends.push_back(std::move(go));
@@ -1002,16 +1018,29 @@ std::vector<Operation> AgentCore::held_value_operations(const Bytes& value, cons
   return {std::move(*create), std::move(remove)};
 }
 
-bool AgentCore::await_for(std::chrono::milliseconds timeout) {
+bool AgentCore::await_until(const Deadline& deadline) {
   if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
   if (Transaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
+  // A stop request wakes the wait (made before the lock: it may run at once).
+  std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
+    std::lock_guard lock(mutex_);
+    idle_.notify_all();
+  });
   std::unique_lock lock(mutex_);
+  // Taken once: sends other threads make while this one waits are not waited for.
   const std::uint64_t target = sent_;
-  if (!idle_.wait_for(lock, timeout, [&] { return finished_ >= target; })) return false;
+  idle_.wait_until(lock, deadline.time_or_far(),
+                   [&] { return finished_ >= target || deadline.stop_requested(); });
+  if (finished_ < target) return false;
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
     throw SessionExpired("agent " + name_ + ": " + std::to_string(dropped) +
                          " action(s) sent by this process were dropped: their send nodes "
                          "vanished with an expired ZooKeeper session");
+  }
+  if (const auto unrun = std::exchange(unrun_, 0); unrun > 0) {
+    throw AgentFailed("agent " + name_ + " failed (" + unrun_error_ + "): " +
+                      std::to_string(unrun) + " action(s) sent by this process were dropped "
+                      "unrun; restart it first");
   }
   return true;
 }

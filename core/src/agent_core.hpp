@@ -78,10 +78,11 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// send_off workers.
   void send(AgentAction action, bool blocking, const Deadline& deadline) override;
   Deadline default_deadline() const override;
-  /// Waits until every action this process sent so far has run; false on timeout. Throws
-  /// SessionExpired when some of them were dropped because their send vanished with an
-  /// expired session (reported once).
-  bool await_for(std::chrono::milliseconds timeout) override;
+  /// Waits until every action this process sent before the call has run; false once
+  /// `deadline` expired. Throws SessionExpired when some of them were dropped because their
+  /// send vanished with an expired session, AgentFailed when a failed agent dropped some
+  /// unrun (each reported once).
+  bool await_until(const Deadline& deadline) override;
   /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
   std::optional<std::string> error() override;
   /// Clears a failed agent's error and sets its value; throws Error when it is not failed,
@@ -111,6 +112,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     bool in_multi = false;  // `written` created and `previous` removed by the multi itself
     std::vector<std::function<void()>> later_sends;  // their own sends, out once it landed
     std::vector<std::string> nodes;                  // the send nodes it deletes, oldest first
+    std::size_t unrun = 0;  // our sends among them it drops unrun: the agent failed
+    std::string error;      // the agent's error then
   };
   struct Pending {
     std::string node;  // the send node
@@ -221,6 +224,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::uint64_t sent_ = 0;
   std::uint64_t finished_ = 0;
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
+  std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
+  std::string unrun_error_;    // the agent's error when it dropped the last of them
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
   // Sequence of our newest send made before that listing was asked for ("": none).

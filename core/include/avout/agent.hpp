@@ -113,30 +113,29 @@ class Agent {
     define_function(action, std::function{std::forward<F>(f)});
   }
 
-  /// Blocks until every action this process sent so far has run. Throws Error inside an
-  /// action or a transaction, Timeout once ClientOptions::operation_timeout (if set) passed
-  /// (see await(deadline)), SessionExpired (once) when some of them were dropped because
-  /// this process's session expired.
+  /// Blocks until every action this process sent before the call has run (sends other
+  /// threads make meanwhile are not waited for). Throws Error inside an action or a
+  /// transaction, Timeout once ClientOptions::operation_timeout (if set) passed (see
+  /// await(deadline)), SessionExpired (once) when some of them were dropped because this
+  /// process's session expired, AgentFailed (once, with the agent's error) when some of
+  /// them were dropped unrun because the agent had failed (an action before them threw or
+  /// was refused by a validator). A named send another process's batch dropped that way is
+  /// not told apart from one it ran: error() says whether the agent failed.
   void await() { await(core_->default_deadline()); }
   /// Like await(), but Timeout ("agent NAME: await timed out") after `limit`.
   void await(std::chrono::milliseconds limit) {
-    if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
+    if (!await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
   }
   /// Like await, bounded by `deadline` instead: Timeout ("agent NAME: await: deadline
-  /// passed", or "cancelled" once its stop token was stopped, noticed within 50 ms).
+  /// passed", or "cancelled" once its stop token was stopped).
   void await(const Deadline& deadline) {
-    while (true) {
-      // A stop token is looked at between slices of the wait; a time alone needs one wait.
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline.time_or_far() - Deadline::Clock::now());
-      if (deadline.stop_token().stop_possible()) left = std::min(left, std::chrono::milliseconds(50));
-      if (core_->await_for(std::max(left, std::chrono::milliseconds(0)))) return;
-      if (deadline.expired()) deadline.expire("agent " + core_->name() + ": await");
-    }
+    if (!core_->await_until(deadline)) deadline.expire("agent " + core_->name() + ": await");
   }
   /// Like await, but returns false instead of throwing Timeout when `timeout` passes (throws
-  /// Error and SessionExpired as await does).
-  bool await_for(std::chrono::milliseconds timeout) { return core_->await_for(timeout); }
+  /// Error, SessionExpired and AgentFailed as await does).
+  bool await_for(std::chrono::milliseconds timeout) {
+    return core_->await_until(Deadline::after(timeout));
+  }
 
   /// The error of the action that failed the agent (in any process), or nullopt. Throws
   /// ConnectionLoss or SessionExpired.
