@@ -10,9 +10,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <future>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -52,6 +54,93 @@ void outage_delays_actions(avout::Store& store, const std::function<void()>& sto
   REQUIRE(agent.await_for(scaled(30s)));
   CHECK(agent.deref() == Log{0, 1, 2, 3, 4, 5});
   CHECK_FALSE(agent.error());
+}
+
+
+// A named send of `sender` (through `relay`) lands while the relay drops ZooKeeper's replies
+// to it, and `runner` (another client that defined the name) runs it and deletes its node
+// before the sender can look for it, unless the sender found it first. What the sender's send
+// then said: "returned" (the action must run exactly once), "Timeout" (it must never run) or
+// "OutcomeUnknown" (once or never), and how many times it ran.
+struct HiddenSend {
+  std::string outcome;
+  long runs = 0;
+};
+
+HiddenSend named_send_run_by_another_while_its_reply_is_lost(
+    std::optional<std::chrono::milliseconds> deadline) {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::testing::TcpRelay relay(zookeeper.port());
+  const std::string name = unique_name("hidden-named-send");
+  // A long session: the sender's client does not give up on the silent link by itself.
+  avout::Client sender({.hosts = relay.connect_string(), .session_timeout = 12000ms});
+  avout::Client runner(options(zookeeper.connect_string()));
+  avout::ZooKeeperSession observer(
+      avout::SessionOptions{.hosts = zookeeper.connect_string(), .session_timeout = 4000ms});
+  auto sending = sender.agent<Log>(name, {});
+  auto running = runner.agent<Log>(name, {});
+  for (auto* agent : {&sending, &running}) agent->define("append", append);
+  const std::string queue = avout::inspect::agent_queue_path(sender, name);
+  const std::string head = avout::inspect::agent_head_path(sender, name);
+  // The runner holds the queue's front; the batch it planned holds only this action.
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  struct Release {  // even when the test fails: the runner's client must be able to stop
+    std::atomic<bool>& release;
+    ~Release() { release = true; }
+  } release_at_exit{release};
+  running.send_off([&](Log log) {
+    started = true;
+    while (!release) std::this_thread::sleep_for(5ms);
+    return log;
+  });
+  const auto until = std::chrono::steady_clock::now() + scaled(10s);
+  while (!started && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  REQUIRE(started);
+  // A send behind it reads the head: the send below finds it cached (one create).
+  sending.send_off("append", 5L);
+
+  relay.lose_replies();
+  auto sent = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      if (deadline) {
+        sending.send_off(avout::Deadline::after(*deadline), "append", 1L);
+      } else {
+        sending.send_off("append", 1L);
+      }
+      return "returned";
+    } catch (const avout::OutcomeUnknown&) {
+      return "OutcomeUnknown";
+    } catch (const avout::Timeout&) {
+      return "Timeout";
+    }
+  });
+  while (observer.children(queue).size() < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(observer.children(queue).size() == 3);  // the runner's, then the sender's two
+  // Moving the head (same bytes, new version) fails the runner's planned batch: it lists the
+  // queue again and runs the sender's named sends in its next batch.
+  const auto node = observer.get(head);
+  (void)observer.set(head, node.data, node.stat.version);
+  release = true;
+  while (!observer.children(queue).empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  REQUIRE(observer.children(queue).empty());
+  relay.cut();  // the sender reconnects and looks for its node
+  HiddenSend result;
+  result.outcome = sent.get();
+  // Once it ran, every earlier send node is settled. A closure: a named send made while the
+  // sender reconnects may itself end in OutcomeUnknown (its head read before the runner's
+  // batch, the create lost with the old connection).
+  sending.send_off(append, 2L);
+  REQUIRE(sending.await_for(scaled(30s)));
+  REQUIRE(running.await_for(scaled(30s)));
+  const Log log = sending.deref();
+  result.runs = std::count(log.begin(), log.end(), 1L);
+  CHECK(log.back() == 2);
+  return result;
 }
 
 }  // namespace
@@ -172,4 +261,21 @@ TEST_CASE("a send that vanished with an expired session makes await throw, not s
   agent.send(append, 2);
   CHECK(agent.await_for(scaled(30s)));
   CHECK(agent.deref() == Log{-1, 2});
+}
+
+TEST_CASE("a named send whose deadline passed after its create went out never says Timeout: "
+          "another process may run it (OutcomeUnknown)") {
+  // The create goes out at once (the head is cached) and its reply never comes back in time.
+  const auto sent = named_send_run_by_another_while_its_reply_is_lost(30ms);
+  CAPTURE(sent.outcome);
+  CHECK(sent.runs == (sent.outcome == "Timeout" ? 0 : 1));
+  CHECK(sent.outcome != "returned");
+}
+
+TEST_CASE("a named send whose create reply was lost and whose node another process ran "
+          "meanwhile is not sent again: it ran once, and the send said so or OutcomeUnknown") {
+  const auto sent = named_send_run_by_another_while_its_reply_is_lost(std::nullopt);
+  CAPTURE(sent.outcome);
+  CHECK(sent.runs == 1);
+  CHECK(sent.outcome != "Timeout");
 }

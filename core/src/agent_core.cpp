@@ -49,6 +49,9 @@ constexpr std::uint8_t named_send_format = 1;
 // A named send's node name: "s-n<uuid>-<sequence>" (a closure's tag is a bare uuid).
 bool is_named_send(const std::string& segment) { return segment.rfind("s-n", 0) == 0; }
 
+// A named send's tag ("n<uuid>"): another process may run its node as soon as it exists.
+bool is_named_tag(const std::string& tag) { return tag.rfind('n', 0) == 0; }
+
 }  // namespace
 
 Bytes encode_agent_head(const AgentHead& head) {
@@ -143,13 +146,23 @@ void AgentCore::require_kind(const Bytes& sample) {
 }
 
 Bytes AgentCore::read_latest() {
-  auto head = decode_agent_head(session_.get(head_path_).data, head_path_);
-  auto value = runtime_.fetch_value(*data_, head.point);
-  if (!value) {
-    throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
-                       ") is missing from its store");
+  auto head_node = session_.get(head_path_);
+  while (true) {
+    const auto head = decode_agent_head(head_node.data, head_path_);
+    if (auto value = runtime_.fetch_value(*data_, head.point)) return *value;
+    // A batch erases the value it replaced right after its commit: a point missing under a
+    // head that has moved since is a re-read, lost data only while the head still names it
+    // (rule 8). The sync makes the head read at least as new as the commit before the erase.
+    auto synced = session_.sync_async(head_path_);
+    auto again = session_.get_async(head_path_);
+    session_.wait(synced);
+    auto newer = session_.wait(again);
+    if (newer.stat.version == head_node.stat.version) {
+      throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
+                         ") is missing from its store");
+    }
+    head_node = std::move(newer);
   }
-  return *value;
 }
 
 std::string AgentCore::send_prefix(const std::string& tag) const {
@@ -197,11 +210,12 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
   }
 }
 
-std::string AgentCore::create_send(const std::string& tag, Bytes data, const Deadline& deadline) {
+std::string AgentCore::create_send(const std::string& tag, Bytes data, std::int32_t head_version,
+                                   const Deadline& deadline) {
   // Threads that send at once share one multi of creates: their nodes come out next to one
   // another in the queue, so their actions run in one batch. A send begun after another
   // returned goes in a later multi, so it still comes later in the queue.
-  auto mine = std::make_shared<Creating>(Creating{tag, std::move(data), {}, {}, false, false, false});
+  auto mine = std::make_shared<Creating>(Creating{tag, std::move(data), head_version, {}, {}, false, false, false});
   // A stop request wakes this thread's waits (made before the lock: it may run at once).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(create_mutex_);
@@ -230,6 +244,15 @@ std::string AgentCore::create_send(const std::string& tag, Bytes data, const Dea
       if (mine->taken) mine->abandoned = true;
       else std::erase(to_create_, mine);
       lock.unlock();
+      // A named send's node may already be there, and any process that defined the name
+      // (this one too: it is in no pending_) may run it before the delete: Timeout would
+      // promise too much. A closure's node only its sender runs, from pending_: never.
+      if (mine->taken && is_named_tag(tag)) {
+        throw OutcomeUnknown("agent " + name_ + ": send: " +
+                             (deadline.stop_requested() ? "cancelled" : "deadline passed") +
+                             " after its create went out: the named action may run once "
+                             "(its node, if made, is deleted in the background)");
+      }
       deadline.expire("agent " + name_ + ": send");
     }
     created_.wait_until(lock, deadline.time_or_far(), [&] {
@@ -298,10 +321,11 @@ void AgentCore::settle(const Group& group, const CreateReply& reply) {
     const auto deadline = resolution_deadline(session_);
     settle_each([&](const Creating& one) {
       if (auto found = locate_send(one.tag, deadline)) return found;
-      return create_one_send(one);
+      return create_again(one);
     });
   } catch (const SessionExpired&) {
-    settle_each([&](const Creating& one) { return create_one_send(one); });  // nothing is left
+    // A create that landed went with the session: the node is gone, not necessarily unrun.
+    settle_each([&](const Creating& one) { return create_again(one); });
   } catch (...) {
     for (const auto& one : group) finish_create(*one, std::nullopt, std::current_exception());
   }
@@ -347,17 +371,44 @@ void AgentCore::remove_abandoned(const std::string& node) {
   }
 }
 
-std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
+std::optional<bool> AgentCore::head_moved_since(std::int32_t version) {
+  try {
+    // After the sync the head is at least as new as any batch that ran the send.
+    auto synced = session_.sync_async(head_path_);
+    auto read = session_.get_async(head_path_);
+    session_.wait(synced);
+    return session_.wait(read).stat.version != version;
+  } catch (const ConnectionLoss&) {
+  } catch (const SessionExpired&) {
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> AgentCore::create_again(const Creating& one) {
   const auto resolution = resolution_deadline(session_);
   for (std::size_t attempt = 0;; ++attempt) {
     if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
-    try {
-      return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
-    } catch (const ConnectionLoss&) {
-      // The create may have landed: find it before creating again, so no orphan is left.
-      if (auto found = locate_send(one.tag, resolution)) return found;
-    } catch (const SessionExpired&) {
-      // A create that landed went with the session: nothing of this send is left.
+    // A named send's node may have landed and been run and deleted by a process that
+    // defined the name (this one included) before it could be found: "not found" does not
+    // mean "not sent", and creating it again could run it twice, unless no batch committed
+    // since the send was made (a batch that runs a send moves the head). A closure's node
+    // only this process runs, from pending_, where it is not yet: one not found never ran.
+    const auto moved = is_named_tag(one.tag) ? head_moved_since(one.head_version)
+                                              : std::optional<bool>(false);
+    if (moved == true) {
+      throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create "
+                           "of a named send and its node is gone: another process may have "
+                           "run it (it ran once or not at all; not sent again)");
+    }
+    if (moved == false) {  // else ZooKeeper did not answer: asked again after a pause
+      try {
+        return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
+      } catch (const ConnectionLoss&) {
+        // The create may have landed: find it before creating again, so no orphan is left.
+        if (auto found = locate_send(one.tag, resolution)) return found;
+      } catch (const SessionExpired&) {
+        // A create that landed went with the session: its node is gone, maybe run.
+      }
     }
     if (!back_off(attempt, Deadline::at(resolution), outage_pauses)) {
       throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
@@ -365,6 +416,7 @@ std::optional<std::string> AgentCore::create_one_send(const Creating& one) {
     }
   }
 }
+
 
 Deadline AgentCore::default_deadline() const {
   const auto& timeout = runtime_.options().operation_timeout;
@@ -423,7 +475,9 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
     }
     if (!arrived) bound.expire(what);  // nothing sent yet
   }
-  auto head = decode_agent_head(runtime_.nodes().finish(lookup).data, head_path_);
+  const auto head_node = runtime_.nodes().finish(lookup);
+  const std::int32_t head_version = head_node.stat.version;
+  auto head = decode_agent_head(head_node.data, head_path_);
   if (head.error) {
     throw AgentFailed("agent " + name_ + " failed (" + *head.error + "); restart it first");
   }
@@ -464,8 +518,8 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   // The send waits for its node: once send() returns its place in the global order is fixed,
   // so a send that returned before another began runs first.
   auto go = [self, tag, data = std::move(data), action = std::move(action), blocking, bound,
-             is_named, generation]() mutable {
-    self->enqueue(self->create_send(tag, std::move(data), bound), std::move(action), blocking,
+             is_named, generation, head_version]() mutable {
+    self->enqueue(self->create_send(tag, std::move(data), head_version, bound), std::move(action), blocking,
                   is_named, generation);
   };
   if (sends_of_running_action != nullptr) {
@@ -862,6 +916,11 @@ void AgentCore::complete(InDoubt& landed) {
   }
   if (landed.written && !landed.in_multi) erase_quietly(landed.previous);
   runtime_.nodes().refresh(head_path_);
+  if (landed.unrun > 0) {
+    std::lock_guard lock(mutex_);  // before finish() counts them done: await sees both
+    unrun_ += landed.unrun;
+    unrun_error_ = landed.error;
+  }
   for (auto& go : landed.later_sends) {
     try {
       go();
@@ -877,13 +936,19 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
   auto head_node = runtime_.nodes().finish(lookup);
   auto head = decode_agent_head(head_node.data, head_path_);
-  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, false, {}, {}};
+  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, false, {}, {}, 0, {}};
   std::vector<Operation> operations;
   std::vector<Operation> value_operations;  // a ZooKeeper-held value's, for the multi
   operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
+  // Our sends the batch drops unrun from `first`: await reports them (with the error).
+  auto drop_unrun = [&](std::size_t first, const std::string& error) {
+    for (std::size_t i = first; i < batch.size(); ++i) commit.unrun += batch[i].own != nullptr;
+    if (commit.unrun > 0) commit.error = error;
+  };
   if (head.error) {
     // A failed agent drops the actions still queued; only restart brings it back.
     operations.push_back(op::Check{head_path_, head_node.stat.version});
+    drop_unrun(0, *head.error);
   } else {
     auto current = runtime_.fetch_value(*data_, head.point);
     if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
@@ -902,7 +967,9 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
     AgentHead next_head{head.point, std::nullopt};
     Bytes value = std::move(*current);
     bool changed = false;
+    std::size_t ran = 0;  // the actions run, the failed one included
     for (const Runnable& each : batch) {
+      ++ran;
       std::vector<std::function<void()>> sends;
       Bytes next;
       sends_of_running_action = &sends;
@@ -916,7 +983,10 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
         next_head.error = "a non-standard exception";
       }
       sends_of_running_action = nullptr;
-      if (next_head.error) break;  // a failed action's sends never go out (as in Clojure)
+      if (next_head.error) {
+        drop_unrun(ran, *next_head.error);
+        break;  // a failed action's sends never go out (as in Clojure)
+      }
       value = std::move(next);
       changed = true;
       for (auto& go : sends) commit.later_sends.push_back(std::move(go));
@@ -977,16 +1047,29 @@ std::vector<Operation> AgentCore::held_value_operations(const Bytes& value, cons
   return {std::move(*create), std::move(remove)};
 }
 
-bool AgentCore::await_for(std::chrono::milliseconds timeout) {
+bool AgentCore::await_until(const Deadline& deadline) {
   if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
   if (Transaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
+  // A stop request wakes the wait (made before the lock: it may run at once).
+  std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
+    std::lock_guard lock(mutex_);
+    idle_.notify_all();
+  });
   std::unique_lock lock(mutex_);
+  // Taken once: sends other threads make while this one waits are not waited for.
   const std::uint64_t target = sent_;
-  if (!idle_.wait_for(lock, timeout, [&] { return finished_ >= target; })) return false;
+  idle_.wait_until(lock, deadline.time_or_far(),
+                   [&] { return finished_ >= target || deadline.stop_requested(); });
+  if (finished_ < target) return false;
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
     throw SessionExpired("agent " + name_ + ": " + std::to_string(dropped) +
                          " action(s) sent by this process were dropped: their send nodes "
                          "vanished with an expired ZooKeeper session");
+  }
+  if (const auto unrun = std::exchange(unrun_, 0); unrun > 0) {
+    throw AgentFailed("agent " + name_ + " failed (" + unrun_error_ + "): " +
+                      std::to_string(unrun) + " action(s) sent by this process were dropped "
+                      "unrun; restart it first");
   }
   return true;
 }

@@ -67,7 +67,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void create_if_absent(const Bytes& initial) override;
   const std::string& name() const override { return name_; }
 
-  /// The newest stored value.
+  /// The newest stored value; a value erased under a newer head is read again (rule 8),
+  /// BackendError only while the head still names it.
   Bytes read_latest() override;
   /// CodecError naming both kinds when the stored value is another kind than `sample`.
   void require_kind(const Bytes& sample) override;
@@ -77,10 +78,11 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// send_off workers.
   void send(AgentAction action, bool blocking, const Deadline& deadline) override;
   Deadline default_deadline() const override;
-  /// Waits until every action this process sent so far has run; false on timeout. Throws
-  /// SessionExpired when some of them were dropped because their send vanished with an
-  /// expired session (reported once).
-  bool await_for(std::chrono::milliseconds timeout) override;
+  /// Waits until every action this process sent before the call has run; false once
+  /// `deadline` expired. Throws SessionExpired when some of them were dropped because their
+  /// send vanished with an expired session, AgentFailed when a failed agent dropped some
+  /// unrun (each reported once).
+  bool await_until(const Deadline& deadline) override;
   /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
   std::optional<std::string> error() override;
   /// Clears a failed agent's error and sets its value; throws Error when it is not failed,
@@ -110,6 +112,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     bool in_multi = false;  // `written` created and `previous` removed by the multi itself
     std::vector<std::function<void()>> later_sends;  // their own sends, out once it landed
     std::vector<std::string> nodes;                  // the send nodes it deletes, oldest first
+    std::size_t unrun = 0;  // our sends among them it drops unrun: the agent failed
+    std::string error;      // the agent's error then
   };
   struct Pending {
     std::string node;  // the send node
@@ -136,6 +140,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   struct Creating {
     std::string tag;
     Bytes data;  // the node's: empty for a closure
+    std::int32_t head_version = 0;  // the head's when the send was made
     std::string node;
     std::exception_ptr error;
     bool taken = false;      // in a group whose create went out
@@ -183,8 +188,14 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
   // How many of the sends waiting in to_create_ fit one request together (at least one).
   std::size_t sends_fitting_one_request() const;
-  std::string create_send(const std::string& tag, Bytes data, const Deadline& deadline);
-  std::optional<std::string> create_one_send(const Creating& one);
+  std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
+                          const Deadline& deadline);
+  // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
+  std::optional<bool> head_moved_since(std::int32_t version);
+  // A send whose create's outcome was unknown and whose node was not found: created again
+  // (until it is found or made) while that cannot run it twice (a closure, or no batch
+  // committed since it was made), else OutcomeUnknown.
+  std::optional<std::string> create_again(const Creating& one);
   void create_together(const Group& group, const Deadline& deadline);
   void settle(const Group& group, const CreateReply& reply);
   void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
@@ -213,6 +224,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::uint64_t sent_ = 0;
   std::uint64_t finished_ = 0;
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
+  std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
+  std::string unrun_error_;    // the agent's error when it dropped the last of them
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
   // Sequence of our newest send made before that listing was asked for ("": none).

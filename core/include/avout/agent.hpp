@@ -10,8 +10,10 @@
 // What the calls throw (all derive from avout::Error): ConnectionLoss or SessionExpired when
 // ZooKeeper is unreachable and nothing was changed (safe to call again); OutcomeUnknown (a
 // ConnectionLoss) when a write may have landed and ZooKeeper stayed unreachable while avout
-// tried to find out (Client::agent and restart); Timeout when a send's or await's deadline
-// (or ClientOptions::operation_timeout for a send) expired, leaving no send behind;
+// tried to find out (Client::agent and restart), or when a named send may have been run by
+// another process before its sender could tell (see send: it runs once or never); Timeout
+// when a send's or await's deadline (or ClientOptions::operation_timeout for a send)
+// expired, leaving no send behind: the action never runs;
 // UndefinedAction when a send names an action this handle never defined (nothing sent);
 // BackendError when the value's store fails; CodecError when the stored bytes are not a T.
 // Each call below names the others.
@@ -40,7 +42,10 @@ class Client;
 template <Encodable T>
 class Agent {
  public:
-  /// The newest stored value. Throws ConnectionLoss, SessionExpired, BackendError, CodecError.
+  /// The newest stored value. A value a batch replaced and erased between the head's read and
+  /// the value's is read again under the newer head (rule 8). Throws ConnectionLoss,
+  /// SessionExpired, BackendError (only while the head still names a value missing from its
+  /// store: lost data), CodecError.
   T deref() const { return codec::decode_named<T>(core_->read_latest(), "agent", core_->name()); }
   /// Same as deref().
   T operator*() const { return deref(); }
@@ -58,7 +63,12 @@ class Agent {
   /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
   /// ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
   /// was not made and nothing of it is left: sending again is safe), or SessionExpired.
-  /// Inside dosync, failures are the transaction's (OutcomeUnknown from its commit).
+  /// A lost create reply is resolved by finding the send's node by its unique tag; a named
+  /// send whose node is not found while the agent's head moved since the send was made
+  /// (another process may have run it and deleted its node) is not sent again: it throws
+  /// OutcomeUnknown (the action ran once or never). A closure not found is sent again: only
+  /// its sender's process runs it. Inside dosync, failures are the transaction's
+  /// (OutcomeUnknown from its commit).
   template <typename F, typename... Args>
     requires(!std::is_convertible_v<F &&, Deadline>)
   void send(F&& f, Args&&... args) {
@@ -66,11 +76,15 @@ class Agent {
   }
   /// Like send, giving up with Timeout ("agent NAME: send: deadline passed", or "cancelled"
   /// once its stop token was stopped, noticed within 50 ms) when `deadline` expires before
-  /// the send node's create was answered. A Timeout means the action will not run: a create
-  /// already sent is settled in the background (its node, found by the send's unique tag
-  /// once ZooKeeper answers, is deleted; a session that ends takes it along), so nothing
-  /// waits in the queue for an action nobody will run. Inside dosync or an action the send
-  /// is part of that commit and the deadline is ignored (the dosync's own deadline bounds it).
+  /// the send node's create was answered. A Timeout means the action will not run: the create
+  /// was not sent, or it is a closure's, which only this process runs and it never will; the
+  /// create is settled in the background (its node, found by the send's unique tag once
+  /// ZooKeeper answers, is deleted; a session that ends takes it along), so nothing waits in
+  /// the queue for an action nobody will run. A named send whose create went out throws
+  /// OutcomeUnknown instead: its node may be there already and any process that defined the
+  /// name (this one too) may run it before the background delete, so it runs once or never.
+  /// Inside dosync or an action the send is part of that commit and the deadline is ignored
+  /// (the dosync's own deadline bounds it).
   template <typename F, typename... Args>
   void send(const Deadline& deadline, F&& f, Args&&... args) {
     dispatch(false, deadline, std::forward<F>(f), std::forward<Args>(args)...);
@@ -99,30 +113,29 @@ class Agent {
     define_function(action, std::function{std::forward<F>(f)});
   }
 
-  /// Blocks until every action this process sent so far has run. Throws Error inside an
-  /// action or a transaction, Timeout once ClientOptions::operation_timeout (if set) passed
-  /// (see await(deadline)), SessionExpired (once) when some of them were dropped because
-  /// this process's session expired.
+  /// Blocks until every action this process sent before the call has run (sends other
+  /// threads make meanwhile are not waited for). Throws Error inside an action or a
+  /// transaction, Timeout once ClientOptions::operation_timeout (if set) passed (see
+  /// await(deadline)), SessionExpired (once) when some of them were dropped because this
+  /// process's session expired, AgentFailed (once, with the agent's error) when some of
+  /// them were dropped unrun because the agent had failed (an action before them threw or
+  /// was refused by a validator). A named send another process's batch dropped that way is
+  /// not told apart from one it ran: error() says whether the agent failed.
   void await() { await(core_->default_deadline()); }
   /// Like await(), but Timeout ("agent NAME: await timed out") after `limit`.
   void await(std::chrono::milliseconds limit) {
-    if (!core_->await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
+    if (!await_for(limit)) throw Timeout("agent " + core_->name() + ": await timed out");
   }
   /// Like await, bounded by `deadline` instead: Timeout ("agent NAME: await: deadline
-  /// passed", or "cancelled" once its stop token was stopped, noticed within 50 ms).
+  /// passed", or "cancelled" once its stop token was stopped).
   void await(const Deadline& deadline) {
-    while (true) {
-      // A stop token is looked at between slices of the wait; a time alone needs one wait.
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline.time_or_far() - Deadline::Clock::now());
-      if (deadline.stop_token().stop_possible()) left = std::min(left, std::chrono::milliseconds(50));
-      if (core_->await_for(std::max(left, std::chrono::milliseconds(0)))) return;
-      if (deadline.expired()) deadline.expire("agent " + core_->name() + ": await");
-    }
+    if (!core_->await_until(deadline)) deadline.expire("agent " + core_->name() + ": await");
   }
   /// Like await, but returns false instead of throwing Timeout when `timeout` passes (throws
-  /// Error and SessionExpired as await does).
-  bool await_for(std::chrono::milliseconds timeout) { return core_->await_for(timeout); }
+  /// Error, SessionExpired and AgentFailed as await does).
+  bool await_for(std::chrono::milliseconds timeout) {
+    return core_->await_until(Deadline::after(timeout));
+  }
 
   /// The error of the action that failed the agent (in any process), or nullopt. Throws
   /// ConnectionLoss or SessionExpired.

@@ -46,8 +46,9 @@ class AgentHandle {
                           const Deadline& deadline) = 0;
   /// The deadline of a send given none: the client's operation_timeout from now, or none.
   virtual Deadline default_deadline() const = 0;
-  /// Waits until every action this process sent so far has run; false on timeout.
-  virtual bool await_for(std::chrono::milliseconds timeout) = 0;
+  /// Waits until every action this process sent before the call has run; false once
+  /// `deadline` expired (its stop token included).
+  virtual bool await_until(const Deadline& deadline) = 0;
   /// The error of the failed action that stopped the agent, if any.
   virtual std::optional<std::string> error() = 0;
   /// Clears a failed agent's error and sets its value.
