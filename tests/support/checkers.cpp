@@ -720,6 +720,7 @@ std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operatio
     }
     const auto agent = operation.argument.at("agent").get<std::string>();
     const auto& final_list = final_lists.count(agent) ? final_lists.at(agent) : std::vector<long>{};
+    if (operation.result.at("seen").is_null()) continue;  // the read after it failed
     const auto seen = operation.result.at("seen").get<std::vector<long>>();
     const std::set<long> seen_set(seen.begin(), seen.end());
     for (const auto& waited : operation.result.at("waited")) {
@@ -733,8 +734,8 @@ std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operatio
   }
   if (failed_reads > 0) {
     problems.push_back("agent: " + std::to_string(failed_reads) +
-                       " plain reads (deref, a new handle, set_validator, a read after await) threw BackendError "
-                       "while others sent; the first:\n    " + show(*first_failed));
+                       " plain reads (deref, a new handle, set_validator, a read after await) found the value "
+                       "missing from its store while others sent; the first:\n    " + show(*first_failed));
   }
   return problems;
 }

@@ -64,7 +64,8 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
                                       const std::map<std::string, std::vector<long>>& final_lists);
 
 /// Plain agent reads and awaits while others send ("f": "agent-read", argument {"agent"},
-/// result the list; "fail" when it threw BackendError; "f": "agent-handle", a new handle or
+/// result the list; "fail" when it threw BackendError for a value missing from its store;
+/// "f": "agent-handle", a new handle or
 /// set_validator, "fail" likewise; "f": "await-mid", result {"waited": the ids of the
 /// process's sends that had returned before the await began, "seen": the list read right
 /// after it returned, or "read_error"}): no read fails (agent.hpp: a value erased under a
