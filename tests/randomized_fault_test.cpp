@@ -733,15 +733,18 @@ struct NotMade : Abort {
 // Sends to the main agent: a closure or the named action "append", by send or send_off,
 // without a deadline or with one of 50-750 us (most of those give up: agent.hpp says "A
 // Timeout means the action will not run", so they are held to "fail"); short deadlines come
-// in bursts of up to 12 sends, while other threads' and processes' sends run the queue.
-// Each send's value is its id: check_agents counts each id's runs in the agent's final list.
+// in bursts of up to 12 named sends, every fourth without a deadline: a worker that runs
+// its own send runs the named sends queued behind it too, abandoned ones included unless
+// they are unrunnable (issue 35 item 2). Each send's value is its id: check_agents counts
+// each id's runs in the agent's final list.
 void agent_send(Node& node, SharedHistory& history, std::mt19937_64& random, int thread_id) {
   const auto how = static_cast<int>(random() % 8);
   const bool off = random() % 4 == 0;
   const bool named = how >= 2;
-  const bool short_deadline = how == 1 || (how >= 2 && how <= 4);
-  const auto count = how >= 2 && how <= 4 ? 1 + static_cast<int>(random() % 12) : 1;
+  const bool burst = how >= 2 && how <= 4;
+  const auto count = burst ? 1 + static_cast<int>(random() % 12) : 1;
   for (int i = 0; i < count; ++i) {
+    const bool short_deadline = how == 1 || (burst && i % 4 != 0);
     const auto id = history.next_id();
     const auto micros = std::chrono::microseconds(50 + random() % 701);
     nlohmann::json argument{{"agent", "agent"}, {"value", id}, {"thread", thread_id}, {"named", named}, {"send_off", off}};
