@@ -874,6 +874,7 @@ void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, i
       return random_transaction(w.node, w.history, random, w.settings);
     case 1:
       if (!w.settings.on("atoms")) return void(chose = "none");
+      chose = "atom";
       chose = random_atom_operation(w.node, w.history, random, w.prefix);
       return;
     case 2:
@@ -1301,11 +1302,16 @@ ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, 
     // A client per thread: what a client keeps (cached heads and values, the markers its
     // threads' commits left) would otherwise make one thread's requests depend on what the
     // threads before it did, e.g. a head another thread's commit read ahead costs no get.
+    // Objects of its own too (refs, atoms, locks under a prefix per thread): how many requests
+    // a transaction makes may depend on what the refs hold, which earlier threads changed.
     std::vector<std::unique_ptr<Node>> nodes(order.size());
-    for (auto& made : nodes) {
+    std::vector<std::string> prefixes;
+    for (std::size_t thread = 0; thread < order.size(); ++thread) prefixes.push_back(prefix + "/t" + std::to_string(thread));
+    for (std::size_t thread = 0; thread < order.size(); ++thread) {
+      auto& made = nodes[thread];
       while (!made) {  // its stores inject faults from the start
         try {
-          made = std::make_unique<Node>(prefix, settings, seed);
+          made = std::make_unique<Node>(prefixes[thread], settings, seed);
         } catch (const avout::Error&) {
         }
       }
@@ -1313,7 +1319,7 @@ ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, 
     for (auto& node : nodes) node->faults(true);
     for (const int thread : order) {
       std::thread([&] {
-        Workload workload{*nodes[static_cast<std::size_t>(thread)], history, settings, prefix, 0};
+        Workload workload{*nodes[static_cast<std::size_t>(thread)], history, settings, prefixes[static_cast<std::size_t>(thread)], 0};
         auto random = thread_choices(seed, 0, thread);
         ThreadObjects objects;
         for (int operation = 0; operation < operations; ++operation) {
