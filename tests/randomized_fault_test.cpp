@@ -733,18 +733,18 @@ struct NotMade : Abort {
 // Sends to the main agent: a closure or the named action "append", by send or send_off,
 // without a deadline or with one of 50-750 us (most of those give up: agent.hpp says "A
 // Timeout means the action will not run", so they are held to "fail"); short deadlines come
-// in bursts of up to 12 named sends, every fourth without a deadline: a worker that runs
-// its own send runs the named sends queued behind it too, abandoned ones included unless
-// they are unrunnable (issue 35 item 2). Each send's value is its id: check_agents counts
+// in bursts of up to 16 named sends, every other one without a deadline: a worker runs
+// every named send queued before its own, abandoned ones included unless they are
+// unrunnable (issue 35 item 2). Each send's value is its id: check_agents counts
 // each id's runs in the agent's final list.
 void agent_send(Node& node, SharedHistory& history, std::mt19937_64& random, int thread_id) {
   const auto how = static_cast<int>(random() % 8);
   const bool off = random() % 4 == 0;
   const bool named = how >= 2;
   const bool burst = how >= 2 && how <= 4;
-  const auto count = burst ? 1 + static_cast<int>(random() % 12) : 1;
+  const auto count = burst ? 1 + static_cast<int>(random() % 16) : 1;
   for (int i = 0; i < count; ++i) {
-    const bool short_deadline = how == 1 || (burst && i % 4 != 0);
+    const bool short_deadline = how == 1 || (burst && i % 2 == 0);
     const auto id = history.next_id();
     const auto micros = std::chrono::microseconds(50 + random() % 701);
     nlohmann::json argument{{"agent", "agent"}, {"value", id}, {"thread", thread_id}, {"named", named}, {"send_off", off}};
@@ -887,21 +887,20 @@ void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, i
       return random_hold(w.node, w.history, random, w.prefix, objects, w.process);
     default:
       if (!w.settings.on("agents")) return void(chose = "none");
-      switch (random() % 13) {
+      switch (random() % 14) {
         case 0:
         case 1:
         case 2:
-        case 3:
           chose = "action-send";
           return action_send(w.node, w.history, random);
-        case 9:
         case 10:
+        case 11:
           chose = "agent-read";
           return agent_read(w.node, w.history, random);
-        case 11:
+        case 12:
           chose = "await-mid";
           return agent_await(w.node, w.history, random);
-        case 12:
+        case 13:
           chose = "agent-handle";
           return agent_calls(w.node, w.history, random, w.prefix);
         default:
