@@ -56,6 +56,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 using namespace std::chrono_literals;
