@@ -117,3 +117,73 @@ TEST_CASE("the send of an agent action that failed is reported when it ran") {
   operations.emplace(7, operation(7, "action-failed", "ok", {{"value", 6}}));
   CHECK(avout::testing::check_agents(operations, {{"sink", {2, 6}}}).empty());
 }
+
+namespace {
+
+Operation event(std::int64_t id, std::string f, std::string outcome, nlohmann::json argument,
+                nlohmann::json result = nullptr) {
+  return Operation{.id = id, .f = std::move(f), .outcome = std::move(outcome), .invoked_ns = id * 10,
+                   .completed_ns = id * 10 + 5, .argument = std::move(argument), .result = std::move(result)};
+}
+
+Operation send(std::int64_t id, std::string outcome) {
+  return event(id, "send", std::move(outcome), {{"agent", "agent"}, {"value", id}, {"thread", 1}});
+}
+
+}  // namespace
+
+TEST_CASE("a send that threw Timeout and ran, and a send that ran twice, are reported") {
+  std::map<std::int64_t, Operation> operations{{1, send(1, "ok")}, {2, send(2, "fail")}, {3, send(3, "info")}};
+  CHECK(avout::testing::check_agents(operations, {{"agent", {1, 3}}}).empty());
+  CHECK(avout::testing::check_agents(operations, {{"agent", {1}}}).empty());  // nobody vouched
+  CHECK(mentions(avout::testing::check_agents(operations, {{"agent", {1, 2}}}), "a send of a failed call ran"));
+  CHECK(mentions(avout::testing::check_agents(operations, {{"agent", {1, 1}}}), "acknowledged send 1 ran 2 times"));
+  CHECK(mentions(avout::testing::check_agents(operations, {{"agent", {1, 3, 3}}}), "unknown outcome ran 2 times"));
+}
+
+TEST_CASE("a process told of dropped sends by an await mid-run vouches for none at its final await") {
+  std::map<std::int64_t, Operation> operations{{1, send(1, "ok")},
+                                               {8, event(8, "await", "ok", {{"agent", "agent"}}, true)}};
+  CHECK(mentions(avout::testing::check_agents(operations, {{"agent", {}}}), "acknowledged send 1 ran 0 times"));
+  operations.emplace(5, event(5, "await-mid", "info", {{"agent", "agent"}, {"how", 0}}, "1 action(s) ... dropped"));
+  CHECK(avout::testing::check_agents(operations, {{"agent", {}}}).empty());
+}
+
+TEST_CASE("an agent read that failed or saw no value the agent held, and an early await, are reported") {
+  std::map<std::int64_t, Operation> operations{
+      {1, event(1, "agent-read", "ok", {{"agent", "agent"}}, std::vector<long>{7})},
+      {2, event(2, "await-mid", "ok", {{"agent", "agent"}}, {{"waited", {7, 8}}, {"seen", {7, 8}}})},
+      {3, event(3, "agent-read", "info", {{"agent", "agent"}}, "injected outage")}};
+  CHECK(avout::testing::check_agent_reads(operations, {{"agent", {7, 8, 9}}}).empty());
+  CHECK(mentions(avout::testing::check_agent_reads(operations, {{"agent", {8, 7}}}), "no value the agent held"));
+
+  operations.at(2).result["seen"] = std::vector<long>{7};
+  CHECK(mentions(avout::testing::check_agent_reads(operations, {{"agent", {7, 8}}}),
+                 "await returned before send 8, made before the await began, ran"));
+  CHECK(avout::testing::check_agent_reads(operations, {{"agent", {7}}}).empty());  // 8 never ran: dropped
+
+  operations.at(2).result = {{"waited", {7}}, {"seen", {7}}};
+  operations.emplace(4, event(4, "agent-read", "fail", {{"agent", "agent"}}, "its value (point p) is missing from its store"));
+  CHECK(mentions(avout::testing::check_agent_reads(operations, {{"agent", {7}}}), "1 plain reads"));
+}
+
+TEST_CASE("two resets that replaced one value, and values no reset could have set, are reported") {
+  auto reset = [](std::int64_t id, std::string outcome, nlohmann::json old) {
+    return event(id, "register-reset", std::move(outcome), {{"value", id}}, {{"old", std::move(old)}});
+  };
+  std::map<std::int64_t, Operation> operations{{1, reset(1, "ok", std::vector<long>{})},
+                                               {2, reset(2, "ok", std::vector<long>{1})},
+                                               {3, reset(3, "fail", nullptr)},
+                                               {4, reset(4, "ok", nullptr)}};
+  CHECK(avout::testing::check_register(operations, {4}).empty());
+  CHECK(mentions(avout::testing::check_register(operations, {3}), "set by no reset that could have landed"));
+  operations.at(4).result["old"] = std::vector<long>{1};
+  CHECK(mentions(avout::testing::check_register(operations, {4}), "two resets both replaced [1]"));
+}
+
+TEST_CASE("a promise broken inline is reported") {
+  std::map<std::int64_t, Operation> operations{
+      {1, event(1, "contract", "ok", {{"promise", "p"}}, {{"broken", "lease_lock.hpp unlock"}, {"detail", nullptr}})}};
+  CHECK(mentions(avout::testing::check_contracts(operations), "broken promise: lease_lock.hpp unlock"));
+  CHECK(avout::testing::check_contracts({}).empty());
+}

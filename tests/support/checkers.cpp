@@ -619,11 +619,21 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
   // expired, which its await then reports). Only a process whose final await of an agent
   // returned true vouches that every send to it it acknowledged ran; the others' ran at
   // most once.
+  // An await reports a drop once (SessionExpired): a process whose await in the middle of
+  // the run ("await-mid") ended in doubt may have been told of drops its final await then
+  // did not repeat, so it vouches for nothing of that agent.
   Vouched vouched;
+  std::set<std::pair<std::int64_t, std::string>> told;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "await-mid" && operation.outcome == "info") {
+      told.emplace(id / process_id_stride, operation.argument.at("agent").get<std::string>());
+    }
+  }
   for (const auto& [id, operation] : operations) {
     if (operation.f == "await" && operation.outcome == "ok" && operation.result == true) {
       const auto& agent = operation.argument;
-      vouched[id / process_id_stride].insert(agent.is_object() ? agent.at("agent").get<std::string>() : "*");
+      const auto name = agent.is_object() ? agent.at("agent").get<std::string>() : "*";
+      if (!told.contains({id / process_id_stride, name})) vouched[id / process_id_stride].insert(name);
     }
   }
   check_action_sends(operations, final_lists, vouched, problems);
@@ -678,6 +688,95 @@ std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& 
     if (seen != final_list) {
       problems.push_back("watch of atom " + atom + " ended on " + show_list(seen) + ", not the final value " +
                          show_list(final_list) + "\n    " + show(operation));
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operation>& operations,
+                                           const std::map<std::string, std::vector<long>>& final_lists) {
+  std::vector<std::string> problems;
+  int failed_reads = 0;
+  const Operation* first_failed = nullptr;
+  auto read_failed = [&](const Operation& operation) {
+    if (failed_reads++ == 0) first_failed = &operation;
+  };
+  for (const auto& [id, operation] : operations) {
+    const bool read = operation.f == "agent-read" || operation.f == "agent-handle";
+    if (read && operation.outcome == "fail") read_failed(operation);
+    if (operation.f == "agent-read" && operation.outcome == "ok") {
+      const auto agent = operation.argument.at("agent").get<std::string>();
+      const auto seen = operation.result.get<std::vector<long>>();
+      const auto& final_list = final_lists.count(agent) ? final_lists.at(agent) : std::vector<long>{};
+      if (!is_prefix(seen, final_list)) {
+        problems.push_back("agent " + agent + ": a read " + show_list(seen) + " is no value the agent held (no prefix of " +
+                           show_list(final_list) + ")\n    " + show(operation));
+      }
+    }
+    if (operation.f != "await-mid" || operation.outcome != "ok" || !operation.result.is_object()) continue;
+    if (operation.result.contains("read_error")) {
+      read_failed(operation);
+      continue;
+    }
+    const auto agent = operation.argument.at("agent").get<std::string>();
+    const auto& final_list = final_lists.count(agent) ? final_lists.at(agent) : std::vector<long>{};
+    if (operation.result.at("seen").is_null()) continue;  // the read after it failed
+    const auto seen = operation.result.at("seen").get<std::vector<long>>();
+    const std::set<long> seen_set(seen.begin(), seen.end());
+    for (const auto& waited : operation.result.at("waited")) {
+      const long value = waited.get<long>();
+      if (count_in(final_list, value) > 0 && !seen_set.contains(value)) {
+        problems.push_back("agent " + agent + ": await returned before send " + std::to_string(value) +
+                           ", made before the await began, ran (it ran later)\n    " + show(operation));
+        break;
+      }
+    }
+  }
+  if (failed_reads > 0) {
+    problems.push_back("agent: " + std::to_string(failed_reads) +
+                       " plain reads (deref, a new handle, set_validator, a read after await) found the value "
+                       "missing from its store while others sent; the first:\n    " + show(*first_failed));
+  }
+  return problems;
+}
+
+std::vector<std::string> check_register(const std::map<std::int64_t, Operation>& operations,
+                                        const std::vector<long>& final_value) {
+  std::vector<std::string> problems;
+  std::set<long> written, failed;
+  std::map<long, const Operation*> replaced;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "register-reset") continue;
+    const long value = operation.argument.at("value").get<long>();
+    if (operation.outcome == "fail") failed.insert(value);
+    else written.insert(value);
+  }
+  auto known = [&](const std::vector<long>& value, const Operation* by) {
+    if (value.empty()) return;
+    if (value.size() != 1 || !written.contains(value.front())) {
+      problems.push_back("register: value " + show_list(value) + " was set by no reset that could have landed" +
+                         (by != nullptr ? "\n    " + show(*by) : std::string(" (the final value)")));
+    }
+  };
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != "register-reset" || operation.outcome != "ok" || operation.result.at("old").is_null()) continue;
+    const auto old = operation.result.at("old").get<std::vector<long>>();
+    known(old, &operation);
+    const long key = old.empty() ? -1 : old.front();
+    if (auto [other, fresh] = replaced.emplace(key, &operation); !fresh) {
+      problems.push_back("register: two resets both replaced " + show_list(old) + " (not linearizable)\n    " +
+                         show(*other->second) + "\n    " + show(operation));
+    }
+  }
+  known(final_value, nullptr);
+  return problems;
+}
+
+std::vector<std::string> check_contracts(const std::map<std::int64_t, Operation>& operations) {
+  std::vector<std::string> problems;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "contract" && operation.result.is_object()) {
+      problems.push_back("broken promise: " + operation.result.at("broken").get<std::string>() + "\n    " + show(operation));
     }
   }
   return problems;

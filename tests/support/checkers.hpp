@@ -63,6 +63,30 @@ std::vector<std::string> check_counters(const std::map<std::int64_t, Operation>&
 std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& operations,
                                       const std::map<std::string, std::vector<long>>& final_lists);
 
+/// Plain agent reads and awaits while others send ("f": "agent-read", argument {"agent"},
+/// result the list; "fail" when it threw BackendError for a value missing from its store;
+/// "f": "agent-handle", a new handle or
+/// set_validator, "fail" likewise; "f": "await-mid", result {"waited": the ids of the
+/// process's sends that had returned before the await began, "seen": the list read right
+/// after it returned, or "read_error"}): no read fails (agent.hpp: a value erased under a
+/// newer head is re-read, never BackendError), every list read is a prefix of the agent's
+/// final list (a value the agent held), and an await returned only after every send made
+/// before it that ran at all had run.
+std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operation>& operations,
+                                           const std::map<std::string, std::vector<long>>& final_lists);
+
+/// The register atom, changed only by reset ("f": "register-reset", argument {"value"}, the
+/// value set being [value]; result {"old": the value before it, from reset_vals, or null}):
+/// resets are linearizable writes, so no two acknowledged resets replaced the same value, a
+/// value replaced is the initial [] or one some reset set, a failed reset's value is never
+/// seen, and the final value is [] or some reset's that did not fail.
+std::vector<std::string> check_register(const std::map<std::int64_t, Operation>& operations,
+                                        const std::vector<long>& final_value);
+
+/// Promises a workload thread saw broken inline ("f": "contract", result {"broken": the
+/// promise, "detail"}): each one is an anomaly.
+std::vector<std::string> check_contracts(const std::map<std::int64_t, Operation>& operations);
+
 /// Watches ("f": "watch-last", argument {"atom"}, result the last list the process's watch
 /// saw): each equals the final list.
 std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& operations,
