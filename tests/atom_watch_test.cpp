@@ -7,6 +7,7 @@
 #include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/zookeeper_faults.hpp"
 #include "value_watcher.hpp"
 
 #include <doctest/doctest.h>
@@ -330,4 +331,26 @@ TEST_CASE("a watch may remove itself, and another watch, while it runs") {
   atom.reset(2);
   std::this_thread::sleep_for(scaled(300ms));
   CHECK(calls == 1);
+}
+
+TEST_CASE("a Redis-held atom's writer that dies between its write and its change notice still "
+          "brings watchers in other processes to the new value") {
+  const std::string name = unique_name("writer-dies");
+  avout::redis::Store store{avout::testing::shared_redis().url()};
+  const avout::ClientOptions options{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                                     .session_timeout = 4000ms};
+  avout::Client watching(options);
+  auto watched = watching.atom<long>(name, 0, store);
+  LastSeen last(watched);
+  {
+    auto writer = std::make_unique<avout::Client>(options);
+    auto atom = writer->atom<long>(name, 0, store);
+    // Every notice the writer sends fails: the value lands in Redis, the notice never.
+    avout::testing::fail_next(avout::testing::ZooKeeperCall::set, "/atom-notices" + name, 1000);
+    CHECK_THROWS_AS(atom.swap(avout::Deadline::after(500ms), [](long v) { return v + 1; }),
+                    avout::CommittedWithError);
+    CHECK_FALSE(last.reaches(1, scaled(500ms)));
+    writer.reset();  // the writer dies: its session ends
+  }
+  CHECK(last.reaches(1, scaled(10s)));
 }

@@ -13,7 +13,8 @@ namespace avout::detail {
 AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size_t max_value_size,
                    ZooKeeperSession& session, std::string watch_path, bool notify,
                    std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit,
-                   std::optional<std::chrono::milliseconds> operation_timeout)
+                   std::optional<std::chrono::milliseconds> operation_timeout,
+                   std::shared_ptr<SessionDeaths> deaths, std::function<void()> announce_writer)
     : name_(std::move(name)),
       state_(std::move(state)),
       max_value_size_(max_value_size),
@@ -22,13 +23,14 @@ AtomCore::AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size
       notify_(notify),
       retry_limit_(retry_limit),
       operation_timeout_(operation_timeout),
+      announce_writer_(std::move(announce_writer)),
       watcher_(std::make_shared<ValueWatcher>(
           session, watch_path_, "atom " + name_,
           [state = state_, name = name_] {
             auto stored = state->get();
             return stored.exists() ? decode_envelope(stored.value, name).payload : Bytes{};
           },
-          std::move(callbacks))) {}
+          std::move(callbacks), notify ? std::move(deaths) : nullptr)) {}
 
 AtomCore::~AtomCore() = default;
 
@@ -79,6 +81,9 @@ bool AtomCore::write(const AtomSnapshot& expected, Bytes payload, const Deadline
   }
   const Bytes bytes = encode_envelope(next);
   require_fits(bytes.size(), max_value_size_, "atom " + name_);
+  // Before the store write: should this process die before its notice, the end of an
+  // announced session is what tells the watchers (SessionDeaths).
+  if (notify_ && announce_writer_) announce_writer_();
   bool written = false;
   try {
     written = state_->compare_and_set(expected.stored, bytes);

@@ -36,11 +36,15 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
  public:
   /// `watch_path` is the ZooKeeper node whose changes announce new values; `notify` says
   /// whether this core must touch it after each write (false when the value node is itself
-  /// that node).
+  /// that node). With `notify`, `deaths` makes watches read again when a writer died before
+  /// its touch, and `announce_writer` (called before each write) makes sure this client's
+  /// session is one whose end they see.
   AtomCore(std::string name, std::unique_ptr<AtomState> state, std::size_t max_value_size,
            ZooKeeperSession& session, std::string watch_path, bool notify,
            std::shared_ptr<CallbackExecutor> callbacks, std::size_t retry_limit,
-           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
+           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt,
+           std::shared_ptr<SessionDeaths> deaths = nullptr,
+           std::function<void()> announce_writer = {});
   ~AtomCore() override;
 
   const std::string& name() const override { return name_; }
@@ -78,6 +82,7 @@ class AtomCore : public AtomHandle, public std::enable_shared_from_this<AtomCore
   bool notify_;
   std::size_t retry_limit_;
   std::optional<std::chrono::milliseconds> operation_timeout_;
+  std::function<void()> announce_writer_;
   std::shared_ptr<ValueWatcher> watcher_;
 };
 

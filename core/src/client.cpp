@@ -115,9 +115,10 @@ std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name,
     watch_path = runtime_->layout().atom_notice(name);
     session_->create_recursive(watch_path);
   }
-  return std::make_shared<detail::AtomCore>(name, std::move(state), store.max_value_size(),
-                                            *session_, std::move(watch_path), notify, callbacks_,
-                                            options_.retry_limit, options_.operation_timeout);
+  return std::make_shared<detail::AtomCore>(
+      name, std::move(state), store.max_value_size(), *session_, std::move(watch_path), notify,
+      callbacks_, options_.retry_limit, options_.operation_timeout, runtime_->session_deaths(),
+      [runtime = runtime_.get()] { runtime->announce_session(); });
 }
 
 std::shared_ptr<detail::AgentHandle> Client::attach_agent(const std::string& name, Store& store) {

@@ -4,6 +4,7 @@
 #include "hex.hpp"
 #include "node_cache.hpp"
 #include "pending_markers.hpp"
+#include "session_deaths.hpp"
 #include "unique_ids.hpp"
 
 #include <avout/errors.hpp>
@@ -21,7 +22,8 @@ Runtime::Runtime(ZooKeeperSession& session, const ClientOptions& options,
       layout_(options.chroot, options.root),
       callbacks_(std::move(callbacks)),
       nodes_(std::make_unique<NodeCache>(session)),
-      markers_(std::make_unique<PendingMarkers>(session, options.logger, options.marker_grace)) {
+      markers_(std::make_unique<PendingMarkers>(session, options.logger, options.marker_grace)),
+      deaths_(std::make_shared<SessionDeaths>(session, layout_.sessions(), callbacks_)) {
   session_.create_recursive(layout_.stm_clock());
   session_.create_recursive(layout_.markers());
   session_.create_recursive(layout_.sessions());

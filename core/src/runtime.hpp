@@ -22,6 +22,7 @@ namespace avout::detail {
 class CallbackExecutor;
 class NodeCache;
 class PendingMarkers;
+class SessionDeaths;
 
 /// The shared state of one client's engines. Thread safe.
 class Runtime {
@@ -47,6 +48,8 @@ class Runtime {
   PendingMarkers& markers() { return *markers_; }
   /// The thread user callbacks run on.
   std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
+  /// Tells when a session of the deployment ends (for watches of values held elsewhere).
+  const std::shared_ptr<SessionDeaths>& session_deaths() const { return deaths_; }
   /// Where the library's messages go (empty: the default logger).
   const Logger& logger() const { return options_.logger; }
 
@@ -74,6 +77,7 @@ class Runtime {
   std::shared_ptr<CallbackExecutor> callbacks_;
   std::unique_ptr<NodeCache> nodes_;
   std::unique_ptr<PendingMarkers> markers_;
+  std::shared_ptr<SessionDeaths> deaths_;
 
   std::mutex announce_mutex_;
   std::uint64_t announced_generation_ = ~std::uint64_t{0};

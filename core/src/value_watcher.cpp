@@ -2,6 +2,7 @@
 #include "callback_executor.hpp"
 
 #include "log.hpp"
+#include "session_deaths.hpp"
 
 #include <avout/errors.hpp>
 
@@ -15,12 +16,18 @@ namespace avout::detail {
 
 ValueWatcher::ValueWatcher(ZooKeeperSession& session, std::string watch_path, std::string name,
                            std::function<Bytes()> read,
-                           std::shared_ptr<CallbackExecutor> callbacks)
+                           std::shared_ptr<CallbackExecutor> callbacks,
+                           std::shared_ptr<SessionDeaths> deaths)
     : session_(session),
       watch_path_(std::move(watch_path)),
       name_(std::move(name)),
       read_(std::move(read)),
-      callbacks_(std::move(callbacks)) {}
+      callbacks_(std::move(callbacks)),
+      deaths_(std::move(deaths)) {}
+
+ValueWatcher::~ValueWatcher() {
+  if (deaths_listener_ != 0) deaths_->remove(deaths_listener_);
+}
 
 void ValueWatcher::add(const std::string& key, BytesWatch watch) {
   std::lock_guard lock(mutex_);
@@ -43,6 +50,11 @@ void ValueWatcher::add(const std::string& key, BytesWatch watch) {
     } catch (...) {
       subscription_.reset();
       throw;
+    }
+    if (deaths_ && deaths_listener_ == 0) {
+      deaths_listener_ = deaths_->add([weak] {  // on the callback thread already
+        if (auto self = weak.lock()) self->on_change(0);
+      });
     }
   }
   watches_[key] = std::move(watch);

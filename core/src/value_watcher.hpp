@@ -19,12 +19,18 @@
 namespace avout::detail {
 
 class CallbackExecutor;
+class SessionDeaths;
 
 class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
  public:
-  /// `read` gives the current value's bytes; it runs on the callback thread.
+  /// `read` gives the current value's bytes; it runs on the callback thread. With `deaths`
+  /// (a value held outside ZooKeeper, whose writer notices its change after storing it) the
+  /// value is also read again whenever a session of the deployment ends: a writer that died
+  /// between its write and its notice leaves no watch behind on an old value.
   ValueWatcher(ZooKeeperSession& session, std::string watch_path, std::string name,
-               std::function<Bytes()> read, std::shared_ptr<CallbackExecutor> callbacks);
+               std::function<Bytes()> read, std::shared_ptr<CallbackExecutor> callbacks,
+               std::shared_ptr<SessionDeaths> deaths = nullptr);
+  ~ValueWatcher();
   /// Adds or replaces the watch `key`.
   void add(const std::string& key, BytesWatch watch);
   /// Removes the watch `key` (no error when absent). Returns once no call of it runs and
@@ -48,6 +54,7 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
   std::string name_;
   std::function<Bytes()> read_;
   std::shared_ptr<CallbackExecutor> callbacks_;
+  std::shared_ptr<SessionDeaths> deaths_;
 
   std::mutex mutex_;  // guards the members below
   std::map<std::string, BytesWatch> watches_;
@@ -55,6 +62,7 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
   std::thread::id calling_thread_;
   std::condition_variable called_;      // a call ended
   std::shared_ptr<void> subscription_;
+  std::uint64_t deaths_listener_ = 0;  // while subscribed, with deaths_
   Bytes last_seen_;
 };
 
