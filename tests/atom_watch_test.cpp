@@ -349,7 +349,6 @@ TEST_CASE("a Redis-held atom's writer that dies between its write and its change
     avout::testing::fail_next(avout::testing::ZooKeeperCall::set, "/atom-notices" + name, 1000);
     CHECK_THROWS_AS(atom.swap(avout::Deadline::after(500ms), [](long v) { return v + 1; }),
                     avout::CommittedWithError);
-    CHECK_FALSE(last.reaches(1, scaled(500ms)));
     writer.reset();  // the writer dies: its session ends
   }
   CHECK(last.reaches(1, scaled(10s)));
