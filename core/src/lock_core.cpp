@@ -469,7 +469,17 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
   });
   Hold hold;
   hold.shared = shared;
-  const bool acquired = shared ? acquire_shared(deadline, hold) : acquire_exclusive(deadline, hold);
+  bool acquired = false;
+  try {
+    acquired = shared ? acquire_shared(deadline, hold) : acquire_exclusive(deadline, hold);
+  } catch (...) {
+    // Nothing an acquisition made outlives its failure: a node made on a session renewed
+    // mid-acquisition (a create retried after a lost reply lands on the new session, while
+    // the listing sent with it reports the old one expired) lives on and would bar every
+    // waiter behind it until this client closes.
+    give_up({hold.gate, hold.node}, deadline);
+    throw;
+  }
   if (!acquired) return false;
   {
     std::lock_guard lock(mutex_);
