@@ -333,7 +333,7 @@ TEST_CASE("a send made by an action whose create fails after the action committe
   avout::redis::Store redis(avout::testing::shared_redis().url());
   // From the erase right after the action's commit on, ZooKeeper is out of reach.
   ErasingHookStore store(redis, [&] { relay.isolate(); });
-  avout::Client client({.hosts = relay.connect_string(), .session_timeout = 2000ms});
+  avout::Client client({.hosts = relay.connect_string(), .session_timeout = 1000ms});
   auto agent = client.agent<Log>(unique_name("later-send"), {}, store);
   agent.send(append, 0);
   REQUIRE(agent.await_for(scaled(30s)));
@@ -344,7 +344,7 @@ TEST_CASE("a send made by an action whose create fails after the action committe
     return log;
   });
   // Longer than the send's own resolution of its create (three session timeouts, twice).
-  std::this_thread::sleep_for(16s);
+  std::this_thread::sleep_for(9s);
   relay.cut();
   const auto deadline = std::chrono::steady_clock::now() + scaled(30s);
   Log seen;
