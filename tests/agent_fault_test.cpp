@@ -279,3 +279,86 @@ TEST_CASE("a named send whose create reply was lost and whose node another proce
   CHECK(sent.runs == 1);
   CHECK(sent.outcome != "Timeout");
 }
+
+namespace {
+
+// Stores values in another store; the first erase after arm() (a batch's replaced value,
+// erased right after its commit and before the sends its actions made go out) runs a hook.
+class ErasingHookStore : public avout::Store {
+ public:
+  ErasingHookStore(avout::Store& inner, std::function<void()> hook)
+      : inner_(inner), hook_(std::move(hook)) {}
+  void arm() { armed_ = true; }
+  std::string description() const override { return "hooked " + inner_.description(); }
+  std::size_t max_value_size() const override { return inner_.max_value_size(); }
+  std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
+    return inner_.atom_state(name);
+  }
+  std::unique_ptr<avout::ReferenceData> reference_data(const std::string& name) override {
+    return std::make_unique<Data>(*this, inner_.reference_data(name));
+  }
+
+ private:
+  class Data : public avout::ReferenceData {
+   public:
+    Data(ErasingHookStore& store, std::unique_ptr<avout::ReferenceData> inner)
+        : store_(store), inner_(std::move(inner)) {}
+    std::string name() const override { return inner_->name(); }
+    void set(avout::Bytes value, const avout::Point& point) override {
+      inner_->set(std::move(value), point);
+    }
+    avout::Bytes get(const avout::Point& point) override { return inner_->get(point); }
+    void erase(const avout::Point& point) override {
+      inner_->erase(point);
+      if (store_.armed_.exchange(false)) store_.hook_();
+    }
+    std::vector<avout::Point> points() override { return inner_->points(); }
+
+   private:
+    ErasingHookStore& store_;
+    std::unique_ptr<avout::ReferenceData> inner_;
+  };
+
+  avout::Store& inner_;
+  std::function<void()> hook_;
+  std::atomic<bool> armed_{false};
+};
+
+}  // namespace
+
+TEST_CASE("a send made by an action whose create fails after the action committed is made "
+          "once ZooKeeper is back, not dropped") {
+  auto& zookeeper = avout::testing::shared_zookeeper();
+  avout::testing::TcpRelay relay(zookeeper.port());
+  avout::redis::Store redis(avout::testing::shared_redis().url());
+  // From the erase right after the action's commit on, ZooKeeper is out of reach.
+  ErasingHookStore store(redis, [&] { relay.isolate(); });
+  avout::Client client({.hosts = relay.connect_string(), .session_timeout = 1000ms});
+  auto agent = client.agent<Log>(unique_name("later-send"), {}, store);
+  agent.send(append, 0);
+  REQUIRE(agent.await_for(scaled(30s)));
+  agent.send([&agent, &store](Log log) {
+    log.push_back(1);
+    agent.send(append, 2);  // goes out after this action's value is stored
+    store.arm();
+    return log;
+  });
+  // Longer than the send's own resolution of its create (three session timeouts, twice).
+  std::this_thread::sleep_for(9s);
+  relay.cut();
+  const auto deadline = std::chrono::steady_clock::now() + scaled(30s);
+  Log seen;
+  while (seen.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    try {
+      seen = agent.deref();
+    } catch (const avout::SessionExpired&) {
+      // reported once: the client goes on with a new session
+    } catch (const avout::ConnectionLoss&) {
+      // still reconnecting
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(seen == Log{0, 1, 2});
+  CHECK_FALSE(agent.error());
+  CHECK(agent.await_for(scaled(30s)));
+}

@@ -517,10 +517,12 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   }
   // The send waits for its node: once send() returns its place in the global order is fixed,
   // so a send that returned before another began runs first.
+  // A send made by an action is made again when its create failed: the data is copied, and
+  // the action moved only once the node is made.
   auto go = [self, tag, data = std::move(data), action = std::move(action), blocking, bound,
              is_named, generation, head_version]() mutable {
-    self->enqueue(self->create_send(tag, std::move(data), head_version, bound), std::move(action), blocking,
-                  is_named, generation);
+    auto node = self->create_send(tag, data, head_version, bound);
+    self->enqueue(std::move(node), std::move(action), blocking, is_named, generation);
   };
   if (sends_of_running_action != nullptr) {
     sends_of_running_action->push_back(std::move(go));  // after the action's value is stored
@@ -921,13 +923,39 @@ void AgentCore::complete(InDoubt& landed) {
     unrun_ += landed.unrun;
     unrun_error_ = landed.error;
   }
-  for (auto& go : landed.later_sends) {
+  for (auto& go : landed.later_sends) make_later_send(go);
+}
+
+void AgentCore::make_later_send(const std::function<void()>& go) {
+  // The action that made it committed: its send must go out, as a send that returned would.
+  for (std::size_t attempt = 0;; ++attempt) {
     try {
       go();
+      return;
+    } catch (const OutcomeUnknown& error) {
+      // A named send another process may have run: making it again could run it twice.
+      log(workers_->logger(), LogLevel::error,
+          "agent " + name_ + ": a send made by an action may not have run: " + error.what());
+      return;
+    } catch (const ConnectionLoss& error) {
+      // Nothing of it is left (its tag found no node): making it again is safe, and it is
+      // made once ZooKeeper answers; only a client that closes meanwhile drops it.
+      if (!workers_->stopping()) {
+        if (attempt == 0) {
+          log(workers_->logger(), LogLevel::warning,
+              "agent " + name_ + ": a send made by an action is delayed: " + error.what());
+        }
+        continue;
+      }
+      log(workers_->logger(), LogLevel::error,
+          "agent " + name_ + ": a send made by an action was dropped (client closing): " +
+              error.what());
     } catch (const std::exception& error) {
       log(workers_->logger(), LogLevel::error,
-          "agent " + name_ + ": a send made by an action failed: " + error.what());
+          "agent " + name_ + ": a send made by an action was dropped: " + error.what());
     }
+    count_dropped();  // await reports it
+    return;
   }
 }
 
@@ -1064,7 +1092,8 @@ bool AgentCore::await_until(const Deadline& deadline) {
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
     throw SessionExpired("agent " + name_ + ": " + std::to_string(dropped) +
                          " action(s) sent by this process were dropped: their send nodes "
-                         "vanished with an expired ZooKeeper session");
+                         "vanished with an expired ZooKeeper session, or (made by an action) "
+                         "could not be created (see the log)");
   }
   if (const auto unrun = std::exchange(unrun_, 0); unrun > 0) {
     throw AgentFailed("agent " + name_ + " failed (" + unrun_error_ + "): " +

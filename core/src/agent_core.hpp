@@ -180,6 +180,10 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::optional<AgentAction> runnable(const std::string& node, bool blocking);
   Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
   void complete(InDoubt& landed);
+  // Makes a send an action made once that action committed: again while ZooKeeper stays
+  // unreachable (nothing of it is left then), until it is made or the client closes; what is
+  // dropped is logged and counted for await.
+  void make_later_send(const std::function<void()>& go);
   void erase_quietly(const Point& point);
   void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();

@@ -122,6 +122,11 @@ void AgentWorkers::release(const AgentCore* agent) {
   }
 }
 
+bool AgentWorkers::stopping() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stopped;
+}
+
 void AgentWorkers::stop() {
   {
     std::lock_guard lock(impl_->mutex);

@@ -29,6 +29,8 @@ class AgentWorkers {
   const Logger& logger() const { return logger_; }
   /// Finishes the running tasks, drops the queued ones and every retained agent.
   void stop();
+  /// True once stop() began: a task still retrying should give up.
+  bool stopping() const;
 
  private:
   struct Impl;

@@ -59,7 +59,8 @@ class Agent {
   /// run it. A named send of a process that dies is dropped with its session like a
   /// closure's.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
-  /// action, once that action's value is stored. Throws AgentFailed while the agent is failed;
+  /// action, once that action's value is stored (its create made again while ZooKeeper stays
+  /// unreachable, until it is made or the client closes). Throws AgentFailed while the agent is failed;
   /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
   /// ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
   /// was not made and nothing of it is left: sending again is safe), or SessionExpired.
