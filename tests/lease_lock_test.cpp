@@ -206,19 +206,27 @@ TEST_CASE("unlock frees a key at once and a second unlock of the same lease free
   }
 }
 
+namespace {
+// Takes and releases `key` three times, checking the tokens grow; returns the last one.
+std::uint64_t hold_and_release_three_times(avout::LeaseLock& leases, const std::string& key) {
+  std::uint64_t highest = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto lease = leases.lock(key, {.duration = scaled(30s)});
+    CHECK(lease.token > highest);
+    highest = lease.token;
+    CHECK(leases.unlock(lease));
+  }
+  return highest;
+}
+}  // namespace
+
 TEST_CASE("tokens keep increasing when Redis restarts without its data") {
   // A Redis without persistence (or a failover to a replica that missed the last writes)
   // forgets the key's token counter; the tokens it hands out next must still be higher.
   avout::testing::RedisServer redis{false};
   avout::redis::Store store{redis.url()};
   auto leases = avout::redis::lease_lock(store, unique_name("restart"));
-  std::uint64_t highest = 0;
-  for (int i = 0; i < 3; ++i) {
-    const auto lease = leases.lock("job", {.duration = scaled(30s)});
-    CHECK(lease.token > highest);
-    highest = lease.token;
-    CHECK(leases.unlock(lease));
-  }
+  const std::uint64_t highest = hold_and_release_three_times(leases, "job");
   redis.stop();
   redis.start();
   // The pooled connection learns of the restart on its next command: a BackendError (the
@@ -241,13 +249,7 @@ TEST_CASE("tokens keep increasing when PostgreSQL loses a key's row") {
   avout::postgres::Store store{avout::testing::shared_postgres().url()};
   const std::string name = unique_name("lost-row");
   auto leases = avout::postgres::lease_lock(store, name);
-  std::uint64_t highest = 0;
-  for (int i = 0; i < 3; ++i) {
-    const auto lease = leases.lock("job", {.duration = scaled(30s)});
-    CHECK(lease.token > highest);
-    highest = lease.token;
-    CHECK(leases.unlock(lease));
-  }
+  const std::uint64_t highest = hold_and_release_three_times(leases, "job");
   {
     pqxx::connection admin(avout::testing::shared_postgres().url());
     pqxx::work work(admin);
