@@ -32,10 +32,9 @@ constexpr std::size_t max_batch = 512;
 // Sends made by the action running on this thread: they go out once its value is stored.
 thread_local std::vector<std::function<void()>>* sends_of_running_action = nullptr;
 
-// The sequence number ZooKeeper appended to a sequential node's name (its last 10 digits).
-std::string_view sequence_of(const std::string& name) {
-  return std::string_view(name).substr(name.size() >= 10 ? name.size() - 10 : 0);
-}
+// The sequence number ZooKeeper appended to a send node's name, "s-<tag>-<sequence>"
+// (sequence.hpp: it wraps, so it orders only through SequenceOrder).
+std::optional<std::int32_t> sequence_of(std::string_view name) { return sequence_after_dash(name); }
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
@@ -539,7 +538,7 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
     ++sent_;
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
-    const std::string sequence(sequence_of(node));
+    const std::int32_t sequence = sequence_of(last_segment(node)).value();
     auto placed =
         pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {},
                                            named, generation});
@@ -548,6 +547,19 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
   // A send that goes before the one being waited for must be looked at now; one behind it
   // is reached once those before it finish.
   if (first) kick();
+}
+
+std::map<std::int32_t, AgentCore::Pending, SequenceOrder>::iterator AgentCore::find_pending(
+    const std::string& node) {
+  const auto sequence = sequence_of(last_segment(node));
+  return sequence ? pending_.find(*sequence) : pending_.end();
+}
+
+std::size_t AgentCore::erase_pending(const std::string& node) {
+  const auto pending = find_pending(node);
+  if (pending == pending_.end()) return 0;
+  pending_.erase(pending);
+  return 1;
 }
 
 void AgentCore::count_dropped() {
@@ -574,7 +586,7 @@ void AgentCore::finish(const std::vector<std::string>& nodes, bool dropped) {
     std::lock_guard lock(mutex_);
     // Only this process's sends count; a batch also deletes other processes' named sends.
     std::size_t ours = 0;
-    for (const auto& node : nodes) ours += pending_.erase(std::string(sequence_of(node)));
+    for (const auto& node : nodes) ours += erase_pending(node);
     finished_ += ours;
     if (dropped) dropped_ += ours;
     retry_delay_ = std::chrono::milliseconds(0);
@@ -603,20 +615,22 @@ bool AgentCore::watch_until_gone(const std::string& node) {
 std::vector<std::string> AgentCore::list_queue() {
   // Every send made before the listing is asked for is in it unless it is gone: so is every
   // send of a lower sequence, made before one of those.
-  std::string made_before;
+  std::optional<std::int32_t> made_before;
   {
     std::lock_guard lock(mutex_);
     if (!pending_.empty()) made_before = pending_.rbegin()->first;
   }
   // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
   auto children = session_.children(queue_path_);
-  std::erase_if(children, [](const std::string& child) { return child.rfind("s-", 0) != 0; });
+  std::erase_if(children, [](const std::string& child) {
+    return child.rfind("s-", 0) != 0 || !sequence_of(child);
+  });
   std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
-    return sequence_of(a) < sequence_of(b);
+    return SequenceOrder{}(*sequence_of(a), *sequence_of(b));
   });
   std::lock_guard lock(mutex_);
   known_queue_ = children;
-  listed_up_to_ = std::move(made_before);
+  listed_up_to_ = made_before;
   return children;
 }
 
@@ -625,7 +639,7 @@ std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& li
   std::vector<std::string> gone;
   std::lock_guard lock(mutex_);
   for (const auto& [sequence, pending] : pending_) {
-    if (sequence > listed_up_to_) break;
+    if (!listed_up_to_ || SequenceOrder{}(*listed_up_to_, sequence)) break;
     if (!listed.contains(last_segment(pending.node))) gone.push_back(pending.node);
   }
   return gone;
@@ -640,7 +654,7 @@ void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
     bool ours = false;
     {
       std::lock_guard lock(mutex_);
-      const auto pending = pending_.find(std::string(sequence_of(node)));
+      const auto pending = find_pending(node);
       ours = pending != pending_.end() && last_segment(pending->second.node) == node;
     }
     if (is_named_send(node) && !ours && !named_sends_.contains(node)) {
@@ -737,7 +751,7 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
       std::size_t bytes = fixed;
       bool more_of_ours = false;
       std::lock_guard lock(mutex_);
-      auto next = pending_.find(std::string(sequence_of(front.node)));
+      auto next = find_pending(front.node);
       auto at = mine;
       auto add = [&](Runnable one) {
         bytes += serialized_size(op::Remove{one.node, 0}, chroot);
@@ -781,7 +795,6 @@ void AgentCore::drive(bool pool) {
   }
   while (true) {
     Pending* front = nullptr;
-    std::string sequence;
     {
       std::unique_lock lock(mutex_);
       again_ = false;
@@ -789,7 +802,6 @@ void AgentCore::drive(bool pool) {
         running_ = false;
         return;
       }
-      sequence = pending_.begin()->first;
       front = &pending_.begin()->second;  // only this worker erases; map nodes stay put
       if (front->blocking != pool) {
         running_ = false;
@@ -811,7 +823,7 @@ void AgentCore::drive(bool pool) {
         const std::uint64_t generation = session_.generation();
         std::lock_guard lock(mutex_);
         for (const auto& node : vanished.nodes) {
-          const auto gone = pending_.find(std::string(sequence_of(node)));
+          const auto gone = find_pending(node);
           if (gone == pending_.end()) continue;
           (gone->second.named && gone->second.generation == generation ? ran : done).push_back(node);
         }

@@ -23,6 +23,9 @@
 #include <avout/detail/agent_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include "sequence.hpp"
+
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -158,6 +161,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
               const Deadline& deadline);
   void enqueue(std::string node, AgentAction action, bool blocking, bool named,
                std::uint64_t generation);
+  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
+  std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
+  std::size_t erase_pending(const std::string& node);
   void count_dropped();
   void kick();
   void drive(bool pool);
@@ -221,7 +227,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::condition_variable idle_;
   // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
   // the threads that sent got their replies in.
-  std::map<std::string, Pending> pending_;
+  std::map<std::int32_t, Pending, SequenceOrder> pending_;
   bool running_ = false;  // a worker is in drive()
   bool again_ = false;    // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
@@ -232,8 +238,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::string unrun_error_;    // the agent's error when it dropped the last of them
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
-  // Sequence of our newest send made before that listing was asked for ("": none).
-  std::string listed_up_to_;
+  // Sequence of our newest send made before that listing was asked for (nullopt: none).
+  std::optional<std::int32_t> listed_up_to_;
   std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
   std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
   // Other processes' named sends read so far (nullopt: unreadable), by node; the driving
