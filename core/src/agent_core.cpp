@@ -915,6 +915,10 @@ AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) 
   return apply(std::move(batch), front, done);
 }
 
+bool AgentCore::head_names(const std::optional<Point>& point) {
+  return point && decode_agent_head(session_.get(head_path_).data, head_path_).point == *point;
+}
+
 void AgentCore::erase_quietly(const Point& point) {
   try {
     data_->erase(point);
@@ -973,6 +977,8 @@ void AgentCore::make_later_send(const std::function<void()>& go) {
 
 AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
                                  std::vector<std::string>& done) {
+  // Rule 2: the commit goes out on the session its value is written for, or not at all.
+  const std::uint64_t generation = session_.generation();
   auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
   auto head_node = runtime_.nodes().finish(lookup);
   auto head = decode_agent_head(head_node.data, head_path_);
@@ -1054,8 +1060,20 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
 
   MultiResult result;
   // Markers it carries stay waiting while its outcome is in doubt: one a later commit finds
-  // gone is dropped then.
-  const auto landed = runtime_.markers().commit(operations, commit.marker, &result, cleanup);
+  // gone is dropped then. A lost reply landed when the head names the value (rule 6: gc may
+  // have removed the marker by the time it is asked for).
+  std::optional<bool> landed;
+  try {
+    landed = runtime_.markers().commit(operations, commit.marker, &result, cleanup,
+                                       [&] { return head_names(commit.written); }, generation);
+  } catch (const SessionExpired&) {
+    // Renewed before the multi went out: nothing was sent, and the batch's own send node went
+    // with the old session. Its value is unreferenced; the next plan settles the sends.
+    if (commit.written && !commit.in_multi) erase_quietly(*commit.written);
+    std::lock_guard lock(mutex_);
+    known_queue_.clear();
+    return Step::again;
+  }
   if (!landed) {
     front.in_doubt = std::move(commit);  // resolved before anything else is tried
     return Step::retry_later;
@@ -1123,6 +1141,8 @@ void AgentCore::restart(const Bytes& value) {
   require_fits(value.size(), max_value_size_, "agent " + name_);
   if (!accepts(value)) throw ValidationError("agent " + name_ + ": the validator rejected the value");
   for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
+    // Rule 2: the commit goes out on the session the value is written for, or not at all.
+    const std::uint64_t generation = session_.generation();
     auto head_node = session_.get(head_path_);
     auto head = decode_agent_head(head_node.data, head_path_);
     if (!head.error) throw Error("agent " + name_ + " has not failed: nothing to restart");
@@ -1134,7 +1154,14 @@ void AgentCore::restart(const Bytes& value) {
         op::Create{marker, {}, CreateMode::persistent},
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),
                     head_node.stat.version}};
-    const auto landed = runtime_.markers().commit(operations, marker);
+    std::optional<bool> landed;
+    try {
+      landed = runtime_.markers().commit(operations, marker, nullptr, 0,
+                                         [&] { return head_names(point); }, generation);
+    } catch (const SessionExpired&) {
+      erase_quietly(point);  // renewed before the multi went out: nothing was sent
+      continue;
+    }
     if (!landed) {
       // The new point may be referenced: it stays for gc to judge, like the marker.
       throw OutcomeUnknown("agent " + name_ + ": restart: outcome unknown (ZooKeeper "

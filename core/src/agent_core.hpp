@@ -190,6 +190,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // unreachable (nothing of it is left then), until it is made or the client closes; what is
   // dropped is logged and counted for await.
   void make_later_send(const std::function<void()>& go);
+  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
+  bool head_names(const std::optional<Point>& point);
   void erase_quietly(const Point& point);
   void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();
