@@ -186,11 +186,11 @@ std::size_t AgentCore::sends_fitting_one_request() const {
   return count;
 }
 
-std::optional<std::string> AgentCore::locate_send(const std::string& tag,
-                                                  std::chrono::steady_clock::time_point deadline) {
+std::optional<std::string> AgentCore::locate_send(const std::string& tag) {
   while (true) {
     try {
-      // The sync makes the listing at least as new as the create whose reply was lost.
+      // The sync makes the listing at least as new as the create whose reply was lost; on a
+      // renewed session, the create's session is known ended, and its ephemeral node with it.
       auto synced = session_.sync_async(queue_path_);
       auto listed = session_.children_async(queue_path_);
       session_.wait(synced);
@@ -199,12 +199,16 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
       }
       return std::nullopt;
     } catch (const SessionExpired&) {
-      return std::nullopt;  // an ephemeral send node goes with its session
+      // The renewed session's listing answers next.
     } catch (const ConnectionLoss&) {
     }
-    // Unreachable for three session timeouts: the server has expired a session it did not
-    // hear from for that long, and the node with it.
-    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    // Never absent from silence alone (item 6 of issue 35): while the whole ensemble is down,
+    // ZooKeeper restarts session timers when a leader returns, so the session may live on.
+    if (workers_->stopping()) {
+      throw ConnectionLoss("agent " + name_ + ": the client closed while ZooKeeper was "
+                           "unreachable: whether send node " + send_prefix(tag) +
+                           "* exists is unknown (it goes with this client's session)");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -317,9 +321,8 @@ void AgentCore::settle(const Group& group, const CreateReply& reply) {
   } catch (const ConnectionLoss&) {
     // The creates may have landed, all of them or none: each send finds its node, or makes
     // it unless its sender gave up.
-    const auto deadline = resolution_deadline(session_);
     settle_each([&](const Creating& one) {
-      if (auto found = locate_send(one.tag, deadline)) return found;
+      if (auto found = locate_send(one.tag)) return found;
       return create_again(one);
     });
   } catch (const SessionExpired&) {
@@ -353,9 +356,8 @@ bool AgentCore::gave_up(const Creating& one) {
 }
 
 void AgentCore::remove_abandoned(const std::string& node) {
-  // Unreachable for three session timeouts: the server has expired the session, and the
-  // node with it.
-  const auto deadline = Deadline::at(resolution_deadline(session_));
+  // Until ZooKeeper says the node is gone, never from silence alone (item 6 of issue 35): a
+  // session unreachable for three timeouts may live on, its orphan blocking the queue.
   for (std::size_t attempt = 0;; ++attempt) {
     try {
       session_.remove(node, 0);  // send nodes are never changed: version 0
@@ -366,7 +368,8 @@ void AgentCore::remove_abandoned(const std::string& node) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
-    if (!back_off(attempt, deadline, outage_pauses)) return;
+    if (workers_->stopping()) return;  // it goes with this client's session
+    (void)back_off(attempt, Deadline{}, outage_pauses);
   }
 }
 
@@ -404,7 +407,7 @@ std::optional<std::string> AgentCore::create_again(const Creating& one) {
         return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
       } catch (const ConnectionLoss&) {
         // The create may have landed: find it before creating again, so no orphan is left.
-        if (auto found = locate_send(one.tag, resolution)) return found;
+        if (auto found = locate_send(one.tag)) return found;
       } catch (const SessionExpired&) {
         // A create that landed went with the session: its node is gone, maybe run.
       }
@@ -495,22 +498,17 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   auto self = shared_from_this();
   if (auto* transaction = Transaction::current()) {
     // Sent only if, and once, the transaction commits: a create inside its commit multi.
-    auto shared_action = std::make_shared<AgentAction>(std::move(action));
+    auto in_doubt = std::make_shared<SendInDoubt>(
+        self, tag, std::make_shared<AgentAction>(std::move(action)), blocking, is_named,
+        generation);
     transaction->add_to_commit(
         {op::Create{send_prefix(tag), std::move(data), CreateMode::ephemeral_sequential}},
-        [self, tag, shared_action, blocking, is_named,
-         generation](const std::vector<OperationResult>& results) {
-          if (!results.empty()) {
-            return self->enqueue(results.front().created_path, std::move(*shared_action),
-                                 blocking, is_named, generation);
-          }
-          // The commit's reply was lost (it landed): find the node again.
-          const auto deadline = resolution_deadline(self->session_);
-          if (auto found = self->locate_send(tag, deadline)) {
-            self->enqueue(*found, std::move(*shared_action), blocking, is_named, generation);
-          } else {
-            self->count_dropped();
-          }
+        [in_doubt](const std::vector<OperationResult>& results) {
+          in_doubt->landed = true;
+          if (results.empty()) return;  // the reply was lost: found in the background
+          in_doubt->settled = true;
+          in_doubt->agent->enqueue(results.front().created_path, std::move(*in_doubt->action),
+                                   in_doubt->blocking, in_doubt->named, in_doubt->generation);
         });
     return;
   }
@@ -531,11 +529,11 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
 }
 
 void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, bool named,
-                        std::uint64_t generation) {
+                        std::uint64_t generation, bool counted) {
   bool first = false;
   {
     std::lock_guard lock(mutex_);
-    ++sent_;
+    if (!counted) ++sent_;
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
     const std::int32_t sequence = sequence_of(last_segment(node)).value();
@@ -562,9 +560,36 @@ std::size_t AgentCore::erase_pending(const std::string& node) {
   return 1;
 }
 
-void AgentCore::count_dropped() {
+AgentCore::SendInDoubt::~SendInDoubt() {
+  // The commit's reply was lost, or the dosync ended in OutcomeUnknown (or failed: then
+  // nothing is found): a node that landed must run here, its closure's only runner, or it
+  // would hold the queue for every process while this session lives.
+  if (settled || !agent) return;
+  try {
+    if (landed) agent->note_sent();  // await waits for it from now
+    agent->workers_->post(true, [agent = agent, tag = tag, action = action, blocking = blocking,
+                                 named = named, generation = generation, landed = landed] {
+      std::optional<std::string> found;
+      try {
+        found = agent->locate_send(tag);
+      } catch (const Error&) {
+      }
+      if (found) agent->enqueue(*found, std::move(*action), blocking, named, generation, landed);
+      else if (landed) agent->count_dropped(true);
+    });
+  } catch (...) {
+    // Workers stopped: the node goes with this client's session.
+  }
+}
+
+void AgentCore::note_sent() {
   std::lock_guard lock(mutex_);
   ++sent_;
+}
+
+void AgentCore::count_dropped(bool counted) {
+  std::lock_guard lock(mutex_);
+  if (!counted) ++sent_;
   ++finished_;
   ++dropped_;
   idle_.notify_all();

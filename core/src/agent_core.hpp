@@ -160,11 +160,34 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
               const Deadline& deadline);
   void enqueue(std::string node, AgentAction action, bool blocking, bool named,
-               std::uint64_t generation);
+               std::uint64_t generation, bool counted = false);
   // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
   std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
   std::size_t erase_pending(const std::string& node);
-  void count_dropped();
+  // A send of a dosync whose create's outcome this process does not know: its reply was
+  // lost, or the commit ended in doubt. Unless settled by the commit, its node is looked for
+  // in the background when the last copy of the commit's callback goes, and run if found.
+  struct SendInDoubt {
+    std::shared_ptr<AgentCore> agent;
+    std::string tag;
+    std::shared_ptr<AgentAction> action;
+    bool blocking = false;
+    bool named = false;
+    std::uint64_t generation = 0;
+    bool landed = false;   // the commit landed (its reply may still have been lost)
+    bool settled = false;  // queued by the commit's callback
+    SendInDoubt(std::shared_ptr<AgentCore> agent, std::string tag,
+                std::shared_ptr<AgentAction> action, bool blocking, bool named,
+                std::uint64_t generation)
+        : agent(std::move(agent)), tag(std::move(tag)), action(std::move(action)),
+          blocking(blocking), named(named), generation(generation) {}
+    SendInDoubt(const SendInDoubt&) = delete;
+    SendInDoubt& operator=(const SendInDoubt&) = delete;
+    ~SendInDoubt();
+  };
+  void note_sent();  // a send whose node is still being found counts for await
+  // `counted`: note_sent() counted it already.
+  void count_dropped(bool counted = false);
   void kick();
   void drive(bool pool);
   Step step(Pending& front, std::vector<std::string>& done);
@@ -213,8 +236,10 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
   bool gave_up(const Creating& one);
   void remove_abandoned(const std::string& node);
-  std::optional<std::string> locate_send(const std::string& tag,
-                                         std::chrono::steady_clock::time_point deadline);
+  // The node of this process's send `tag` whose create's reply was lost, or nullopt when
+  // ZooKeeper said there is none (a listing after a sync); asked again while ZooKeeper does
+  // not answer, never judged from silence alone; ConnectionLoss once the client closes.
+  std::optional<std::string> locate_send(const std::string& tag);
 
   std::string name_;
   std::shared_ptr<ReferenceData> data_;
