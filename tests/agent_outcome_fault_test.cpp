@@ -8,10 +8,13 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 using namespace std::chrono_literals;
 
@@ -108,4 +111,66 @@ TEST_CASE("making an agent whose head create reply is lost while ZooKeeper stays
 
   auto agent = client.agent<long>(name, 9, store);
   CHECK(agent.deref() == 7);  // the lost create had landed
+}
+
+namespace {
+
+// The 16 hex digits a point written in `session` starts with (rule 2: points name their writer).
+std::string session_prefix(std::int64_t session) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(session));
+  return text;
+}
+
+// Ends the client's session and waits until its renewal is in place: the moment between an
+// agent's value write and its commit multi where a renewal must not be crossed (rule 2).
+void renew_session(avout::Client& client) {
+  const auto before = client.session().generation();
+  client.session().expire_for_testing();
+  const auto deadline = std::chrono::steady_clock::now() + avout::testing::scaled(20s);
+  while ((client.session().generation() == before || !client.session().connected()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(client.session().generation() != before);
+}
+
+}  // namespace
+
+TEST_CASE("an agent restart whose session is renewed between its value write and its commit "
+          "commits a value written in the new session") {
+  avout::Client client(options());
+  TrippingStore store(client.default_store());
+  const std::string name = unique_name("restart-renewed");
+  auto agent = client.agent<long>(name, 1, store);
+  agent.send([](long) -> long { throw std::runtime_error("fail the agent"); });
+  agent.await(avout::testing::scaled(10s));
+  REQUIRE(agent.error().has_value());
+
+  store.arm([&] { renew_session(client); });
+  agent.restart(5);
+  CHECK(agent.deref() == 5);
+  const auto head = avout::inspect::agent_head(client, name);
+  REQUIRE(head.has_value());
+  // gc erases a dead session's unreferenced points: a head may name only a live writer's.
+  CHECK(head->point.id.substr(0, 16) == session_prefix(client.session().session_id()));
+}
+
+TEST_CASE("an agent batch whose session is renewed between its value write and its commit "
+          "stores nothing of the dead session") {
+  avout::Client client(options());
+  TrippingStore store(client.default_store());
+  const std::string name = unique_name("batch-renewed");
+  auto agent = client.agent<long>(name, 1, store);
+  store.arm([&] { renew_session(client); });
+  agent.send([](long v) { return v + 1; });
+  // The send's node went with the old session: dropped, and nothing it wrote is named.
+  CHECK_THROWS_AS(agent.await(avout::testing::scaled(10s)), avout::SessionExpired);
+  CHECK(agent.deref() == 1);
+  agent.send([](long v) { return v + 10; });
+  CHECK(agent.await_for(avout::testing::scaled(10s)));
+  CHECK(agent.deref() == 11);
+  const auto head = avout::inspect::agent_head(client, name);
+  REQUIRE(head.has_value());
+  CHECK(head->point.id.substr(0, 16) == session_prefix(client.session().session_id()));
 }

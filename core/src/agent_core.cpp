@@ -32,10 +32,9 @@ constexpr std::size_t max_batch = 512;
 // Sends made by the action running on this thread: they go out once its value is stored.
 thread_local std::vector<std::function<void()>>* sends_of_running_action = nullptr;
 
-// The sequence number ZooKeeper appended to a sequential node's name (its last 10 digits).
-std::string_view sequence_of(const std::string& name) {
-  return std::string_view(name).substr(name.size() >= 10 ? name.size() - 10 : 0);
-}
+// The sequence number ZooKeeper appended to a send node's name, "s-<tag>-<sequence>"
+// (sequence.hpp: it wraps, so it orders only through SequenceOrder).
+std::optional<std::int32_t> sequence_of(std::string_view name) { return sequence_after_dash(name); }
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
@@ -187,11 +186,11 @@ std::size_t AgentCore::sends_fitting_one_request() const {
   return count;
 }
 
-std::optional<std::string> AgentCore::locate_send(const std::string& tag,
-                                                  std::chrono::steady_clock::time_point deadline) {
+std::optional<std::string> AgentCore::locate_send(const std::string& tag) {
   while (true) {
     try {
-      // The sync makes the listing at least as new as the create whose reply was lost.
+      // The sync makes the listing at least as new as the create whose reply was lost; on a
+      // renewed session, the create's session is known ended, and its ephemeral node with it.
       auto synced = session_.sync_async(queue_path_);
       auto listed = session_.children_async(queue_path_);
       session_.wait(synced);
@@ -200,12 +199,16 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag,
       }
       return std::nullopt;
     } catch (const SessionExpired&) {
-      return std::nullopt;  // an ephemeral send node goes with its session
+      // The renewed session's listing answers next.
     } catch (const ConnectionLoss&) {
     }
-    // Unreachable for three session timeouts: the server has expired a session it did not
-    // hear from for that long, and the node with it.
-    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    // Never absent from silence alone (item 6 of issue 35): while the whole ensemble is down,
+    // ZooKeeper restarts session timers when a leader returns, so the session may live on.
+    if (workers_->stopping()) {
+      throw ConnectionLoss("agent " + name_ + ": the client closed while ZooKeeper was "
+                           "unreachable: whether send node " + send_prefix(tag) +
+                           "* exists is unknown (it goes with this client's session)");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
@@ -318,9 +321,8 @@ void AgentCore::settle(const Group& group, const CreateReply& reply) {
   } catch (const ConnectionLoss&) {
     // The creates may have landed, all of them or none: each send finds its node, or makes
     // it unless its sender gave up.
-    const auto deadline = resolution_deadline(session_);
     settle_each([&](const Creating& one) {
-      if (auto found = locate_send(one.tag, deadline)) return found;
+      if (auto found = locate_send(one.tag)) return found;
       return create_again(one);
     });
   } catch (const SessionExpired&) {
@@ -354,9 +356,8 @@ bool AgentCore::gave_up(const Creating& one) {
 }
 
 void AgentCore::remove_abandoned(const std::string& node) {
-  // Unreachable for three session timeouts: the server has expired the session, and the
-  // node with it.
-  const auto deadline = Deadline::at(resolution_deadline(session_));
+  // Until ZooKeeper says the node is gone, never from silence alone (item 6 of issue 35): a
+  // session unreachable for three timeouts may live on, its orphan blocking the queue.
   for (std::size_t attempt = 0;; ++attempt) {
     try {
       session_.remove(node, 0);  // send nodes are never changed: version 0
@@ -367,7 +368,8 @@ void AgentCore::remove_abandoned(const std::string& node) {
       return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
-    if (!back_off(attempt, deadline, outage_pauses)) return;
+    if (workers_->stopping()) return;  // it goes with this client's session
+    (void)back_off(attempt, Deadline{}, outage_pauses);
   }
 }
 
@@ -405,7 +407,7 @@ std::optional<std::string> AgentCore::create_again(const Creating& one) {
         return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
       } catch (const ConnectionLoss&) {
         // The create may have landed: find it before creating again, so no orphan is left.
-        if (auto found = locate_send(one.tag, resolution)) return found;
+        if (auto found = locate_send(one.tag)) return found;
       } catch (const SessionExpired&) {
         // A create that landed went with the session: its node is gone, maybe run.
       }
@@ -496,22 +498,17 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   auto self = shared_from_this();
   if (auto* transaction = Transaction::current()) {
     // Sent only if, and once, the transaction commits: a create inside its commit multi.
-    auto shared_action = std::make_shared<AgentAction>(std::move(action));
+    auto in_doubt = std::make_shared<SendInDoubt>(
+        self, tag, std::make_shared<AgentAction>(std::move(action)), blocking, is_named,
+        generation);
     transaction->add_to_commit(
         {op::Create{send_prefix(tag), std::move(data), CreateMode::ephemeral_sequential}},
-        [self, tag, shared_action, blocking, is_named,
-         generation](const std::vector<OperationResult>& results) {
-          if (!results.empty()) {
-            return self->enqueue(results.front().created_path, std::move(*shared_action),
-                                 blocking, is_named, generation);
-          }
-          // The commit's reply was lost (it landed): find the node again.
-          const auto deadline = resolution_deadline(self->session_);
-          if (auto found = self->locate_send(tag, deadline)) {
-            self->enqueue(*found, std::move(*shared_action), blocking, is_named, generation);
-          } else {
-            self->count_dropped();
-          }
+        [in_doubt](const std::vector<OperationResult>& results) {
+          in_doubt->landed = true;
+          if (results.empty()) return;  // the reply was lost: found in the background
+          in_doubt->settled = true;
+          in_doubt->agent->enqueue(results.front().created_path, std::move(*in_doubt->action),
+                                   in_doubt->blocking, in_doubt->named, in_doubt->generation);
         });
     return;
   }
@@ -532,14 +529,14 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
 }
 
 void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, bool named,
-                        std::uint64_t generation) {
+                        std::uint64_t generation, bool counted) {
   bool first = false;
   {
     std::lock_guard lock(mutex_);
-    ++sent_;
+    if (!counted) ++sent_;
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
-    const std::string sequence(sequence_of(node));
+    const std::int32_t sequence = sequence_of(last_segment(node)).value();
     auto placed =
         pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {},
                                            named, generation});
@@ -550,9 +547,49 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
   if (first) kick();
 }
 
-void AgentCore::count_dropped() {
+std::map<std::int32_t, AgentCore::Pending, SequenceOrder>::iterator AgentCore::find_pending(
+    const std::string& node) {
+  const auto sequence = sequence_of(last_segment(node));
+  return sequence ? pending_.find(*sequence) : pending_.end();
+}
+
+std::size_t AgentCore::erase_pending(const std::string& node) {
+  const auto pending = find_pending(node);
+  if (pending == pending_.end()) return 0;
+  pending_.erase(pending);
+  return 1;
+}
+
+AgentCore::SendInDoubt::~SendInDoubt() {
+  // The commit's reply was lost, or the dosync ended in OutcomeUnknown (or failed: then
+  // nothing is found): a node that landed must run here, its closure's only runner, or it
+  // would hold the queue for every process while this session lives.
+  if (settled || !agent) return;
+  try {
+    if (landed) agent->note_sent();  // await waits for it from now
+    agent->workers_->post(true, [agent = agent, tag = tag, action = action, blocking = blocking,
+                                 named = named, generation = generation, landed = landed] {
+      std::optional<std::string> found;
+      try {
+        found = agent->locate_send(tag);
+      } catch (const Error&) {
+      }
+      if (found) agent->enqueue(*found, std::move(*action), blocking, named, generation, landed);
+      else if (landed) agent->count_dropped(true);
+    });
+  } catch (...) {
+    // Workers stopped: the node goes with this client's session.
+  }
+}
+
+void AgentCore::note_sent() {
   std::lock_guard lock(mutex_);
   ++sent_;
+}
+
+void AgentCore::count_dropped(bool counted) {
+  std::lock_guard lock(mutex_);
+  if (!counted) ++sent_;
   ++finished_;
   ++dropped_;
   idle_.notify_all();
@@ -574,7 +611,7 @@ void AgentCore::finish(const std::vector<std::string>& nodes, bool dropped) {
     std::lock_guard lock(mutex_);
     // Only this process's sends count; a batch also deletes other processes' named sends.
     std::size_t ours = 0;
-    for (const auto& node : nodes) ours += pending_.erase(std::string(sequence_of(node)));
+    for (const auto& node : nodes) ours += erase_pending(node);
     finished_ += ours;
     if (dropped) dropped_ += ours;
     retry_delay_ = std::chrono::milliseconds(0);
@@ -603,20 +640,22 @@ bool AgentCore::watch_until_gone(const std::string& node) {
 std::vector<std::string> AgentCore::list_queue() {
   // Every send made before the listing is asked for is in it unless it is gone: so is every
   // send of a lower sequence, made before one of those.
-  std::string made_before;
+  std::optional<std::int32_t> made_before;
   {
     std::lock_guard lock(mutex_);
     if (!pending_.empty()) made_before = pending_.rbegin()->first;
   }
   // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
   auto children = session_.children(queue_path_);
-  std::erase_if(children, [](const std::string& child) { return child.rfind("s-", 0) != 0; });
+  std::erase_if(children, [](const std::string& child) {
+    return child.rfind("s-", 0) != 0 || !sequence_of(child);
+  });
   std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
-    return sequence_of(a) < sequence_of(b);
+    return SequenceOrder{}(*sequence_of(a), *sequence_of(b));
   });
   std::lock_guard lock(mutex_);
   known_queue_ = children;
-  listed_up_to_ = std::move(made_before);
+  listed_up_to_ = made_before;
   return children;
 }
 
@@ -625,7 +664,7 @@ std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& li
   std::vector<std::string> gone;
   std::lock_guard lock(mutex_);
   for (const auto& [sequence, pending] : pending_) {
-    if (sequence > listed_up_to_) break;
+    if (!listed_up_to_ || SequenceOrder{}(*listed_up_to_, sequence)) break;
     if (!listed.contains(last_segment(pending.node))) gone.push_back(pending.node);
   }
   return gone;
@@ -640,7 +679,7 @@ void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
     bool ours = false;
     {
       std::lock_guard lock(mutex_);
-      const auto pending = pending_.find(std::string(sequence_of(node)));
+      const auto pending = find_pending(node);
       ours = pending != pending_.end() && last_segment(pending->second.node) == node;
     }
     if (is_named_send(node) && !ours && !named_sends_.contains(node)) {
@@ -737,7 +776,7 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
       std::size_t bytes = fixed;
       bool more_of_ours = false;
       std::lock_guard lock(mutex_);
-      auto next = pending_.find(std::string(sequence_of(front.node)));
+      auto next = find_pending(front.node);
       auto at = mine;
       auto add = [&](Runnable one) {
         bytes += serialized_size(op::Remove{one.node, 0}, chroot);
@@ -781,7 +820,6 @@ void AgentCore::drive(bool pool) {
   }
   while (true) {
     Pending* front = nullptr;
-    std::string sequence;
     {
       std::unique_lock lock(mutex_);
       again_ = false;
@@ -789,7 +827,6 @@ void AgentCore::drive(bool pool) {
         running_ = false;
         return;
       }
-      sequence = pending_.begin()->first;
       front = &pending_.begin()->second;  // only this worker erases; map nodes stay put
       if (front->blocking != pool) {
         running_ = false;
@@ -811,7 +848,7 @@ void AgentCore::drive(bool pool) {
         const std::uint64_t generation = session_.generation();
         std::lock_guard lock(mutex_);
         for (const auto& node : vanished.nodes) {
-          const auto gone = pending_.find(std::string(sequence_of(node)));
+          const auto gone = find_pending(node);
           if (gone == pending_.end()) continue;
           (gone->second.named && gone->second.generation == generation ? ran : done).push_back(node);
         }
@@ -903,6 +940,10 @@ AgentCore::Step AgentCore::step(Pending& front, std::vector<std::string>& done) 
   return apply(std::move(batch), front, done);
 }
 
+bool AgentCore::head_names(const std::optional<Point>& point) {
+  return point && decode_agent_head(session_.get(head_path_).data, head_path_).point == *point;
+}
+
 void AgentCore::erase_quietly(const Point& point) {
   try {
     data_->erase(point);
@@ -961,6 +1002,8 @@ void AgentCore::make_later_send(const std::function<void()>& go) {
 
 AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
                                  std::vector<std::string>& done) {
+  // Rule 2: the commit goes out on the session its value is written for, or not at all.
+  const std::uint64_t generation = session_.generation();
   auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
   auto head_node = runtime_.nodes().finish(lookup);
   auto head = decode_agent_head(head_node.data, head_path_);
@@ -1042,8 +1085,20 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
 
   MultiResult result;
   // Markers it carries stay waiting while its outcome is in doubt: one a later commit finds
-  // gone is dropped then.
-  const auto landed = runtime_.markers().commit(operations, commit.marker, &result, cleanup);
+  // gone is dropped then. A lost reply landed when the head names the value (rule 6: gc may
+  // have removed the marker by the time it is asked for).
+  std::optional<bool> landed;
+  try {
+    landed = runtime_.markers().commit(operations, commit.marker, &result, cleanup,
+                                       [&] { return head_names(commit.written); }, generation);
+  } catch (const SessionExpired&) {
+    // Renewed before the multi went out: nothing was sent, and the batch's own send node went
+    // with the old session. Its value is unreferenced; the next plan settles the sends.
+    if (commit.written && !commit.in_multi) erase_quietly(*commit.written);
+    std::lock_guard lock(mutex_);
+    known_queue_.clear();
+    return Step::again;
+  }
   if (!landed) {
     front.in_doubt = std::move(commit);  // resolved before anything else is tried
     return Step::retry_later;
@@ -1111,6 +1166,8 @@ void AgentCore::restart(const Bytes& value) {
   require_fits(value.size(), max_value_size_, "agent " + name_);
   if (!accepts(value)) throw ValidationError("agent " + name_ + ": the validator rejected the value");
   for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
+    // Rule 2: the commit goes out on the session the value is written for, or not at all.
+    const std::uint64_t generation = session_.generation();
     auto head_node = session_.get(head_path_);
     auto head = decode_agent_head(head_node.data, head_path_);
     if (!head.error) throw Error("agent " + name_ + " has not failed: nothing to restart");
@@ -1122,7 +1179,14 @@ void AgentCore::restart(const Bytes& value) {
         op::Create{marker, {}, CreateMode::persistent},
         op::SetData{head_path_, encode_agent_head(AgentHead{point, std::nullopt}),
                     head_node.stat.version}};
-    const auto landed = runtime_.markers().commit(operations, marker);
+    std::optional<bool> landed;
+    try {
+      landed = runtime_.markers().commit(operations, marker, nullptr, 0,
+                                         [&] { return head_names(point); }, generation);
+    } catch (const SessionExpired&) {
+      erase_quietly(point);  // renewed before the multi went out: nothing was sent
+      continue;
+    }
     if (!landed) {
       // The new point may be referenced: it stays for gc to judge, like the marker.
       throw OutcomeUnknown("agent " + name_ + ": restart: outcome unknown (ZooKeeper "

@@ -23,6 +23,9 @@
 #include <avout/detail/agent_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include "sequence.hpp"
+
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -157,8 +160,34 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
               const Deadline& deadline);
   void enqueue(std::string node, AgentAction action, bool blocking, bool named,
-               std::uint64_t generation);
-  void count_dropped();
+               std::uint64_t generation, bool counted = false);
+  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
+  std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
+  std::size_t erase_pending(const std::string& node);
+  // A send of a dosync whose create's outcome this process does not know: its reply was
+  // lost, or the commit ended in doubt. Unless settled by the commit, its node is looked for
+  // in the background when the last copy of the commit's callback goes, and run if found.
+  struct SendInDoubt {
+    std::shared_ptr<AgentCore> agent;
+    std::string tag;
+    std::shared_ptr<AgentAction> action;
+    bool blocking = false;
+    bool named = false;
+    std::uint64_t generation = 0;
+    bool landed = false;   // the commit landed (its reply may still have been lost)
+    bool settled = false;  // queued by the commit's callback
+    SendInDoubt(std::shared_ptr<AgentCore> agent, std::string tag,
+                std::shared_ptr<AgentAction> action, bool blocking, bool named,
+                std::uint64_t generation)
+        : agent(std::move(agent)), tag(std::move(tag)), action(std::move(action)),
+          blocking(blocking), named(named), generation(generation) {}
+    SendInDoubt(const SendInDoubt&) = delete;
+    SendInDoubt& operator=(const SendInDoubt&) = delete;
+    ~SendInDoubt();
+  };
+  void note_sent();  // a send whose node is still being found counts for await
+  // `counted`: note_sent() counted it already.
+  void count_dropped(bool counted = false);
   void kick();
   void drive(bool pool);
   Step step(Pending& front, std::vector<std::string>& done);
@@ -184,6 +213,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // unreachable (nothing of it is left then), until it is made or the client closes; what is
   // dropped is logged and counted for await.
   void make_later_send(const std::function<void()>& go);
+  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
+  bool head_names(const std::optional<Point>& point);
   void erase_quietly(const Point& point);
   void finish(const std::vector<std::string>& nodes, bool dropped);
   bool head_exists_after_outage();
@@ -205,8 +236,10 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
   bool gave_up(const Creating& one);
   void remove_abandoned(const std::string& node);
-  std::optional<std::string> locate_send(const std::string& tag,
-                                         std::chrono::steady_clock::time_point deadline);
+  // The node of this process's send `tag` whose create's reply was lost, or nullopt when
+  // ZooKeeper said there is none (a listing after a sync); asked again while ZooKeeper does
+  // not answer, never judged from silence alone; ConnectionLoss once the client closes.
+  std::optional<std::string> locate_send(const std::string& tag);
 
   std::string name_;
   std::shared_ptr<ReferenceData> data_;
@@ -221,7 +254,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::condition_variable idle_;
   // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
   // the threads that sent got their replies in.
-  std::map<std::string, Pending> pending_;
+  std::map<std::int32_t, Pending, SequenceOrder> pending_;
   bool running_ = false;  // a worker is in drive()
   bool again_ = false;    // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
@@ -232,8 +265,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::string unrun_error_;    // the agent's error when it dropped the last of them
   std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
-  // Sequence of our newest send made before that listing was asked for ("": none).
-  std::string listed_up_to_;
+  // Sequence of our newest send made before that listing was asked for (nullopt: none).
+  std::optional<std::int32_t> listed_up_to_;
   std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
   std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
   // Other processes' named sends read so far (nullopt: unreadable), by node; the driving

@@ -3,6 +3,7 @@
 #include "callback_executor.hpp"
 #include "hex.hpp"
 #include "lock_removals.hpp"
+#include "sequence.hpp"
 #include "stm.hpp"
 #include "unique_ids.hpp"
 
@@ -10,7 +11,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <string_view>
 
 namespace avout::detail {
@@ -19,17 +19,6 @@ namespace {
 
 constexpr std::size_t id_digits = 16;
 constexpr std::size_t prefix_length = 2 + id_digits + 1;  // "<kind>-<id>-"
-
-// The sequence number ZooKeeper appended: the parent's child counter, a signed 32-bit int
-// printed with "%010d". It wraps after 2^31 changes of the folder's children, to
-// -2147483648 (11 characters) and on through -000000001 to 0000000000 (item 10 of issue 35).
-std::optional<std::int32_t> parse_sequence(std::string_view suffix) {
-  std::int32_t value = 0;
-  const auto* end = suffix.data() + suffix.size();
-  const auto [stop, error] = std::from_chars(suffix.data(), end, value);
-  if (error != std::errc{} || stop != end || suffix.empty() || suffix.size() < 10) return std::nullopt;
-  return value;
-}
 
 // True for a node avout queued in a lock folder: <kind>-<16 hex digits>-<sequence>. Other
 // children (the folders of a lock whose name nests below this one) are not ours.
@@ -46,19 +35,12 @@ std::int32_t sequence_of(const std::string& name) {
   return *parse_sequence(std::string_view(name).substr(prefix_length));
 }
 
-// The nodes of `kind` among `names`, in queue order. The counter wraps, so order is by
-// distance from one of them modulo 2^32 (serial number arithmetic): right while the live
-// nodes of a folder span less than 2^31 of its counter, i.e. none of them has lived through
-// two billion changes of the folder's children.
+// The nodes of `kind` among `names`, in queue order (the counter wraps: sequence.hpp).
 std::vector<std::string> queue_of(std::vector<std::string> names, char kind) {
   std::erase_if(names, [&](const std::string& name) { return !is_node(name, kind); });
-  if (names.empty()) return names;
-  const auto base = static_cast<std::uint32_t>(sequence_of(names.front()));
-  const auto distance = [base](const std::string& name) {
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(sequence_of(name)) - base);
-  };
-  std::sort(names.begin(), names.end(),
-            [&](const std::string& a, const std::string& b) { return distance(a) < distance(b); });
+  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    return SequenceOrder{}(sequence_of(a), sequence_of(b));
+  });
   return names;
 }
 

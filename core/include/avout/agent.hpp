@@ -64,12 +64,13 @@ class Agent {
   /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
   /// ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
   /// was not made and nothing of it is left: sending again is safe), or SessionExpired.
-  /// A lost create reply is resolved by finding the send's node by its unique tag; a named
+  /// A lost create reply is resolved by finding the send's node by its unique tag, asked
+  /// again until ZooKeeper answers (silence never means "not there"); a named
   /// send whose node is not found while the agent's head moved since the send was made
   /// (another process may have run it and deleted its node) is not sent again: it throws
   /// OutcomeUnknown (the action ran once or never). A closure not found is sent again: only
   /// its sender's process runs it. Inside dosync, failures are the transaction's
-  /// (OutcomeUnknown from its commit).
+  /// (OutcomeUnknown from its commit: its send, if it landed, is found and run afterwards).
   template <typename F, typename... Args>
     requires(!std::is_convertible_v<F &&, Deadline>)
   void send(F&& f, Args&&... args) {
