@@ -23,7 +23,7 @@ namespace avout::testing {
 /// read micro-operation ["r", key, list, "ensure"]). Plain reads outside
 /// transactions ("f": "ref-read", argument {"key"}, result the list; "fail" when the value
 /// the head named was missing) must be prefixes of the final list and never fail; no
-/// transaction fails with a value "missing from its store".
+/// transaction fails with a value "missing from its store" or at the clock's version.
 std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
                                            const std::map<std::string, std::vector<long>>& final_lists);
 
