@@ -12,8 +12,10 @@
 // header makes checked inline (tests/PROMISES.md maps each promise to its check), while faults are
 // injected at the ZooKeeper border (support/zookeeper_faults.hpp), at the store border
 // (support/faulty_store.hpp) and by a nemesis (SIGKILL, SIGSTOP past the session timeout,
-// ZooKeeper member and leader kill). Every process records its history; the checkers of
-// support/checkers.hpp judge them. Every run prints its seed; the environment selects:
+// ZooKeeper member and leader kill, a partition past the marker grace while gc runs), with
+// counters near their limits (lock queues' suffixes and the clock's version wrap during the
+// run) and blips at the barging tags while dosyncs release their claims (issue 36). Every
+// process records its history; the checkers of support/checkers.hpp judge them. Every run prints its seed; the environment selects:
 //   AVOUT_SEED=<n>            replay one seed (default: the CI seeds below)
 //   AVOUT_RUN_SECONDS=<n>     length of each seed's run (default 8)
 //   AVOUT_PROCESSES=<n>, AVOUT_THREADS=<n>   client processes (4) and threads in each (3)
