@@ -444,8 +444,9 @@ void atom_refused(Node& node, SharedHistory& history, const std::string& prefix,
   }
   handle.set_validator([](const List& list) { return std::none_of(list.begin(), list.end(), [](long v) { return v < 0; }); });
   const auto name = "a" + std::to_string(index);
-  attempt(history, "atom-append", id, {{"atom", name}, {"value", -id}, {"how", "refused"}}, [&] {
-    auto stored = handle.swap(appended, static_cast<long>(-id));
+  const long refused = -static_cast<long>(id) - 1;  // negative for process 0's first id too
+  attempt(history, "atom-append", id, {{"atom", name}, {"value", refused}, {"how", "refused"}}, [&] {
+    auto stored = handle.swap(appended, refused);
     broken(history, "atom.hpp: the validator rejected the new value, nothing was written", {{"atom", name}});
     return nlohmann::json(stored);
   });
