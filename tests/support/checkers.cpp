@@ -611,7 +611,7 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
     const bool maybe_dropped =
         operation.invoked_ns < unnamed_until ||
         std::any_of(windows.begin(), windows.end(),
-                    [&](const auto& window) { return completed > window.first && operation.invoked_ns < window.second; });
+                    [&, invoked = operation.invoked_ns](const auto& window) { return completed > window.first && invoked < window.second; });
     // The relay's await shows the action ran; the target's that the send it made ran.
     const auto process = id / process_id_stride;
     const bool must_run = vouches(vouched, process, "relay") && vouches(vouched, process, agent);
