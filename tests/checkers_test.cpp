@@ -187,3 +187,26 @@ TEST_CASE("a promise broken inline is reported") {
   CHECK(mentions(avout::testing::check_contracts(operations), "broken promise: lease_lock.hpp unlock"));
   CHECK(avout::testing::check_contracts({}).empty());
 }
+
+TEST_CASE("a transaction that met an erased value or was refused at the clock's version is reported, a connection loss is not") {
+  auto failed = [](std::int64_t id, const std::string& message) {
+    return Operation{.id = id, .f = "txn", .outcome = "info", .invoked_ns = id * 10, .completed_ns = id * 10 + 5,
+                     .argument = nlohmann::json::array({nlohmann::json::array({"append", "x", id})}), .result = message};
+  };
+  const std::map<std::int64_t, Operation> operations{
+      {1, failed(1, "value of ref /r/x at 0300-ab missing from its store (redis)")},
+      {2, failed(2, "zookeeper node /avout/stm/clock: its version -2147483648 has wrapped past 2^31 updates")},
+      {3, failed(3, "zookeeper exists /avout/stm/clock: connection loss")}};
+  const auto problems = avout::testing::check_list_append(operations, {{"x", {}}});
+  REQUIRE(problems.size() == 2);
+  CHECK(mentions(problems, "erased: a transaction read a value missing from its store"));
+  CHECK(mentions(problems, "clock: a transaction failed at the clock's version"));
+}
+
+TEST_CASE("a claim left after its process's dosyncs ended is reported") {
+  using namespace std::chrono_literals;
+  CHECK(avout::testing::check_claims({}, 10000ms).empty());
+  const auto problems = avout::testing::check_claims({{.ref = "r1", .process = 3, .session = 77, .first_read_point = 5, .counter = 6}}, 10000ms);
+  REQUIRE(problems.size() == 1);
+  CHECK(mentions(problems, "claim outlived its dosync: r1 still claimed 10000 ms after every dosync of process 3 ended"));
+}

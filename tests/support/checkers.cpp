@@ -276,6 +276,21 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
     }
   }
 
+  // A transaction never meets a value missing under the head that names it (erased by a
+  // resolution that judged a landed commit lost, issue 36 item 2).
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "txn" && operation.outcome != "ok" && operation.result.is_string() &&
+        operation.result.get<std::string>().find("missing from its store") != std::string::npos) {
+      problems.push_back("erased: a transaction read a value missing from its store\n    " + show(operation));
+    }
+    // A wrapped clock is only a clock (issue 36 item 1): no commit is refused for its version.
+    if (operation.f == "txn" && operation.outcome != "ok" && operation.result.is_string() &&
+        operation.result.get<std::string>().find("/stm/clock: ") != std::string::npos &&
+        operation.result.get<std::string>().find("version") != std::string::npos) {
+      problems.push_back("clock: a transaction failed at the clock's version\n    " + show(operation));
+    }
+  }
+
   // Plain reads outside transactions: a prefix of the final list, never an error about a
   // value the head had moved past.
   for (const auto& [id, operation] : operations) {
@@ -596,7 +611,7 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
     const bool maybe_dropped =
         operation.invoked_ns < unnamed_until ||
         std::any_of(windows.begin(), windows.end(),
-                    [&](const auto& window) { return completed > window.first && operation.invoked_ns < window.second; });
+                    [&, invoked = operation.invoked_ns](const auto& window) { return completed > window.first && invoked < window.second; });
     // The relay's await shows the action ran; the target's that the send it made ran.
     const auto process = id / process_id_stride;
     const bool must_run = vouches(vouched, process, "relay") && vouches(vouched, process, agent);
@@ -778,6 +793,17 @@ std::vector<std::string> check_contracts(const std::map<std::int64_t, Operation>
     if (operation.f == "contract" && operation.result.is_object()) {
       problems.push_back("broken promise: " + operation.result.at("broken").get<std::string>() + "\n    " + show(operation));
     }
+  }
+  return problems;
+}
+
+std::vector<std::string> check_claims(const std::vector<ClaimLeft>& claims, std::chrono::milliseconds after) {
+  std::vector<std::string> problems;
+  for (const auto& claim : claims) {
+    problems.push_back("claim outlived its dosync: " + claim.ref + " still claimed " + std::to_string(after.count()) +
+                       " ms after every dosync of process " + std::to_string(claim.process) + " ended (session " +
+                       std::to_string(claim.session) + ", first read point " + std::to_string(claim.first_read_point) +
+                       ", counter " + std::to_string(claim.counter) + ")");
   }
   return problems;
 }

@@ -4,6 +4,8 @@
 
 #include "support/history.hpp"
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +22,8 @@ namespace avout::testing {
 /// all from reads the readers ensured (G2 among transactions that ensure what they read: a
 /// read micro-operation ["r", key, list, "ensure"]). Plain reads outside
 /// transactions ("f": "ref-read", argument {"key"}, result the list; "fail" when the value
-/// the head named was missing) must be prefixes of the final list and never fail.
+/// the head named was missing) must be prefixes of the final list and never fail; no
+/// transaction fails with a value "missing from its store" or at the clock's version.
 std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
                                            const std::map<std::string, std::vector<long>>& final_lists);
 
@@ -91,5 +94,19 @@ std::vector<std::string> check_contracts(const std::map<std::int64_t, Operation>
 /// saw): each equals the final list.
 std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& operations,
                                        const std::map<std::string, std::vector<long>>& final_lists);
+
+/// A barging claim still in a ref's tag once every dosync of its process had ended: the
+/// ref, the process and the age it names (session, first read point, counter).
+struct ClaimLeft {
+  std::string ref;
+  int process = 0;
+  std::int64_t session = 0;
+  std::int64_t first_read_point = 0;
+  std::uint64_t counter = 0;
+};
+
+/// Claims end with their dosync (transactions.md rule 10; issue 36 item 3): every claim
+/// still left `after` the last dosync of its (live) process ended is an anomaly.
+std::vector<std::string> check_claims(const std::vector<ClaimLeft>& claims, std::chrono::milliseconds after);
 
 }  // namespace avout::testing

@@ -261,38 +261,48 @@ std::string child_path(const std::string& parent, const std::string& name) {
   return parent == "/" ? "/" + name : parent + "/" + name;
 }
 
-// The active offsets: how names are shown, and the real path behind each name shown.
+// The active offsets: how names are shown, and the real path behind each name shown. Each
+// alive CounterOffset is a rule; a path takes the first rule whose `within` it contains.
 class Offsets {
  public:
-  Offsets(std::string within, std::int64_t sequence, std::int32_t version)
-      : within_(std::move(within)),
-        sequence_(static_cast<std::uint32_t>(sequence)),
-        version_(static_cast<std::uint32_t>(version)) {}
+  struct Rule {
+    const void* owner;  // the CounterOffset that made it
+    std::string within;
+    std::uint32_t sequence;
+    std::uint32_t version;
+  };
+  Offsets(std::vector<Rule> rules, std::map<std::string, std::string> real_of)
+      : rules_(std::move(rules)), real_of_(std::move(real_of)) {}
+
+  const std::vector<Rule>& rules() const { return rules_; }
+  std::map<std::string, std::string> real_of() {
+    std::lock_guard lock(mutex_);
+    return real_of_;
+  }
 
   // True when versions of the node at `path` are shown offset.
-  bool versions_of(const std::string& path) const {
-    return version_ != 0 && path.find(within_) != std::string::npos;
-  }
-  // A version the server reported, as shown (wrapping as an int32 does).
-  std::int32_t shown_version(std::int32_t real) const {
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(real) + version_);
+  bool versions_of(const std::string& path) const { return version_offset(path) != 0; }
+  // A version the server reported for `path`, as shown (wrapping as an int32 does).
+  std::int32_t shown_version(const std::string& path, std::int32_t real) const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(real) + version_offset(path));
   }
   // A version the caller sent, as the server knows it; -1 ("any version") stays.
   std::int32_t real_version(const std::string& path, std::int32_t shown) const {
     if (shown == -1 || !versions_of(path)) return shown;
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(shown) - version_);
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(shown) - version_offset(path));
   }
 
   // The name the child `name` of `parent` is shown with; remembered for the way back.
   std::string shown_child(const std::string& parent, const std::string& name) {
-    if (parent.find(within_) == std::string::npos || name.size() < sequence_digits) return name;
+    const Rule* rule = rule_of(parent);
+    if (rule == nullptr || rule->sequence == 0 || name.size() < sequence_digits) return name;
     const std::string digits = name.substr(name.size() - sequence_digits);
     if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
       return name;
     }
     // The server's counter is a signed 32-bit int printed with "%010d"; C++20 makes the
     // conversion of the wrapped unsigned sum to int32 modular, as Java's int arithmetic is.
-    const auto shown = static_cast<std::int32_t>(static_cast<std::uint32_t>(std::stoul(digits)) + sequence_);
+    const auto shown = static_cast<std::int32_t>(static_cast<std::uint32_t>(std::stoul(digits)) + rule->sequence);
     char suffix[16];
     std::snprintf(suffix, sizeof suffix, "%010d", shown);
     std::string result = name.substr(0, name.size() - sequence_digits) + suffix;
@@ -315,10 +325,19 @@ class Offsets {
   }
 
  private:
+  const Rule* rule_of(const std::string& path) const {
+    for (const auto& rule : rules_) {
+      if (path.find(rule.within) != std::string::npos) return &rule;
+    }
+    return nullptr;
+  }
+  std::uint32_t version_offset(const std::string& path) const {
+    const Rule* rule = rule_of(path);
+    return rule == nullptr ? 0 : rule->version;
+  }
+
   std::mutex mutex_;
-  const std::string within_;
-  const std::uint32_t sequence_;
-  const std::uint32_t version_;
+  const std::vector<Rule> rules_;
   std::map<std::string, std::string> real_of_;  // shown path -> the server's
 };
 
@@ -347,14 +366,14 @@ struct Shown {
   std::shared_ptr<Offsets> offsets;
   std::string parent;                         // children: the listed node
   std::vector<std::pair<char*, int>> created;  // multi: the buffers of sequential creates
-  std::vector<Stat*> stats;                    // multi: the stats of sets shown offset
+  std::vector<std::pair<Stat*, std::string>> stats;  // multi: the stats of sets shown offset, by path
 };
 
 void shown_stat(int rc, const Stat* stat, const void* context) {
   std::unique_ptr<const Shown<stat_completion_t>> s(static_cast<const Shown<stat_completion_t>*>(context));
   if (rc != ZOK || stat == nullptr) return s->completion(rc, stat, s->data);
   Stat shown = *stat;
-  shown.version = s->offsets->shown_version(stat->version);
+  shown.version = s->offsets->shown_version(s->parent, stat->version);
   s->completion(rc, &shown, s->data);
 }
 
@@ -362,7 +381,7 @@ void shown_data(int rc, const char* value, int length, const Stat* stat, const v
   std::unique_ptr<const Shown<data_completion_t>> s(static_cast<const Shown<data_completion_t>*>(context));
   if (rc != ZOK || stat == nullptr) return s->completion(rc, value, length, stat, s->data);
   Stat shown = *stat;
-  shown.version = s->offsets->shown_version(stat->version);
+  shown.version = s->offsets->shown_version(s->parent, stat->version);
   s->completion(rc, value, length, &shown, s->data);
 }
 
@@ -400,7 +419,7 @@ void shown_multi(int rc, const void* context) {
       const std::string shown = s->offsets->shown_path(buffer);
       if (shown.size() < static_cast<std::size_t>(length)) std::memcpy(buffer, shown.c_str(), shown.size() + 1);
     }
-    for (Stat* stat : s->stats) stat->version = s->offsets->shown_version(stat->version);
+    for (const auto& [stat, path] : s->stats) stat->version = s->offsets->shown_version(path, stat->version);
   }
   s->completion(rc, s->data);
 }
@@ -434,14 +453,19 @@ int failures_to_come() {
 }
 
 CounterOffset::CounterOffset(std::string within, std::int64_t sequence, std::int32_t version) {
-  auto offsets = std::make_shared<Offsets>(std::move(within), sequence, version);
   std::lock_guard lock(active_mutex);
-  active_offsets = std::move(offsets);
+  auto rules = active_offsets ? active_offsets->rules() : std::vector<Offsets::Rule>{};
+  rules.push_back({this, std::move(within), static_cast<std::uint32_t>(sequence), static_cast<std::uint32_t>(version)});
+  active_offsets = std::make_shared<Offsets>(std::move(rules), active_offsets ? active_offsets->real_of()
+                                                                              : std::map<std::string, std::string>{});
 }
 
 CounterOffset::~CounterOffset() {
   std::lock_guard lock(active_mutex);
-  active_offsets.reset();
+  auto rules = active_offsets->rules();
+  std::erase_if(rules, [this](const Offsets::Rule& rule) { return rule.owner == this; });
+  if (rules.empty()) active_offsets.reset();
+  else active_offsets = std::make_shared<Offsets>(std::move(rules), active_offsets->real_of());
 }
 
 FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts) {
@@ -554,7 +578,7 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
       if (operation.type == ZOO_CHECK_OP) operation.check_op.version = offsets->real_version(real, operation.check_op.version);
       if (operation.type == ZOO_SETDATA_OP) {
         operation.set_op.version = offsets->real_version(real, operation.set_op.version);
-        if (operation.set_op.stat != nullptr && offsets->versions_of(real)) shown->stats.push_back(operation.set_op.stat);
+        if (operation.set_op.stat != nullptr && offsets->versions_of(real)) shown->stats.emplace_back(operation.set_op.stat, real);
       }
     }
     if (shown != nullptr && operation.type == ZOO_CREATE_OP &&

@@ -67,7 +67,7 @@ void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_los
 /// How many of the faults fail_next asked for are still to come.
 int failures_to_come();
 
-/// While alive (one at a time, with or without a FaultPlan), the sequential suffix of each
+/// While alive (with or without a FaultPlan), the sequential suffix of each
 /// node whose parent path contains `within` looks `sequence` further along than the server's:
 /// shown = int32(real + sequence), formatted as ZooKeeper formats its signed 32-bit child
 /// counter ("%010d": 2147483647, then -2147483648, -000000005 ... -000000001, 0000000000).
@@ -81,6 +81,8 @@ int failures_to_come();
 /// that assumes a fresh node's version 0 fails under it: pick `within` accordingly.
 /// Usage: `CounterOffset wrap("/lock-test/", (std::int64_t{1} << 31) - 5);` (sequences only),
 /// `CounterOffset near_limit("/atoms/a", 0, INT32_MAX - 3);` (versions only).
+/// Several may live at once, for different paths: a path takes the offsets of the first one
+/// made (among those alive) whose `within` it contains.
 class CounterOffset {
  public:
   CounterOffset(std::string within, std::int64_t sequence, std::int32_t version = 0);
