@@ -33,8 +33,7 @@
 //                             queues' sequential suffixes cross the 32-bit wrap, the clock's
 //                             version crosses INT32_MAX, heads', tags' and ZooKeeper-held
 //                             atoms' versions run just below it; "all": agent queues' suffixes
-//                             cross the wrap too, which agents do not handle yet: their sends
-//                             run out of order, tests/PROMISES.md)
+//                             cross the wrap too, tests/PROMISES.md)
 //   AVOUT_ZK_FAULTS=lost=..,early=..,expire=..,delay=..   (or "off")
 //   AVOUT_STORE_FAULTS=lost=..,early=..,outage=..         (or "off")
 //   AVOUT_KEEP_HISTORIES=1    keep the histories of a passing run too
@@ -246,8 +245,7 @@ class NearLimits {
     if (!settings.counters) return;
     const auto& counters = settings.offsets;
     add("locks" + prefix + "/", counters.sequence, 0);  // the folders of locks and rwlocks
-    // Agents order their queue by the suffixes as numbers: across the wrap their sends run
-    // out of order (a known gap, tests/PROMISES.md), so only AVOUT_COUNTERS=all wraps them.
+    // Only AVOUT_COUNTERS=all wraps the agent queues (tests/PROMISES.md says why).
     if (settings.agent_queue_wrap) add("/agents/queues" + prefix + "/", counters.sequence, 0);
     add("/stm/refs" + prefix + "/", 0, counters.versions);
     add("/stm/tags" + prefix + "/", 0, counters.versions);
