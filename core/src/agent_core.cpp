@@ -529,17 +529,20 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
 }
 
 void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, bool named,
-                        std::uint64_t generation, bool counted) {
+                        std::uint64_t generation, std::optional<std::uint64_t> ticket) {
   bool first = false;
   {
     std::lock_guard lock(mutex_);
-    if (!counted) ++sent_;
+    if (!ticket) {
+      ticket = ++tickets_;
+      unfinished_.insert(*ticket);
+    }
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
     const std::int32_t sequence = sequence_of(last_segment(node)).value();
     auto placed =
         pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {},
-                                           named, generation});
+                                           named, generation, *ticket});
     first = placed.first == pending_.begin();
   }
   // A send that goes before the one being waited for must be looked at now; one behind it
@@ -556,6 +559,7 @@ std::map<std::int32_t, AgentCore::Pending, SequenceOrder>::iterator AgentCore::f
 std::size_t AgentCore::erase_pending(const std::string& node) {
   const auto pending = find_pending(node);
   if (pending == pending_.end()) return 0;
+  unfinished_.erase(pending->second.ticket);
   pending_.erase(pending);
   return 1;
 }
@@ -565,32 +569,34 @@ AgentCore::SendInDoubt::~SendInDoubt() {
   // nothing is found): a node that landed must run here, its closure's only runner, or it
   // would hold the queue for every process while this session lives.
   if (settled || !agent) return;
+  std::optional<std::uint64_t> ticket;
+  if (landed) ticket = agent->note_sent();  // await waits for it from now
   try {
-    if (landed) agent->note_sent();  // await waits for it from now
     agent->workers_->post(true, [agent = agent, tag = tag, action = action, blocking = blocking,
-                                 named = named, generation = generation, landed = landed] {
+                                 named = named, generation = generation, ticket] {
       std::optional<std::string> found;
       try {
         found = agent->locate_send(tag);
       } catch (const Error&) {
       }
-      if (found) agent->enqueue(*found, std::move(*action), blocking, named, generation, landed);
-      else if (landed) agent->count_dropped(true);
+      if (found) agent->enqueue(*found, std::move(*action), blocking, named, generation, ticket);
+      else if (ticket) agent->count_dropped(ticket);
     });
   } catch (...) {
     // Workers stopped: the node goes with this client's session.
+    if (ticket) agent->count_dropped(ticket);
   }
 }
 
-void AgentCore::note_sent() {
+std::uint64_t AgentCore::note_sent() {
   std::lock_guard lock(mutex_);
-  ++sent_;
+  unfinished_.insert(++tickets_);
+  return tickets_;
 }
 
-void AgentCore::count_dropped(bool counted) {
+void AgentCore::count_dropped(std::optional<std::uint64_t> ticket) {
   std::lock_guard lock(mutex_);
-  if (!counted) ++sent_;
-  ++finished_;
+  if (ticket) unfinished_.erase(*ticket);
   ++dropped_;
   idle_.notify_all();
 }
@@ -612,7 +618,6 @@ void AgentCore::finish(const std::vector<std::string>& nodes, bool dropped) {
     // Only this process's sends count; a batch also deletes other processes' named sends.
     std::size_t ours = 0;
     for (const auto& node : nodes) ours += erase_pending(node);
-    finished_ += ours;
     if (dropped) dropped_ += ours;
     retry_delay_ = std::chrono::milliseconds(0);
     idle = ours > 0 && pending_.empty();
@@ -1140,10 +1145,10 @@ bool AgentCore::await_until(const Deadline& deadline) {
   });
   std::unique_lock lock(mutex_);
   // Taken once: sends other threads make while this one waits are not waited for.
-  const std::uint64_t target = sent_;
-  idle_.wait_until(lock, deadline.time_or_far(),
-                   [&] { return finished_ >= target || deadline.stop_requested(); });
-  if (finished_ < target) return false;
+  const std::uint64_t target = tickets_;
+  auto done = [&] { return unfinished_.empty() || *unfinished_.begin() > target; };
+  idle_.wait_until(lock, deadline.time_or_far(), [&] { return done() || deadline.stop_requested(); });
+  if (!done()) return false;
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
     throw SessionExpired("agent " + name_ + ": " + std::to_string(dropped) +
                          " action(s) sent by this process were dropped: their send nodes "

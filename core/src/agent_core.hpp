@@ -36,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     std::optional<InDoubt> in_doubt;
     bool named = false;            // another process may run it
     std::uint64_t generation = 0;  // the session's before its node was created
+    std::uint64_t ticket = 0;      // what await waits for (tickets_)
   };
   // A send of the queue a batch runs: one of ours, or another process's named action.
   struct Runnable {
@@ -160,7 +162,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
               const Deadline& deadline);
   void enqueue(std::string node, AgentAction action, bool blocking, bool named,
-               std::uint64_t generation, bool counted = false);
+               std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
   // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
   std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
   std::size_t erase_pending(const std::string& node);
@@ -185,9 +187,10 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     SendInDoubt& operator=(const SendInDoubt&) = delete;
     ~SendInDoubt();
   };
-  void note_sent();  // a send whose node is still being found counts for await
-  // `counted`: note_sent() counted it already.
-  void count_dropped(bool counted = false);
+  // A send whose node is still being found: await waits for the ticket returned.
+  std::uint64_t note_sent();
+  // A send dropped unrun (its ticket, if note_sent gave it one, ends).
+  void count_dropped(std::optional<std::uint64_t> ticket = std::nullopt);
   void kick();
   void drive(bool pool);
   Step step(Pending& front, std::vector<std::string>& done);
@@ -258,8 +261,11 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   bool running_ = false;  // a worker is in drive()
   bool again_ = false;    // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
-  std::uint64_t sent_ = 0;
-  std::uint64_t finished_ = 0;
+  // Each send of this process gets the next ticket when queued; await waits until none up
+  // to the last one issued before it is unfinished (counts alone would let a send queued
+  // after the call, finishing first, stand in for one made before it).
+  std::uint64_t tickets_ = 0;
+  std::set<std::uint64_t> unfinished_;
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
   std::string unrun_error_;    // the agent's error when it dropped the last of them
