@@ -58,8 +58,10 @@ AtomSnapshot AtomCore::read(const Deadline& deadline) {
   const ReplyDeadline bound(deadline);
   try {
     return read();
-  } catch (const Timeout& error) {
-    throw Timeout("atom " + name_ + ": " + error.what() + "; nothing was written");
+  } catch (const Timeout&) {
+    if (!deadline.expired()) throw;
+    throw Timeout("atom " + name_ + ": " + deadline.reason() +
+                  " while waiting for ZooKeeper; nothing was written");
   }
 }
 

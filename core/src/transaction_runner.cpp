@@ -66,6 +66,11 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
       }
       // A claimant (or a dosync that may be one) comes back at once.
       (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
+    } catch (const Timeout&) {
+      // Our deadline cut a wait for ZooKeeper short (a body's own Timeout passes unchanged).
+      if (!deadline.expired()) throw;
+      throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt + 1) +
+                    " attempts (while waiting for ZooKeeper)");
     } catch (const SessionExpired&) {
       // Only this client's own session ending retries (on the new session it is opening);
       // one the body threw, or another client's, passes through like any body exception.
