@@ -292,14 +292,13 @@ std::optional<T> LockCore::reply_by(std::future<T> request, const Deadline& dead
 }
 
 bool LockCore::arrived_by(std::future<void> request, const Deadline& deadline) const {
-  // ZooKeeperSession::wait(reply, deadline) gives an optional value, which a void reply
-  // has not: the same bounded wait, by hand.
-  std::shared_future<void> reply = request.share();
-  const auto no_reply_at = std::chrono::steady_clock::now() + 2 * session_.negotiated_timeout();
-  const auto until = std::min(deadline.time_or_far(), no_reply_at);
-  if (reply.wait_until(until) != std::future_status::ready) return false;
-  reply.get();
-  return true;
+  const ReplyDeadline bound(deadline);
+  try {
+    session_.wait(request);
+    return true;
+  } catch (const Timeout&) {
+    return false;
+  }
 }
 
 std::optional<std::vector<std::string>> LockCore::synced_children(const std::string& folder,
