@@ -1,6 +1,6 @@
 #include "timing_store.hpp"
 
-#include "zookeeper_held_values.hpp"
+#include "runtime/zookeeper_held_values.hpp"
 
 namespace avout::bench {
 

@@ -20,6 +20,7 @@ set(AVOUT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/avout"
 # --- Headers ---------------------------------------------------------------------------------
 install(DIRECTORY
           "${PROJECT_SOURCE_DIR}/core/include/avout"
+          "${PROJECT_SOURCE_DIR}/backends/zookeeper/include/avout"
           "${PROJECT_SOURCE_DIR}/backends/redis/include/avout"
           "${PROJECT_SOURCE_DIR}/backends/postgres/include/avout"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"

@@ -1,5 +1,5 @@
 // Fuzzes the decoder of agent heads.
-#include "agent_core.hpp"
+#include "agents/agent_core.hpp"
 
 #include <avout/errors.hpp>
 

@@ -4,7 +4,7 @@
 #include <avout/redis.hpp>
 #include <avout/zookeeper.hpp>
 
-#include "unique_ids.hpp"  // white-box: the process's id source
+#include "base/unique_ids.hpp"  // white-box: the process's id source
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 

@@ -3,12 +3,12 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
-#include "callback_executor.hpp"  // white-box: a watcher over a value read from elsewhere
+#include "base/callback_executor.hpp"  // white-box: a watcher over a value read from elsewhere
 #include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/zookeeper_faults.hpp"
-#include "value_watcher.hpp"
+#include "runtime/value_watcher.hpp"
 
 #include <doctest/doctest.h>
 

@@ -5,9 +5,9 @@
 // version (the one a speculative commit checks) through a white-box hook.
 #include <avout/avout.hpp>
 
-#include "node_cache.hpp"
-#include "runtime.hpp"
-#include "stm.hpp"  // white-box: the client's idea of the clock, reached from a transaction
+#include "runtime/node_cache.hpp"
+#include "runtime/runtime.hpp"
+#include "stm/stm.hpp"  // white-box: the client's idea of the clock, reached from a transaction
 
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"

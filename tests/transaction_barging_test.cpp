@@ -1,8 +1,8 @@
 // Barging as ClientOptions::barging sets it: when a retrying transaction claims its refs,
 // that a client with barging off never claims any, that every claim is dated (even one of a
 // speculative attempt's), which settings a client refuses, and what a claimant's liveness costs.
-#include "runtime.hpp"
-#include "stm.hpp"
+#include "runtime/runtime.hpp"
+#include "stm/stm.hpp"
 
 #include <avout/avout.hpp>
 

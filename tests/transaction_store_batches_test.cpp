@@ -3,8 +3,8 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
-#include "background_erasure.hpp"  // white-box: how queued erasures are grouped
-#include "value_batches.hpp"      // white-box: who runs a commit's batches
+#include "stm/background_erasure.hpp"  // white-box: how queued erasures are grouped
+#include "stm/value_batches.hpp"      // white-box: who runs a commit's batches
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
 

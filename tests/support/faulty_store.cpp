@@ -4,7 +4,7 @@
 #include "support/fault_streams.hpp"
 
 // The core's private capability of ZooKeeper-held values (core/src), forwarded below.
-#include "zookeeper_held_values.hpp"
+#include "runtime/zookeeper_held_values.hpp"
 
 namespace avout::testing {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "support/fault_rates_env.hpp"
 #include "support/fault_streams.hpp"
-#include "zookeeper_expiry.hpp"
+#include "zk/zookeeper_expiry.hpp"
 
 #ifndef THREADED
 #define THREADED

@@ -1,0 +1,288 @@
+#pragma once
+// The type-independent machinery of agents (docs/recipes.md, "Agents").
+//
+// Layout: the agent's head node <root>/agents/heads<name> names the point of its value in
+// the value store and, once an action failed, the error. Every send is an ephemeral
+// sequential node under <root>/agents/queues<name>; the sequence fixes the global order.
+// A closure's send node is empty and only its sender can run it; a named action's node holds
+// its name and encoded arguments (its tag starts with 'n'), and any process that defined the
+// name can run it. When a process's oldest send is first in the queue, it applies that
+// action and the runnable sends right behind it (its own, and named sends of others it
+// defined), in memory, one after another, in queue order, and commits the batch in one multi
+// (marker, versioned head, deletes of their send nodes), which lets the next sends run. The
+// others wait for it rather than race it (a race would only cost failed multis); a multi
+// that loses anyway (a restart) is safe: the head's version and the deletes let one land,
+// the loser reads the queue again. A sender finds its named send gone with its session
+// unchanged: someone ran it. A dead sender's nodes vanish with its session, so it never
+// blocks the queue. Locally the sends wait in sequence order (several threads
+// may send at once) and one worker at a time drives them; a send is never dropped because
+// the store or ZooKeeper failed, only when its node vanished with an expired session.
+
+#include <avout/backend.hpp>
+#include <avout/deadline.hpp>
+#include <avout/detail/agent_handle.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include "queue/sequence.hpp"
+
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace avout::detail {
+
+class CallbackExecutor;
+class Runtime;
+class AgentWorkers;
+
+/// The data of an agent's head node.
+struct AgentHead {
+  Point point;                       ///< where the current value is stored
+  std::optional<std::string> error;  ///< set once an action failed, until restart
+};
+
+/// Encodes an agent head.
+Bytes encode_agent_head(const AgentHead& head);
+/// Decodes an agent head; CodecError naming `path` when malformed.
+AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
+
+/// The library side of an agent (AgentHandle).
+class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentCore> {
+ public:
+  AgentCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
+            Runtime& runtime, std::shared_ptr<AgentWorkers> workers);
+  ~AgentCore() override;
+  AgentCore(const AgentCore&) = delete;
+  AgentCore& operator=(const AgentCore&) = delete;
+
+  /// Creates the head with `initial` unless the agent exists already; OutcomeUnknown when
+  /// the create may have landed and ZooKeeper stayed unreachable.
+  void create_if_absent(const Bytes& initial) override;
+  const std::string& name() const override { return name_; }
+
+  /// The newest stored value; a value erased under a newer head is read again (rule 8),
+  /// BackendError only while the head still names it.
+  Bytes read_latest() override;
+  /// CodecError naming both kinds when the stored value is another kind than `sample`.
+  void require_kind(const Bytes& sample) override;
+  /// Queues `action`: inside dosync it goes out with the commit, inside an action after that
+  /// action's value is stored (`deadline` ignored), else at once, or Timeout by `deadline`
+  /// (a create already sent is settled later: its node is deleted). `blocking` picks the
+  /// send_off workers.
+  void send(AgentAction action, bool blocking, const Deadline& deadline) override;
+  Deadline default_deadline() const override;
+  /// Waits until every action this process sent before the call has run; false once
+  /// `deadline` expired. Throws SessionExpired when some of them were dropped because their
+  /// send vanished with an expired session, AgentFailed when a failed agent dropped some
+  /// unrun (each reported once).
+  bool await_until(const Deadline& deadline) override;
+  /// The error of the failed action that stopped the agent, if any (read from ZooKeeper).
+  std::optional<std::string> error() override;
+  /// Clears a failed agent's error and sets its value; throws Error when it is not failed,
+  /// OutcomeUnknown when the restart may have landed and ZooKeeper stayed unreachable.
+  void restart(const Bytes& value) override;
+  /// Registers a named action for this process (replacing one of the same name).
+  void define(const std::string& name, NamedAgentAction action) override;
+  /// Queues the named action `name`: UndefinedAction when not defined here, CodecError when
+  /// `arguments` do not fit it; else as send.
+  void send_named(const std::string& name, Bytes arguments, bool blocking,
+                  const Deadline& deadline) override;
+  /// Installs a validator (empty: none); an action whose result fails it fails the agent.
+  void set_validator(std::function<bool(const Bytes&)> validator) override;
+  /// Checks a value against the validator; false when rejected.
+  bool accepts(const Bytes& value);
+
+  /// True while the calling thread runs an action of any agent.
+  static bool in_action();
+
+ private:
+  // A commit of a batch of actions whose outcome is not known yet (its reply was lost and
+  // ZooKeeper stayed unreachable): resolved through its marker before anything else is tried.
+  struct InDoubt {
+    std::string marker;
+    Point previous;                                  // the value the batch replaced
+    std::optional<Point> written;                    // set when some action succeeded
+    bool in_multi = false;  // `written` created and `previous` removed by the multi itself
+    std::vector<std::function<void()>> later_sends;  // their own sends, out once it landed
+    std::vector<std::string> nodes;                  // the send nodes it deletes, oldest first
+    std::size_t unrun = 0;  // our sends among them it drops unrun: the agent failed
+    std::string error;      // the agent's error then
+  };
+  struct Pending {
+    std::string node;  // the send node
+    AgentAction action;
+    bool blocking = false;
+    std::optional<InDoubt> in_doubt;
+    bool named = false;            // another process may run it
+    std::uint64_t generation = 0;  // the session's before its node was created
+    std::uint64_t ticket = 0;      // what await waits for (tickets_)
+  };
+  // A send of the queue a batch runs: one of ours, or another process's named action.
+  struct Runnable {
+    std::string node;
+    Pending* own = nullptr;  // null for another process's send
+    AgentAction action;      // another process's send: the named action bound to its arguments
+  };
+  // What another process's named send node holds.
+  struct NamedSend {
+    std::string action;
+    Bytes arguments;
+    bool blocking = false;
+  };
+  // A send waiting for its node: the sends of several threads are created in one multi.
+  // Guarded by create_mutex_ once shared.
+  struct Creating {
+    std::string tag;
+    Bytes data;  // the node's: empty for a closure
+    std::int32_t head_version = 0;  // the head's when the send was made
+    std::string node;
+    std::exception_ptr error;
+    bool taken = false;      // in a group whose create went out
+    bool done = false;       // node or error is set
+    bool abandoned = false;  // its sender gave up (Timeout): a node made for it is deleted
+  };
+  using Group = std::vector<std::shared_ptr<Creating>>;
+  // The created paths of a group's reply, in group order; nullopt when the deadline expired
+  // first. Throws what the create(s) failed with.
+  using CreateReply = std::function<std::optional<std::vector<std::string>>(const Deadline&)>;
+  // What one look at the oldest pending send came to.
+  enum class Step { finished, dropped, waiting, retry_later, again };
+
+  void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
+              const Deadline& deadline);
+  void enqueue(std::string node, AgentAction action, bool blocking, bool named,
+               std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
+  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
+  std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
+  std::size_t erase_pending(const std::string& node);
+  // A send of a dosync whose create's outcome this process does not know: its reply was
+  // lost, or the commit ended in doubt. Unless settled by the commit, its node is looked for
+  // in the background when the last copy of the commit's callback goes, and run if found.
+  struct SendInDoubt {
+    std::shared_ptr<AgentCore> agent;
+    std::string tag;
+    std::shared_ptr<AgentAction> action;
+    bool blocking = false;
+    bool named = false;
+    std::uint64_t generation = 0;
+    bool landed = false;   // the commit landed (its reply may still have been lost)
+    bool settled = false;  // queued by the commit's callback
+    SendInDoubt(std::shared_ptr<AgentCore> agent, std::string tag,
+                std::shared_ptr<AgentAction> action, bool blocking, bool named,
+                std::uint64_t generation)
+        : agent(std::move(agent)), tag(std::move(tag)), action(std::move(action)),
+          blocking(blocking), named(named), generation(generation) {}
+    SendInDoubt(const SendInDoubt&) = delete;
+    SendInDoubt& operator=(const SendInDoubt&) = delete;
+    ~SendInDoubt();
+  };
+  // A send whose node is still being found: await waits for the ticket returned.
+  std::uint64_t note_sent();
+  // A send dropped unrun (its ticket, if note_sent gave it one, ends).
+  void count_dropped(std::optional<std::uint64_t> ticket = std::nullopt);
+  void kick();
+  void drive(bool pool);
+  Step step(Pending& front, std::vector<std::string>& done);
+  std::vector<Runnable> plan(Pending& front);
+  // What a batch's multi holds besides its send nodes' removals (rule 11).
+  std::size_t fixed_multi_bytes() const;
+  // For a value ZooKeeper holds: its create at `point` and the removal of `previous`, to
+  // ride in the batch's multi (one write per batch); empty for other stores, or when they
+  // would not fit.
+  std::vector<Operation> held_value_operations(const Bytes& value, const Point& point,
+                                               const Point& previous,
+                                               const std::vector<Runnable>& batch) const;
+  bool watch_until_gone(const std::string& node);
+  std::vector<std::string> list_queue();
+  // This process's sends made before the last listing was asked for (sequence up to
+  // listed_up_to_) and missing from `listing` (that listing): their nodes are gone.
+  std::vector<std::string> gone_from(const std::vector<std::string>& listing);
+  void learn_named_sends(const std::vector<std::string>& queue);
+  std::optional<AgentAction> runnable(const std::string& node, bool blocking);
+  Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
+  void complete(InDoubt& landed);
+  // Makes a send an action made once that action committed: again while ZooKeeper stays
+  // unreachable (nothing of it is left then), until it is made or the client closes; what is
+  // dropped is logged and counted for await.
+  void make_later_send(const std::function<void()>& go);
+  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
+  bool head_names(const std::optional<Point>& point);
+  void erase_quietly(const Point& point);
+  void finish(const std::vector<std::string>& nodes, bool dropped);
+  bool head_exists_after_outage();
+  std::string send_prefix(const std::string& tag) const;
+  // What the create of a send node weighs in a request (rule 11), as multi_size.hpp counts.
+  std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
+  // How many of the sends waiting in to_create_ fit one request together (at least one).
+  std::size_t sends_fitting_one_request() const;
+  std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
+                          const Deadline& deadline);
+  // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
+  std::optional<bool> head_moved_since(std::int32_t version);
+  // A send whose create's outcome was unknown and whose node was not found: created again
+  // (until it is found or made) while that cannot run it twice (a closure, or no batch
+  // committed since it was made), else OutcomeUnknown.
+  std::optional<std::string> create_again(const Creating& one);
+  void create_together(const Group& group, const Deadline& deadline);
+  void settle(const Group& group, const CreateReply& reply);
+  void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
+  bool gave_up(const Creating& one);
+  void remove_abandoned(const std::string& node);
+  // The node of this process's send `tag` whose create's reply was lost, or nullopt when
+  // ZooKeeper said there is none (a listing after a sync); asked again while ZooKeeper does
+  // not answer, never judged from silence alone; ConnectionLoss once the client closes.
+  std::optional<std::string> locate_send(const std::string& tag);
+
+  std::string name_;
+  std::shared_ptr<ReferenceData> data_;
+  std::size_t max_value_size_;
+  Runtime& runtime_;
+  ZooKeeperSession& session_;
+  std::shared_ptr<AgentWorkers> workers_;
+  std::string head_path_;
+  std::string queue_path_;
+
+  std::mutex mutex_;  // guards the members below
+  std::condition_variable idle_;
+  // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
+  // the threads that sent got their replies in.
+  std::map<std::int32_t, Pending, SequenceOrder> pending_;
+  bool running_ = false;  // a worker is in drive()
+  bool again_ = false;    // something changed while it ran: it looks once more
+  std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
+  // Each send of this process gets the next ticket when queued; await waits until none up
+  // to the last one issued before it is unfinished (counts alone would let a send queued
+  // after the call, finishing first, stand in for one made before it).
+  std::uint64_t tickets_ = 0;
+  std::set<std::uint64_t> unfinished_;
+  std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
+  std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
+  std::string unrun_error_;    // the agent's error when it dropped the last of them
+  std::function<bool(const Bytes&)> validator_;
+  std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
+  // Sequence of our newest send made before that listing was asked for (nullopt: none).
+  std::optional<std::int32_t> listed_up_to_;
+  std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
+  std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
+  // Other processes' named sends read so far (nullopt: unreadable), by node; the driving
+  // worker's alone.
+  std::map<std::string, std::optional<NamedSend>> named_sends_;
+
+  std::mutex create_mutex_;  // guards the members below
+  std::condition_variable created_;
+  Group to_create_;                   // sends waiting for the multi in flight to return
+  bool creating_ = false;             // a thread is creating a group of sends
+};
+
+}  // namespace avout::detail

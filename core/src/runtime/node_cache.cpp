@@ -1,0 +1,246 @@
+#include "runtime/node_cache.hpp"
+
+#include <avout/errors.hpp>
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <thread>
+#include <vector>
+
+namespace avout::detail {
+
+namespace {
+constexpr std::size_t cached_nodes = 65536;
+}
+
+struct NodeCache::State {
+  struct Slot {
+    std::optional<NodeData> node;         // valid while `armed` and no event came
+    std::shared_future<NodeData> pending; // a read in flight, if any
+    std::uint64_t pending_ticket = 0;
+    bool armed = false;                   // a watch of ours is registered on the path
+    std::uint64_t epoch = 0;              // bumped by every event on the path
+    std::optional<std::int64_t> unwatched_at;  // `node` was installed unwatched at this zxid
+  };
+  std::mutex mutex;
+  std::unordered_map<std::string, Slot> slots;
+  // Per thread: its last commit's unwatched nodes, and whether reading them ahead pays.
+  struct Kept {
+    std::vector<std::string> paths;  // may have gone or been read again since
+    bool used = false;      // a lookup of this thread asked for one of them since
+    bool reused = true;     // the thread's previous transaction did ask for its predecessor's
+    bool rearmed = false;   // read again already
+  };
+  std::unordered_map<std::thread::id, Kept> kept_by_thread;
+  // Our own run of commits: every commit with a zxid in (run_start, run_end] is one of this
+  // client's and its heads are kept here. It goes on while each kept commit's clock version
+  // is one more than the last one's: no other commit landed in between.
+  struct Run {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    std::int32_t clock_version = 0;
+  };
+  std::optional<Run> run;
+
+  void note_use(const std::string& path) {
+    auto kept = kept_by_thread.find(std::this_thread::get_id());
+    if (kept == kept_by_thread.end() || kept->second.used) return;
+    const auto& paths = kept->second.paths;
+    kept->second.used = std::find(paths.begin(), paths.end(), path) != paths.end();
+  }
+
+  // An unwatched node kept at `kept_at` is the node as of `read_point` when only our own
+  // commits, each of which kept what it wrote, landed in between.
+  bool current(std::int64_t kept_at, std::optional<std::int64_t> read_point) const {
+    return run && read_point && run->start <= kept_at && kept_at <= *read_point &&
+           *read_point <= run->end;
+  }
+  std::uint64_t generation = 0;  // bumped by every session event: all slots are suspect
+
+  std::uint64_t ticket(const Slot& slot) const { return (generation << 32) ^ slot.epoch; }
+
+  void forget(Slot& slot) {
+    slot.node.reset();
+    slot.pending = {};
+    slot.armed = false;
+    slot.unwatched_at.reset();
+    ++slot.epoch;
+  }
+};
+
+NodeCache::NodeCache(ZooKeeperSession& session)
+    : session_(session), state_(std::make_shared<State>()) {
+  listener_ = session_.add_listener([weak = std::weak_ptr<State>(state_)](SessionState) {
+    auto state = weak.lock();
+    if (!state) return;
+    std::lock_guard lock(state->mutex);
+    ++state->generation;
+    for (auto& [path, slot] : state->slots) state->forget(slot);
+    state->kept_by_thread.clear();
+    state->run.reset();
+  });
+}
+
+NodeCache::~NodeCache() { session_.remove_listener(listener_); }
+
+NodeCache::Lookup NodeCache::begin(const std::string& path) {
+  Lookup lookup{path, std::nullopt, {}, 0, std::nullopt};
+  std::lock_guard lock(state_->mutex);
+  if (state_->slots.size() >= cached_nodes && !state_->slots.contains(path)) {
+    // Dropping entries is always safe; their watches only bump epochs nobody reads.
+    for (auto& [key, slot] : state_->slots) state_->forget(slot);
+    ++state_->generation;
+    state_->slots.clear();
+    state_->kept_by_thread.clear();
+    state_->run.reset();
+  }
+  auto& slot = state_->slots[path];
+  if (slot.node) {
+    lookup.known = slot.node;
+    lookup.ticket = state_->ticket(slot);
+    lookup.unwatched_at = slot.unwatched_at;
+    return lookup;
+  }
+  if (slot.pending.valid()) {
+    lookup.reply = slot.pending;
+    lookup.ticket = slot.pending_ticket;
+    return lookup;
+  }
+  WatchCallback watch;
+  if (!slot.armed) {
+    watch = [weak = std::weak_ptr<State>(state_), path](const WatchEvent&) {
+      auto state = weak.lock();
+      if (!state) return;
+      std::lock_guard lock(state->mutex);
+      if (auto found = state->slots.find(path); found != state->slots.end()) {
+        state->forget(found->second);
+      }
+    };
+    slot.armed = true;
+  }
+  // Sent under the lock, so the watch event of this read cannot overtake the bookkeeping.
+  slot.pending = session_.get_async(path, std::move(watch)).share();
+  slot.pending_ticket = state_->ticket(slot);
+  lookup.reply = slot.pending;
+  lookup.ticket = slot.pending_ticket;
+  return lookup;
+}
+
+NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_point) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (lookup.known) {
+      // Known when the lookup began; still valid only if no event came since, and when
+      // kept unwatched, only at the read point of the commit that wrote it.
+      std::lock_guard lock(state_->mutex);
+      state_->note_use(lookup.path);
+      auto& slot = state_->slots[lookup.path];
+      const bool unchanged = state_->ticket(slot) == lookup.ticket && slot.node;
+      if (unchanged && (!lookup.unwatched_at || state_->current(*lookup.unwatched_at, read_point))) {
+        lookup.watched = !lookup.unwatched_at;
+        return *lookup.known;
+      }
+      if (unchanged) state_->forget(slot);  // unwatched and not provably current: read it again
+    } else {
+      NodeData node;
+      try {
+        node = session_.wait(lookup.reply);
+      } catch (...) {
+        std::lock_guard lock(state_->mutex);
+        auto& slot = state_->slots[lookup.path];
+        if (slot.pending_ticket == lookup.ticket) state_->forget(slot);
+        throw;
+      }
+      std::lock_guard lock(state_->mutex);
+      state_->note_use(lookup.path);
+      auto& slot = state_->slots[lookup.path];
+      if (state_->ticket(slot) == lookup.ticket) {
+        // No event since the read was sent: it is the node as of any later read point.
+        if (slot.armed) {
+          slot.node = node;
+          slot.unwatched_at.reset();
+        }
+        slot.pending = {};
+        lookup.watched = slot.armed;
+        return node;
+      }
+    }
+    // The node changed (or the session stirred) since the lookup began: look again.
+    lookup = begin(lookup.path);
+  }
+  lookup.watched = false;
+  return session_.get(lookup.path);  // a fresh, unwatched read is always current enough
+}
+
+bool NodeCache::changed_since(const Lookup& lookup) const {
+  if (!lookup.watched) return false;
+  std::lock_guard lock(state_->mutex);
+  const auto found = state_->slots.find(lookup.path);
+  return found != state_->slots.end() && state_->ticket(found->second) != lookup.ticket;
+}
+
+void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid,
+                               std::int32_t clock_version) {
+  std::lock_guard lock(state_->mutex);
+  auto& run = state_->run;
+  // 64-bit: the clock's version is ZooKeeper's int32, which wraps after 2^31 commits.
+  if (run && run->end < zxid && std::int64_t{run->clock_version} + 1 == clock_version) {
+    run->end = zxid;
+  } else {
+    run = State::Run{zxid, zxid, clock_version};
+  }
+  run->clock_version = clock_version;
+  auto& kept = state_->kept_by_thread[std::this_thread::get_id()];
+  kept.reused = kept.used;
+  kept.used = false;
+  kept.rearmed = false;
+  kept.paths.clear();
+  for (auto& [path, node] : nodes) {
+    auto found = state_->slots.find(path);
+    if (found == state_->slots.end()) {
+      if (state_->slots.size() >= cached_nodes) continue;  // begin() makes room; this can wait
+      found = state_->slots.emplace(path, State::Slot{}).first;
+    }
+    auto& slot = found->second;
+    // An armed slot was read (or is being read) after the event our commit's write fired,
+    // which came before the commit's reply: what it holds is as new as our write or newer.
+    if (slot.armed) continue;
+    slot.node = std::move(node);
+    slot.unwatched_at = zxid;
+    ++slot.epoch;
+    kept.paths.push_back(path);
+  }
+}
+
+std::optional<NodeCache::OwnCommit> NodeCache::last_own_commit() const {
+  std::lock_guard lock(state_->mutex);
+  if (!state_->run) return std::nullopt;
+  return OwnCommit{state_->run->end, state_->run->clock_version};
+}
+
+void NodeCache::pretend_clock_version_for_testing(std::int32_t version) {
+  std::lock_guard lock(state_->mutex);
+  if (state_->run) state_->run->clock_version = version;
+}
+
+void NodeCache::rearm_stale(std::int64_t read_point) {
+  std::vector<std::string> stale;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto kept = state_->kept_by_thread.find(std::this_thread::get_id());
+    // Only for a thread whose transactions come back to what they wrote (a loop over the same
+    // refs); one that moves on (transfers between random accounts) would read in vain.
+    if (kept == state_->kept_by_thread.end() || !kept->second.reused || kept->second.rearmed) return;
+    kept->second.rearmed = true;
+    for (const auto& path : kept->second.paths) {
+      auto found = state_->slots.find(path);
+      if (found == state_->slots.end() || !found->second.unwatched_at) continue;
+      if (state_->current(*found->second.unwatched_at, read_point)) continue;
+      state_->forget(found->second);
+      stale.push_back(path);
+    }
+  }
+  for (const auto& path : stale) (void)begin(path);
+}
+
+}  // namespace avout::detail

@@ -1,0 +1,86 @@
+// The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
+#include "base/back_off.hpp"
+#include "stm/barging.hpp"
+#include "stm/stm.hpp"
+
+#include <avout/errors.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace avout::detail {
+
+void run_transaction(StmContext& stm, const std::function<void()>& body) {
+  const auto& timeout = stm.runtime().options().operation_timeout;
+  run_transaction(stm, timeout ? Deadline::after(*timeout) : Deadline{}, body);
+}
+
+void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body) {
+  if (auto* outer = Transaction::current()) {
+    if (&outer->stm() != &stm) throw Error("dosync: another client's transaction runs on this thread");
+    body();
+    return;
+  }
+  BargeState barge;
+  ClaimRelease release(stm, barge);
+  // Opened after the claims' release, so it ends before that runs: a release is not cut
+  // short by the deadline it outlives.
+  const ReplyDeadline bound(deadline);
+  std::vector<std::shared_ptr<RefCore>> prefetch;
+  // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
+  const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
+  // Only a first attempt speculates: a retry follows a conflict, which speculation would meet.
+  bool speculate = stm.runtime().options().speculative_commits && stm.speculation().try_enter();
+  bool ran = false;
+  for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit;) {
+    // Checked between attempts only: a running body and a commit in flight are not cut,
+    // and the claims and points of an ended attempt are released by then.
+    if (std::exchange(ran, true) && deadline.expired()) {
+      throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt) +
+                    " attempts");
+    }
+    const std::uint64_t generation = stm.runtime().session().generation();
+    try {
+      Transaction transaction(stm, prefetch, barge, std::exchange(speculate, false));
+      try {
+        transaction.run(body);
+        return;
+      } catch (const RetryAttempt& retry) {
+        prefetch = transaction.touched();
+        if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
+          try {
+            transaction.claim_refs();
+          } catch (const Error&) {
+            // Claims only speed an old transaction up; the retry goes on without them.
+          }
+        }
+        throw;
+      }
+    } catch (const RetryAttempt& retry) {
+      stm.count_retry();
+      if (retry.speculation) {
+        stm.speculation().failed();
+        // Not an attempt of retry_limit's: the usual first attempt follows at once.
+        continue;
+      }
+      // A claimant (or a dosync that may be one) comes back at once.
+      (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
+    } catch (const Timeout&) {
+      // Our deadline cut a wait for ZooKeeper short (a body's own Timeout passes unchanged).
+      if (!deadline.expired()) throw;
+      throw Timeout("dosync: " + deadline.reason() + " after " + std::to_string(attempt + 1) +
+                    " attempts (while waiting for ZooKeeper)");
+    } catch (const SessionExpired&) {
+      // Only this client's own session ending retries (on the new session it is opening);
+      // one the body threw, or another client's, passes through like any body exception.
+      if (!stm.runtime().session().ended_since(generation)) throw;
+      (void)back_off(attempt, deadline, pauses);
+    }
+    ++attempt;
+  }
+  throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.runtime().options().retry_limit) +
+                           " attempts");
+}
+
+}  // namespace avout::detail
