@@ -5,6 +5,7 @@
 #include "zk/zookeeper_expiry.hpp"
 #include "zk/zookeeper_handle.hpp"
 #include "zk/zookeeper_replies.hpp"
+#include "zk/session_core.hpp"
 
 #include <avout/errors.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -19,6 +20,8 @@
 namespace avout {
 
 using detail::Handle;
+using detail::PersistentSubscription;
+using detail::PersistentWatch;
 using detail::Reply;
 
 namespace {
@@ -46,260 +49,8 @@ int multi_refusal(zhandle_t* handle) {
   return state == ZOO_ASSOCIATING_STATE ? ZCONNECTIONLOSS : ZOK;
 }
 
-// A persistent watch: a one-shot exists-watch re-armed each time it fires. The user hears
-// of an event only once the re-arm is answered: whatever the callback then reads, in
-// ZooKeeper or in a store elsewhere, is at least as new as any change that fires nothing.
-struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
-  std::string path;
-  WatchCallback callback;
-  Logger logger;
-  std::atomic<bool> active{true};
-  std::recursive_mutex calling;  // held while the user callback runs; the owner waits on it
-
-  // Arms on `handle`; `then` (if any) is delivered once the server has the watch.
-  void arm(Handle* handle, std::optional<WatchEvent> then = std::nullopt);
-  void deliver(const WatchEvent& event) {
-    std::lock_guard lock(calling);
-    if (!active) return;
-    detail::run_callback_safely(logger, [&] { callback(event); }, "persistent watch callback");
-  }
-};
-
-struct PersistentArm {
-  std::weak_ptr<PersistentWatch> watch;
-  Handle* handle;
-  detail::WatchRecord* record;
-  std::optional<WatchEvent> then;  // delivered once armed
-};
-
-void complete_persistent_arm(int rc, const Stat*, const void* data) {
-  std::unique_ptr<PersistentArm> arm(static_cast<PersistentArm*>(const_cast<void*>(data)));
-  auto watch = arm->watch.lock();
-  if (rc == ZOK || rc == ZNONODE) {  // armed
-    if (watch && arm->then) watch->deliver(*arm->then);
-    return;
-  }
-  arm->handle->drop_watch(arm->record);
-  if (!watch || !watch->active) return;
-  if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
-    // Not armed, and a change may have gone unseen: try again (the request waits in the
-    // client until it reconnects) and tell the user to look once that arm is answered.
-    watch->arm(arm->handle, arm->then.value_or(WatchEvent{WatchEventType::changed, watch->path}));
-  }
-  // Session gone: the renewal re-arms on the next session, and tells the user to look.
-}
-
-void PersistentWatch::arm(Handle* handle, std::optional<WatchEvent> then) {
-  std::weak_ptr<PersistentWatch> weak = weak_from_this();
-  auto* record = handle->add_watch(path, [weak, handle](const WatchEvent& event) {
-    auto self = weak.lock();
-    if (!self || !self->active) return;
-    if (event.type == WatchEventType::session_lost) {
-      self->deliver(event);
-    } else {
-      self->arm(handle, event);
-    }
-  });
-  auto* context = new PersistentArm{weak, handle, record, std::move(then)};
-  const int rc = zoo_awexists(handle->get(), path.c_str(), &Handle::on_watch_event, record,
-                              &complete_persistent_arm, context);
-  if (rc != ZOK) complete_persistent_arm(rc, nullptr, context);
-}
-
-// Keeps a persistent watch alive; on destruction waits for a running callback to finish.
-struct PersistentSubscription {
-  std::shared_ptr<PersistentWatch> watch;
-  explicit PersistentSubscription(std::shared_ptr<PersistentWatch> watched)
-      : watch(std::move(watched)) {}
-  PersistentSubscription(const PersistentSubscription&) = delete;
-  PersistentSubscription& operator=(const PersistentSubscription&) = delete;
-  ~PersistentSubscription() {
-    watch->active = false;
-    std::lock_guard wait_for_running_callback(watch->calling);
-  }
-};
-
 }  // namespace
 
-struct detail::SessionCore {
-  SessionOptions options;
-
-  mutable std::mutex mutex;  // guards everything below up to `listeners`
-  std::condition_variable changed;
-  std::shared_ptr<Handle> handle;
-  std::uint64_t generation = 0;  // of `handle`
-  int state = 0;                 // last state of `handle`
-  int candidate_state = 0;       // last state of a handle being opened (generation + 1)
-  bool closing = false;
-  std::thread renewer;
-
-  // A listener stays alive while it runs even when it (or a lock handle dying inside it)
-  // removes itself: dispatch calls shared copies, and `active` stops later calls.
-  struct Listener {
-    std::function<void(SessionState)> call;
-    bool active = true;  // guarded by `dispatching`
-  };
-  std::recursive_mutex dispatching;  // held while listeners run
-  std::map<std::uint64_t, std::shared_ptr<Listener>> listeners;
-  std::uint64_t next_listener = 1;
-
-  std::mutex persistent_mutex;
-  std::vector<std::weak_ptr<PersistentWatch>> persistent;
-
-  std::atomic<std::uint64_t> requests{0};
-  std::atomic<std::uint64_t> multi_operations{0};
-  std::atomic<std::uint64_t> round_trips{0};
-
-  std::shared_ptr<Handle> current() const {
-    std::lock_guard lock(mutex);
-    return handle;
-  }
-
-  // With `mutex` held: the session of `before` expired or was replaced.
-  bool ended_since(std::uint64_t before) const {
-    return generation != before || state == ZOO_EXPIRED_SESSION_STATE;
-  }
-
-  // The handle for a new request. One made after the session expired, while the renewal is
-  // under way, waits for the renewed session (up to connect_timeout) instead of failing at
-  // once on the dead handle: it belongs to no attempt of the old session, and callers that
-  // span the two see the generation change.
-  std::shared_ptr<Handle> for_request() {
-    std::unique_lock lock(mutex);
-    changed.wait_for(lock, options.connect_timeout,
-                     [&] { return closing || state != ZOO_EXPIRED_SESSION_STATE; });
-    return handle;
-  }
-
-  void dispatch(SessionState session_state) {
-    std::lock_guard lock(dispatching);
-    std::vector<std::shared_ptr<Listener>> snapshot;
-    snapshot.reserve(listeners.size());
-    for (const auto& entry : listeners) snapshot.push_back(entry.second);
-    for (const auto& listener : snapshot) {
-      if (!listener->active) continue;  // removed by a listener that ran before it
-      detail::run_callback_safely(options.logger, [&] { listener->call(session_state); },
-                                  "session listener");
-    }
-  }
-
-  void on_state(std::uint64_t handle_generation, int new_state) {
-    {
-      std::lock_guard lock(mutex);
-      if (handle_generation == generation + 1) {
-        candidate_state = new_state;
-        changed.notify_all();
-        return;
-      }
-      if (handle_generation != generation) return;  // a replaced handle
-      state = new_state;
-      changed.notify_all();
-    }
-    if (new_state == ZOO_CONNECTED_STATE) dispatch(SessionState::connected);
-    else if (new_state == ZOO_EXPIRED_SESSION_STATE) dispatch(SessionState::expired);
-    else if (new_state == ZOO_AUTH_FAILED_STATE) dispatch(SessionState::auth_failed);
-    else if (new_state == ZOO_CONNECTING_STATE) dispatch(SessionState::disconnected);
-  }
-
-  // Opens the handle of generation `handle_generation` and waits until it is connected and
-  // authenticated; throws ConnectionLoss after connect_timeout.
-  std::shared_ptr<Handle> open(std::uint64_t handle_generation) {
-    auto opened = std::make_shared<Handle>(
-        options, [this, handle_generation](int s) { on_state(handle_generation, s); }, nullptr);
-    const bool is_first = handle_generation == 0;
-    std::unique_lock lock(mutex);
-    const bool up = changed.wait_for(lock, options.connect_timeout, [&] {
-      const int s = is_first ? state : candidate_state;
-      return closing || s == ZOO_CONNECTED_STATE || s == ZOO_AUTH_FAILED_STATE;
-    });
-    const int s = is_first ? state : candidate_state;
-    lock.unlock();
-    if (!up || s != ZOO_CONNECTED_STATE) {
-      throw ConnectionLoss("zookeeper: no session with " + options.hosts + " within " +
-                           std::to_string(options.connect_timeout.count()) + " ms");
-    }
-    if (options.digest) authenticate(*opened);
-    return opened;
-  }
-
-  void authenticate(Handle& target) {
-    auto* reply = new Reply<void>{{}, "add_auth", "", nullptr, nullptr};
-    auto done = reply->promise.get_future();
-    const int rc = zoo_add_auth(target.get(), "digest", options.digest->c_str(),
-                                static_cast<int>(options.digest->size()),
-                                &detail::complete_void, reply);
-    if (rc != ZOK) detail::complete_void(rc, reply);
-    if (done.wait_for(options.connect_timeout) != std::future_status::ready) {
-      throw ConnectionLoss("zookeeper: no reply to add_auth within the connect timeout");
-    }
-    done.get();
-    target.use_creator_acl();
-  }
-
-  void renew_forever() {
-    std::unique_lock lock(mutex);
-    while (true) {
-      changed.wait(lock, [&] {
-        return closing || state == ZOO_EXPIRED_SESSION_STATE;
-      });
-      if (closing) return;
-      candidate_state = 0;
-      const std::uint64_t next = generation + 1;
-      lock.unlock();
-      std::shared_ptr<Handle> renewed;
-      try {
-        renewed = open(next);
-      } catch (const Error&) {
-        // ZooKeeper unreachable: try again shortly (the failed handle closes here).
-        lock.lock();
-        changed.wait_for(lock, std::chrono::milliseconds(200), [&] { return closing; });
-        continue;
-      }
-      lock.lock();
-      if (closing) return;
-      std::shared_ptr<Handle> expired = std::move(handle);
-      handle = renewed;
-      generation = next;
-      state = ZOO_CONNECTED_STATE;
-      changed.notify_all();  // requests waiting for the renewed session
-      lock.unlock();
-      expired.reset();  // closes the dead handle here, never on the C client's threads
-      rearm_persistent_watches(*renewed);
-      dispatch(SessionState::connected);
-      lock.lock();
-    }
-  }
-
-  // Stops the renewal thread and closes the handle (idempotent).
-  void shut_down() {
-    {
-      std::lock_guard lock(mutex);
-      closing = true;
-      changed.notify_all();
-    }
-    if (renewer.joinable()) renewer.join();
-    std::shared_ptr<Handle> closed;
-    {
-      std::lock_guard lock(mutex);
-      closed = std::move(handle);
-    }
-  }
-
-  void rearm_persistent_watches(Handle& target) {
-    std::vector<std::shared_ptr<PersistentWatch>> live;
-    {
-      std::lock_guard lock(persistent_mutex);
-      std::erase_if(persistent, [](const auto& weak) { return weak.expired(); });
-      for (auto& weak : persistent) {
-        if (auto watch = weak.lock(); watch && watch->active) live.push_back(std::move(watch));
-      }
-    }
-    for (auto& watch : live) {
-      // A change made while no session was up fired no watch: tell the user to look again.
-      watch->arm(&target, WatchEvent{WatchEventType::changed, watch->path});
-    }
-  }
-};
 
 ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<detail::SessionCore>()) {
   detail::normalize_chroot(options.hosts, options.chroot);
@@ -609,22 +360,6 @@ void ZooKeeperSession::sync(const std::string& path) {
   wait(reply);
 }
 
-namespace detail {
-namespace {
-thread_local const Deadline* reply_deadline = nullptr;
-}  // namespace
-
-ReplyDeadline::ReplyDeadline(const Deadline& deadline) : deadline_(deadline), outer_(reply_deadline) {
-  reply_deadline = &deadline_;
-}
-
-ReplyDeadline::~ReplyDeadline() { reply_deadline = outer_; }
-
-const Deadline& ReplyDeadline::current() {
-  static const Deadline unbounded;
-  return reply_deadline != nullptr ? *reply_deadline : unbounded;
-}
-}  // namespace detail
 
 std::chrono::milliseconds ZooKeeperSession::reply_timeout() const {
   return std::max(impl_->options.session_timeout * 2, std::chrono::milliseconds(5000));
