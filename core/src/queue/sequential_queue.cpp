@@ -40,6 +40,7 @@ std::optional<std::string> SequentialQueue::create(const std::string& prefix, co
   // so only a persistent one (or one on a living session) needs looking for.
   std::optional<std::uint64_t> sent_in;
   for (std::size_t attempt = 0;; ++attempt) {
+    if (bound.expired() && !sent_in) return std::nullopt;  // nothing sent, nothing to undo
     try {
       const bool may_live = mode_ == CreateMode::persistent_sequential ||
                             (sent_in && *sent_in == session_.generation());
