@@ -49,7 +49,8 @@ TEST_CASE("a node that is there landed; one that is not did not") {
   CHECK(avout::detail::node_outcome(session, folder + "/made", soon(), "made") == Outcome::landed);
   CHECK(avout::detail::node_outcome(session, folder + "/never", soon(), "never") ==
         Outcome::not_landed);
-  const auto child = session.create(folder + "/x-id1-", {}, avout::CreateMode::persistent_sequential);
+  const auto child =
+      session.create(folder + "/x-id1-", {}, avout::CreateMode::persistent_sequential);
   CHECK(avout::detail::child_outcome(session, folder, "x-id1-", soon(), "x") == child);
   CHECK_FALSE(avout::detail::child_outcome(session, folder, "x-id2-", soon(), "x").has_value());
 }

@@ -53,7 +53,8 @@ TEST_CASE("created nodes are listed in creation order, other children left out")
   SequentialQueue queue(session, folder, writers);
   std::vector<std::string> created;
   for (int i = 0; i < 4; ++i) created.push_back(made(queue));
-  (void)session.create(folder + "/r-0123456789abcdef-", {}, avout::CreateMode::ephemeral_sequential);
+  (void)session.create(folder + "/r-0123456789abcdef-", {},
+                       avout::CreateMode::ephemeral_sequential);
   CHECK(queue.list(soon()) == created);
 }
 
@@ -96,7 +97,8 @@ TEST_CASE("a create failed before it went out is made once") {
   avout::ZooKeeperSession session(options());
   const auto folder = unique_folder("early");
   session.create_recursive(folder);
-  SequentialQueue queue(session, folder, NodeKind{"s", 0}, avout::CreateMode::persistent_sequential);
+  SequentialQueue queue(session, folder, NodeKind{"s", 0},
+                        avout::CreateMode::persistent_sequential);
   avout::testing::fail_next(avout::testing::ZooKeeperCall::create, folder, 2);
   const auto path = queue.create(queue.fresh_prefix("n"), avout::to_bytes("x"), soon());
   REQUIRE(path.has_value());
@@ -177,6 +179,20 @@ TEST_CASE("a reader queued in its own folder watches the newest writer, and hold
   CHECK_FALSE(turn->holds);
   CHECK(turn->watch == std::vector<std::string>{second});
   (void)first;
+}
+
+TEST_CASE("a listing sent right behind the create already holds it: one round trip") {
+  avout::ZooKeeperSession session(options());
+  const auto folder = unique_folder("pipelined");
+  session.create_recursive(folder);
+  SequentialQueue queue(session, folder, writers);
+  const auto op = queue.create_op(queue.fresh_prefix());
+  auto created = session.create_async(op.path, op.data, op.mode);
+  auto listed = session.children_async(folder);
+  const auto own = avout::detail::name_of(created.get());
+  const auto turn = queue.turn_in(listed.get(), own, HoldRule::first(1), {}, soon());
+  REQUIRE(turn.has_value());
+  CHECK(turn->holds);
 }
 
 TEST_CASE("a create or a listing past its deadline gives up and says so") {

@@ -109,3 +109,16 @@ TEST_CASE("a reader: only writers ahead count, and it watches the nearest") {
         names({"w-4-0000000004"}));
   CHECK(reader.turn({}, 0).holds);
 }
+
+TEST_CASE("a turn among a raw listing: ordered, own found, or vanished") {
+  using avout::detail::turn_among;
+  const auto children = names({"w-0123456789abcdef--2147483648", "gates",
+                               "w-fedcba9876543210-2147483647"});
+  const auto mutex = HoldRule::first(1);
+  CHECK(turn_among(children, "w-fedcba9876543210-2147483647", writers, mutex).holds);
+  const auto behind = turn_among(children, "w-0123456789abcdef--2147483648", writers, mutex);
+  CHECK(behind.watch == names({"w-fedcba9876543210-2147483647"}));
+  CHECK(turn_among(children, "w-0000000000000000-0000000001", writers, mutex).vanished);
+  CHECK(turn_among(children, "", writers, HoldRule::no_writer_ahead("w")).watch ==
+        names({"w-0123456789abcdef--2147483648"}));
+}

@@ -7,6 +7,8 @@
 // gave up) may let it in, while a deletion further ahead leaves that window as it was; no
 // single watch is enough once N > 1. Pure: over a queue listed in order.
 
+#include "queue/queue_names.hpp"
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -41,5 +43,11 @@ class HoldRule {
   std::size_t holders_;      // for first(); 0 for a reader
   std::string writer_kind_;  // for no_writer_ahead(); empty for first()
 };
+
+/// The turn of `own` (a name; empty: a node of another folder, after the whole queue) among
+/// a folder's raw `children` as listed: the queue of `kind` in order, then `rule`; `vanished`
+/// when `own` is not among them.
+Turn turn_among(std::vector<std::string> children, const std::string& own, const NodeKind& kind,
+                const HoldRule& rule);
 
 }  // namespace avout::detail

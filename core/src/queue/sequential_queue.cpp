@@ -4,7 +4,6 @@
 
 #include <avout/errors.hpp>
 
-#include <algorithm>
 #include <memory>
 
 namespace avout::detail {
@@ -67,25 +66,35 @@ std::optional<std::string> SequentialQueue::find(const std::string& prefix,
 
 std::optional<std::vector<std::string>> SequentialQueue::list(const Deadline& deadline,
                                                               WatchCallback watch) {
-  const Deadline bound = outcome_deadline(deadline);
+  auto children = synced_children(outcome_deadline(deadline), std::move(watch));
+  if (!children) return std::nullopt;
+  return in_queue_order(std::move(*children), kind_);
+}
+
+std::optional<std::vector<std::string>> SequentialQueue::synced_children(const Deadline& bound,
+                                                                         WatchCallback watch) {
   // Replies come in request order: once the listing is in, so is the sync's answer.
   auto synced = session_.sync_async(folder_);
   auto listed = reply_by(session_, session_.children_async(folder_, std::move(watch)), bound);
   if (!listed) return std::nullopt;
   session_.wait(synced);
-  return in_queue_order(std::move(*listed), kind_);
+  return listed;
 }
 
 std::optional<Turn> SequentialQueue::turn(const std::string& own, const HoldRule& rule,
                                           WatchCallback wake, const Deadline& deadline) {
   const Deadline bound = outcome_deadline(deadline);
-  const auto line = list(bound);
-  if (!line) return std::nullopt;
-  auto mine = own.empty() ? line->end() : std::find(line->begin(), line->end(), own);
-  if (!own.empty() && mine == line->end()) {
-    return Turn{false, {}, true};
-  }
-  Turn turn = rule.turn(*line, static_cast<std::size_t>(mine - line->begin()));
+  // The sync makes the listing at least as new as our own create.
+  auto children = synced_children(bound, {});
+  if (!children) return std::nullopt;
+  return turn_in(std::move(*children), own, rule, std::move(wake), bound);
+}
+
+std::optional<Turn> SequentialQueue::turn_in(std::vector<std::string> children,
+                                             const std::string& own, const HoldRule& rule,
+                                             WatchCallback wake, const Deadline& deadline) {
+  const Deadline bound = outcome_deadline(deadline);
+  Turn turn = turn_among(std::move(children), own, kind_, rule);
   // Every watch goes out before the first reply is awaited: one round trip for them all.
   std::vector<std::future<std::optional<NodeStat>>> watched;
   for (const auto& name : turn.watch) {

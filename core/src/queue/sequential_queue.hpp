@@ -59,6 +59,11 @@ class SequentialQueue {
   std::optional<Turn> turn(const std::string& own, const HoldRule& rule, WatchCallback wake,
                            const Deadline& deadline);
 
+  /// As turn(), from `children` the caller listed itself (say, a listing sent right behind
+  /// its create, so an uncontended lock costs one round trip).
+  std::optional<Turn> turn_in(std::vector<std::string> children, const std::string& own,
+                              const HoldRule& rule, WatchCallback wake, const Deadline& deadline);
+
   /// Deletes the node at `path` at exactly `version`: true when deleted, false when already
   /// gone (NoNode; for an ephemeral queue also SessionExpired: it went with the session).
   /// nullopt once the deadline passed with the delete in flight. BadVersion propagates.
@@ -66,6 +71,10 @@ class SequentialQueue {
                               const Deadline& deadline);
 
  private:
+  // The folder's children as listed after a sync; nullopt once `bound` passed.
+  std::optional<std::vector<std::string>> synced_children(const Deadline& bound,
+                                                          WatchCallback watch);
+
   ZooKeeperSession& session_;
   std::string folder_;
   NodeKind kind_;
