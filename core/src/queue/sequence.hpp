@@ -3,7 +3,8 @@
 // counter, a signed 32-bit int printed with "%010d". It wraps after 2^31 changes of the
 // folder's children, to -2147483648 (11 characters) and on through -000000001 to 0000000000
 // (item 10 of issue 35), so neither the text nor the number orders nodes across the wrap:
-// order is by distance modulo 2^32 (serial number arithmetic). Used by locks and agents.
+// order is by distance modulo 2^32 (serial number arithmetic). Used by locks, agents and
+// the queue engine (queue/queue_names.hpp, whose sequence_of is the one parse of a name).
 
 #include <charconv>
 #include <cstdint>
