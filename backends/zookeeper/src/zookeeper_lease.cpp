@@ -1,10 +1,10 @@
 // Leases in ZooKeeper. Each key is one persistent node holding (held, token, duration,
-// holder). ZooKeeper has no server-side timers, so the contender's own steady clock judges
-// expiry: it takes a lease over only after seeing the node unchanged (same mzxid) for the
-// lease's duration plus a margin, and the holder's estimate starts before its write was even
-// sent, so the holder always believes its lease ended first. Every write is a setData at the
-// version just read (or a create), so of two contenders only one wins. The node is never
-// deleted: its token counter must survive releases for tokens to keep increasing.
+// holder): records/lease_record.hpp. ZooKeeper has no server-side timers, so the contender's
+// own steady clock judges expiry: it takes a lease over only after seeing the node unchanged
+// (same mzxid) for the lease's duration plus a margin, and the holder's estimate starts before
+// its write was even sent, so the holder always believes its lease ended first. Every write is
+// a setData at the version just read (or a create), so of two contenders only one wins. The
+// node is never deleted: its token counter must survive releases for tokens to keep increasing.
 #include "records/lease_record.hpp"
 #include "runtime/zookeeper_backend.hpp"
 
