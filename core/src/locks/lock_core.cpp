@@ -4,6 +4,7 @@
 #include "base/hex.hpp"
 #include "locks/lock_removals.hpp"
 #include "queue/sequence.hpp"
+#include "records/lock_policy_record.hpp"
 #include "stm/stm.hpp"
 #include "base/unique_ids.hpp"
 
@@ -50,16 +51,6 @@ std::string own_prefix(char kind) {
 }
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
-// How a ReadWriteLock's folder node records its writer policy.
-std::string policy_name(WriterPolicy policy) {
-  switch (policy) {
-    case WriterPolicy::hard: return "hard";
-    case WriterPolicy::soft: return "soft";
-    case WriterPolicy::timed_soft: return "timed_soft";
-  }
-  return "unknown";
-}
 
 // A connection loss without a session event (a reply that timed out or was lost while the
 // connection stayed up) wakes nobody: waits that ride out connection loss retry after a
@@ -140,18 +131,18 @@ void LockCore::claim_policy() {
   // look only at gates, so two policies on one lock would let a reader in beside a writer.
   // The first opener records its policy in the lock's folder node (a conditional write on
   // the folder's empty data: one opener wins); the others must name the same one.
-  const std::string mine = policy_name(*policy_);
+  const std::string mine = writer_policy_name(*policy_);
   while (true) {
     const auto folder = session_.get(folder_);
     if (folder.data.empty()) {
       try {
-        session_.set(folder_, to_bytes(mine), folder.stat.version);
+        session_.set(folder_, encode_writer_policy(*policy_), folder.stat.version);
       } catch (const BadVersion&) {
       } catch (const ConnectionLoss&) {  // the set may have landed: the read tells
       }
       continue;  // read what was recorded, by us or by the opener that came first
     }
-    const std::string recorded(folder.data.begin(), folder.data.end());
+    const std::string recorded = decode_writer_policy(folder.data);
     if (recorded == mine) return;
     throw Mismatch("read-write lock " + name_ + ": opened with writer policy " + mine +
                    ", but it was created with writer policy " + recorded);
