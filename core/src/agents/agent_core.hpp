@@ -23,8 +23,11 @@
 #include <avout/detail/agent_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include "agents/agent_validator.hpp"
+#include "agents/named_actions.hpp"
 #include "queue/sequence.hpp"
-
+#include "records/agent_head.hpp"
+#include "records/named_send.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -45,17 +48,7 @@ namespace avout::detail {
 class CallbackExecutor;
 class Runtime;
 class AgentWorkers;
-
-/// The data of an agent's head node.
-struct AgentHead {
-  Point point;                       ///< where the current value is stored
-  std::optional<std::string> error;  ///< set once an action failed, until restart
-};
-
-/// Encodes an agent head.
-Bytes encode_agent_head(const AgentHead& head);
-/// Decodes an agent head; CodecError naming `path` when malformed.
-AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
+class Transaction;
 
 /// The library side of an agent (AgentHandle).
 class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentCore> {
@@ -107,6 +100,24 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   static bool in_action();
 
  private:
+  // The member functions are spread over files by job (agent_core.hpp's neighbours):
+  //   agent_core.cpp     the head and value: create, read, kind, validator;
+  //   agent_restart.cpp  a failed agent's error and its restart;
+  //   agent_sends.cpp    send, send_named, a send inside dosync, the local queue (pending_);
+  //   send_queue.cpp     the send nodes: creating them (grouped in one multi), finding one
+  //                      whose reply was lost, listing the queue, watching a predecessor;
+  //   agent_drive.cpp    the worker loop: one look at the oldest send, retries, finishing;
+  //   agent_batch.cpp    planning a batch and applying it in one multi;
+  //   agent_await.cpp    await's tickets and the sends dropped unrun.
+  // The tickets stay under mutex_ with pending_: a finished send leaves both at once, which
+  // await relies on. The group of creates keeps its own mutex (create_mutex_).
+
+  // The most actions one commit applies: a batch holds the queue for its run, and one whose
+  // outcome is in doubt runs again whole.
+  static constexpr std::size_t max_batch = 512;
+  // Sends made by the action running on this thread: they go out once its value is stored.
+  static thread_local std::vector<std::function<void()>>* sends_of_running_action;
+
   // A commit of a batch of actions whose outcome is not known yet (its reply was lost and
   // ZooKeeper stayed unreachable): resolved through its marker before anything else is tried.
   struct InDoubt {
@@ -128,17 +139,17 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     std::uint64_t generation = 0;  // the session's before its node was created
     std::uint64_t ticket = 0;      // what await waits for (tickets_)
   };
+  using PendingMap = std::map<std::int32_t, Pending, SequenceOrder>;
   // A send of the queue a batch runs: one of ours, or another process's named action.
   struct Runnable {
     std::string node;
     Pending* own = nullptr;  // null for another process's send
     AgentAction action;      // another process's send: the named action bound to its arguments
   };
-  // What another process's named send node holds.
-  struct NamedSend {
-    std::string action;
-    Bytes arguments;
-    bool blocking = false;
+  // Thrown when send nodes of this process are gone: run by another process, or gone with
+  // its session.
+  struct SendVanished {
+    std::vector<std::string> nodes;  // the oldest pending send's among them
   };
   // A send waiting for its node: the sends of several threads are created in one multi.
   // Guarded by create_mutex_ once shared.
@@ -158,14 +169,6 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   using CreateReply = std::function<std::optional<std::vector<std::string>>(const Deadline&)>;
   // What one look at the oldest pending send came to.
   enum class Step { finished, dropped, waiting, retry_later, again };
-
-  void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
-              const Deadline& deadline);
-  void enqueue(std::string node, AgentAction action, bool blocking, bool named,
-               std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
-  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
-  std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
-  std::size_t erase_pending(const std::string& node);
   // A send of a dosync whose create's outcome this process does not know: its reply was
   // lost, or the commit ended in doubt. Unless settled by the commit, its node is looked for
   // in the background when the last copy of the commit's callback goes, and run if found.
@@ -187,14 +190,58 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     SendInDoubt& operator=(const SendInDoubt&) = delete;
     ~SendInDoubt();
   };
+
+  // --- agent_sends.cpp
+  void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
+              const Deadline& deadline);
+  // The head's version for a send, after refusing one to a failed agent (AgentFailed), or
+  // Timeout when `bound` expired before the head was read; nothing is sent yet.
+  std::int32_t head_version_for_send(const Deadline& bound, const std::string& what);
+  // A send inside dosync: a create in the transaction's commit multi, queued by its callback.
+  void send_with_commit(Transaction& transaction, const std::string& tag, Bytes data,
+                        AgentAction action, bool blocking, bool named, std::uint64_t generation);
+  void enqueue(std::string node, AgentAction action, bool blocking, bool named,
+               std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
+  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
+  PendingMap::iterator find_pending(const std::string& node);
+  std::size_t erase_pending(const std::string& node);
+
+  // --- agent_await.cpp
   // A send whose node is still being found: await waits for the ticket returned.
   std::uint64_t note_sent();
   // A send dropped unrun (its ticket, if note_sent gave it one, ends).
   void count_dropped(std::optional<std::uint64_t> ticket = std::nullopt);
+
+  // --- agent_drive.cpp
   void kick();
   void drive(bool pool);
+  // The oldest pending send for a worker of `pool`, or null when the worker is done (none
+  // left, or it belongs to the other pool, which is then asked to drive).
+  Pending* claim_front(bool pool);
+  // Settles the sends a listing showed gone: run by another process, or dropped.
+  Step settle_vanished(const SendVanished& vanished, std::vector<std::string>& done);
+  // Waits the growing retry pause, then hands the agent back to its pool.
+  void retry_after_pause();
   Step step(Pending& front, std::vector<std::string>& done);
+  // Rule 6 for the front's batch whose commit's reply was lost: Step::finished when it
+  // landed, nullopt when it did not (planned again), retry_later while ZooKeeper is away.
+  std::optional<Step> resolve_in_doubt(Pending& front, std::vector<std::string>& done);
+  void complete(InDoubt& landed);
+  // Makes a send an action made once that action committed: again while ZooKeeper stays
+  // unreachable (nothing of it is left then), until it is made or the client closes; what is
+  // dropped is logged and counted for await.
+  void make_later_send(const std::function<void()>& go);
+  void finish(const std::vector<std::string>& nodes, bool dropped);
+
+  // --- agent_batch.cpp
   std::vector<Runnable> plan(Pending& front);
+  // The batch from `mine` (the front's node, first in `queue`) on; nullopt when sends made
+  // since the listing may follow (list again first).
+  std::optional<std::vector<Runnable>> gather(Pending& front, const std::vector<std::string>& queue,
+                                              std::vector<std::string>::const_iterator mine,
+                                              bool listed);
+  void learn_named_sends(const std::vector<std::string>& queue);
+  std::optional<AgentAction> runnable(const std::string& node, bool blocking);
   // What a batch's multi holds besides its send nodes' removals (rule 11).
   std::size_t fixed_multi_bytes() const;
   // For a value ZooKeeper holds: its create at `point` and the removal of `previous`, to
@@ -203,24 +250,34 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::vector<Operation> held_value_operations(const Bytes& value, const Point& point,
                                                const Point& previous,
                                                const std::vector<Runnable>& batch) const;
+  Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
+  // Runs the batch's actions on `value` in queue order, each on the value the one before
+  // left, until one fails (its error set in `next_head`, the sends behind it counted
+  // unrun); true when some action changed the value. Their sends are kept in `commit`.
+  bool run_actions(const std::vector<Runnable>& batch, Bytes& value, AgentHead& next_head,
+                   InDoubt& commit);
+  // Counts our sends in `batch` from `first` on as dropped unrun, with the agent's `error`.
+  static void count_unrun(InDoubt& commit, const std::vector<Runnable>& batch, std::size_t first,
+                          const std::string& error);
+  // Sends the batch's multi and acts on its outcome.
+  Step commit_batch(InDoubt commit, std::vector<Operation> operations,
+                    std::size_t cleanup, std::uint64_t generation, Pending& front,
+                    std::vector<std::string>& done);
+  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
+  bool head_names(const std::optional<Point>& point);
+  void erase_quietly(const Point& point);
+  // Forgets the queue listing: the next plan lists again.
+  void forget_listing();
+
+  // --- send_queue.cpp
+  // Whether the head exists after a create whose reply was lost (a sync, then a read),
+  // asked again while ZooKeeper does not answer, for one session timeout.
+  bool head_exists_after_outage();
   bool watch_until_gone(const std::string& node);
   std::vector<std::string> list_queue();
   // This process's sends made before the last listing was asked for (sequence up to
   // listed_up_to_) and missing from `listing` (that listing): their nodes are gone.
   std::vector<std::string> gone_from(const std::vector<std::string>& listing);
-  void learn_named_sends(const std::vector<std::string>& queue);
-  std::optional<AgentAction> runnable(const std::string& node, bool blocking);
-  Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
-  void complete(InDoubt& landed);
-  // Makes a send an action made once that action committed: again while ZooKeeper stays
-  // unreachable (nothing of it is left then), until it is made or the client closes; what is
-  // dropped is logged and counted for await.
-  void make_later_send(const std::function<void()>& go);
-  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
-  bool head_names(const std::optional<Point>& point);
-  void erase_quietly(const Point& point);
-  void finish(const std::vector<std::string>& nodes, bool dropped);
-  bool head_exists_after_outage();
   std::string send_prefix(const std::string& tag) const;
   // What the create of a send node weighs in a request (rule 11), as multi_size.hpp counts.
   std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
@@ -252,12 +309,14 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;
   std::string queue_path_;
+  AgentValidator validator_;  // its own mutex
+  NamedActions named_;        // defined here; its own mutex (looked up while mutex_ is held)
 
   std::mutex mutex_;  // guards the members below
   std::condition_variable idle_;
   // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
   // the threads that sent got their replies in.
-  std::map<std::int32_t, Pending, SequenceOrder> pending_;
+  PendingMap pending_;
   bool running_ = false;  // a worker is in drive()
   bool again_ = false;    // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
@@ -269,12 +328,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
   std::string unrun_error_;    // the agent's error when it dropped the last of them
-  std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
   // Sequence of our newest send made before that listing was asked for (nullopt: none).
   std::optional<std::int32_t> listed_up_to_;
-  std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
-  std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
   // Other processes' named sends read so far (nullopt: unreadable), by node; the driving
   // worker's alone.
   std::map<std::string, std::optional<NamedSend>> named_sends_;
