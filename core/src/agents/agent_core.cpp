@@ -1,4 +1,4 @@
-// The agent's head and value: creating the agent, reading its value, the validator.
+// The agent's head and value: creating the agent, reading its value, the validator, await.
 #include "agents/agent_core.hpp"
 #include "agents/agent_workers.hpp"
 #include "runtime/runtime.hpp"
@@ -88,6 +88,12 @@ Bytes AgentCore::read_latest() {
 Deadline AgentCore::default_deadline() const {
   const auto& timeout = runtime_.options().operation_timeout;
   return timeout ? Deadline::after(*timeout) : Deadline{};
+}
+
+bool AgentCore::await_until(const Deadline& deadline) {
+  if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
+  if (Transaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
+  return tickets_.wait(deadline, name_);
 }
 
 void AgentCore::set_validator(std::function<bool(const Bytes&)> validator) {

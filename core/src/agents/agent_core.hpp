@@ -24,6 +24,7 @@
 #include <avout/zookeeper_session.hpp>
 
 #include "agents/agent_validator.hpp"
+#include "agents/await_tickets.hpp"
 #include "agents/named_actions.hpp"
 #include "queue/sequence.hpp"
 #include "records/agent_head.hpp"
@@ -39,7 +40,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -101,16 +101,16 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
 
  private:
   // The member functions are spread over files by job (agent_core.hpp's neighbours):
-  //   agent_core.cpp     the head and value: create, read, kind, validator;
+  //   agent_core.cpp     the head and value: create, read, kind, validator; await;
   //   agent_restart.cpp  a failed agent's error and its restart;
   //   agent_sends.cpp    send, send_named, a send inside dosync, the local queue (pending_);
   //   send_queue.cpp     the send nodes: creating them (grouped in one multi), finding one
   //                      whose reply was lost, listing the queue, watching a predecessor;
   //   agent_drive.cpp    the worker loop: one look at the oldest send, retries, finishing;
-  //   agent_batch.cpp    planning a batch and applying it in one multi;
-  //   agent_await.cpp    await's tickets and the sends dropped unrun.
-  // The tickets stay under mutex_ with pending_: a finished send leaves both at once, which
-  // await relies on. The group of creates keeps its own mutex (create_mutex_).
+  //   agent_batch.cpp    planning a batch and applying it in one multi.
+  // What await waits for (AwaitTickets), the named actions and the validator are small
+  // classes with their own mutex; the group of creates keeps its own (create_mutex_), its
+  // functions in send_queue.cpp with the rest of the queue's.
 
   // The most actions one commit applies: a batch holds the queue for its run, and one whose
   // outcome is in doubt runs again whole.
@@ -204,13 +204,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
                std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
   // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
   PendingMap::iterator find_pending(const std::string& node);
-  std::size_t erase_pending(const std::string& node);
-
-  // --- agent_await.cpp
-  // A send whose node is still being found: await waits for the ticket returned.
-  std::uint64_t note_sent();
-  // A send dropped unrun (its ticket, if note_sent gave it one, ends).
-  void count_dropped(std::optional<std::uint64_t> ticket = std::nullopt);
+  // Erases the pending send whose node is `node`, with mutex_ held: its ticket, or nullopt
+  // when it is not ours.
+  std::optional<std::uint64_t> erase_pending(const std::string& node);
 
   // --- agent_drive.cpp
   void kick();
@@ -311,23 +307,15 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::string queue_path_;
   AgentValidator validator_;  // its own mutex
   NamedActions named_;        // defined here; its own mutex (looked up while mutex_ is held)
+  AwaitTickets tickets_;      // its own mutex (taken while mutex_ is not)
 
   std::mutex mutex_;  // guards the members below
-  std::condition_variable idle_;
   // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
   // the threads that sent got their replies in.
   PendingMap pending_;
   bool running_ = false;  // a worker is in drive()
   bool again_ = false;    // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
-  // Each send of this process gets the next ticket when queued; await waits until none up
-  // to the last one issued before it is unfinished (counts alone would let a send queued
-  // after the call, finishing first, stand in for one made before it).
-  std::uint64_t tickets_ = 0;
-  std::set<std::uint64_t> unfinished_;
-  std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
-  std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
-  std::string unrun_error_;    // the agent's error when it dropped the last of them
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
   // Sequence of our newest send made before that listing was asked for (nullopt: none).
   std::optional<std::int32_t> listed_up_to_;

@@ -30,16 +30,17 @@ void AgentCore::kick() {
 
 void AgentCore::finish(const std::vector<std::string>& nodes, bool dropped) {
   bool idle = false;
+  std::vector<std::uint64_t> ours;  // the tickets of this process's sends among `nodes`
   {
     std::lock_guard lock(mutex_);
     // Only this process's sends count; a batch also deletes other processes' named sends.
-    std::size_t ours = 0;
-    for (const auto& node : nodes) ours += erase_pending(node);
-    if (dropped) dropped_ += ours;
+    for (const auto& node : nodes) {
+      if (const auto ticket = erase_pending(node)) ours.push_back(*ticket);
+    }
     retry_delay_ = std::chrono::milliseconds(0);
-    idle = ours > 0 && pending_.empty();
-    idle_.notify_all();
+    idle = !ours.empty() && pending_.empty();
   }
+  tickets_.end(ours, dropped);
   if (idle) workers_->release(this);
 }
 
@@ -197,11 +198,8 @@ void AgentCore::complete(InDoubt& landed) {
   }
   if (landed.written && !landed.in_multi) erase_quietly(landed.previous);
   runtime_.nodes().refresh(head_path_);
-  if (landed.unrun > 0) {
-    std::lock_guard lock(mutex_);  // before finish() counts them done: await sees both
-    unrun_ += landed.unrun;
-    unrun_error_ = landed.error;
-  }
+  // Before finish() counts them done: await sees both.
+  if (landed.unrun > 0) tickets_.add_unrun(landed.unrun, landed.error);
   for (auto& go : landed.later_sends) make_later_send(go);
 }
 
@@ -233,7 +231,7 @@ void AgentCore::make_later_send(const std::function<void()>& go) {
       log(workers_->logger(), LogLevel::error,
           "agent " + name_ + ": a send made by an action was dropped: " + error.what());
     }
-    count_dropped();  // await reports it
+    tickets_.drop(std::nullopt);  // await reports it
     return;
   }
 }

@@ -120,13 +120,10 @@ void AgentCore::send_with_commit(Transaction& transaction, const std::string& ta
 
 void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, bool named,
                         std::uint64_t generation, std::optional<std::uint64_t> ticket) {
+  if (!ticket) ticket = tickets_.issue();
   bool first = false;
   {
     std::lock_guard lock(mutex_);
-    if (!ticket) {
-      ticket = ++tickets_;
-      unfinished_.insert(*ticket);
-    }
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
     const std::int32_t sequence = sequence_of(last_segment(node)).value();
@@ -145,12 +142,12 @@ AgentCore::PendingMap::iterator AgentCore::find_pending(const std::string& node)
   return sequence ? pending_.find(*sequence) : pending_.end();
 }
 
-std::size_t AgentCore::erase_pending(const std::string& node) {
+std::optional<std::uint64_t> AgentCore::erase_pending(const std::string& node) {
   const auto pending = find_pending(node);
-  if (pending == pending_.end()) return 0;
-  unfinished_.erase(pending->second.ticket);
+  if (pending == pending_.end()) return std::nullopt;
+  const std::uint64_t ticket = pending->second.ticket;
   pending_.erase(pending);
-  return 1;
+  return ticket;
 }
 
 AgentCore::SendInDoubt::~SendInDoubt() {
@@ -159,7 +156,7 @@ AgentCore::SendInDoubt::~SendInDoubt() {
   // would hold the queue for every process while this session lives.
   if (settled || !agent) return;
   std::optional<std::uint64_t> ticket;
-  if (landed) ticket = agent->note_sent();  // await waits for it from now
+  if (landed) ticket = agent->tickets_.issue();  // await waits for it from now
   try {
     agent->workers_->post(true, [agent = agent, tag = tag, action = action, blocking = blocking,
                                  named = named, generation = generation, ticket] {
@@ -169,11 +166,11 @@ AgentCore::SendInDoubt::~SendInDoubt() {
       } catch (const Error&) {
       }
       if (found) agent->enqueue(*found, std::move(*action), blocking, named, generation, ticket);
-      else if (ticket) agent->count_dropped(ticket);
+      else if (ticket) agent->tickets_.drop(ticket);
     });
   } catch (...) {
     // Workers stopped: the node goes with this client's session.
-    if (ticket) agent->count_dropped(ticket);
+    if (ticket) agent->tickets_.drop(ticket);
   }
 }
 
