@@ -62,6 +62,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// Creates the head with `initial` unless the agent exists already; OutcomeUnknown when
   /// the create may have landed and ZooKeeper stayed unreachable.
   void create_if_absent(const Bytes& initial) override;
+  /// The agent's name.
   const std::string& name() const override { return name_; }
 
   /// The newest stored value; a value erased under a newer head is read again (rule 8),
@@ -74,6 +75,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// (a create already sent is settled later: its node is deleted). `blocking` picks the
   /// send_off workers.
   void send(AgentAction action, bool blocking, const Deadline& deadline) override;
+  /// The client's operation_timeout from now, or none.
   Deadline default_deadline() const override;
   /// Waits until every action this process sent before the call has run; false once
   /// `deadline` expired. Throws SessionExpired when some of them were dropped because their
@@ -192,6 +194,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   };
 
   // --- agent_sends.cpp
+  // Queues a closure, or a named send when `named` holds its node's data (send()'s contract).
   void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
               const Deadline& deadline);
   // The head's version for a send, after refusing one to a failed agent (AgentFailed), or
@@ -200,6 +203,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // A send inside dosync: a create in the transaction's commit multi, queued by its callback.
   void send_with_commit(Transaction& transaction, const std::string& tag, Bytes data,
                         AgentAction action, bool blocking, bool named, std::uint64_t generation);
+  // Queues the send whose node is `node` locally (a ticket for await unless given one) and
+  // wakes a worker when it is now the oldest.
   void enqueue(std::string node, AgentAction action, bool blocking, bool named,
                std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
   // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
@@ -209,7 +214,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::optional<std::uint64_t> erase_pending(const std::string& node);
 
   // --- agent_drive.cpp
+  // Has a worker of the oldest send's pool drive the queue.
   void kick();
+  // The worker loop (one worker at a time): runs the oldest sends while it can.
   void drive(bool pool);
   // The oldest pending send for a worker of `pool`, or null when the worker is done (none
   // left, or it belongs to the other pool, which is then asked to drive).
@@ -218,25 +225,34 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   Step settle_vanished(const SendVanished& vanished, std::vector<std::string>& done);
   // Waits the growing retry pause, then hands the agent back to its pool.
   void retry_after_pause();
+  // One look at the oldest send: resolve a commit in doubt, plan a batch, apply it.
   Step step(Pending& front, std::vector<std::string>& done);
   // Rule 6 for the front's batch whose commit's reply was lost: Step::finished when it
   // landed, nullopt when it did not (planned again), retry_later while ZooKeeper is away.
   std::optional<Step> resolve_in_doubt(Pending& front, std::vector<std::string>& done);
+  // What follows a batch that landed: erase the replaced value, count the unrun, make its
+  // actions' sends.
   void complete(InDoubt& landed);
   // Makes a send an action made once that action committed: again while ZooKeeper stays
   // unreachable (nothing of it is left then), until it is made or the client closes; what is
   // dropped is logged and counted for await.
   void make_later_send(const std::function<void()>& go);
+  // Forgets this process's sends among `nodes`: ran, or dropped when `dropped`.
   void finish(const std::vector<std::string>& nodes, bool dropped);
 
   // --- agent_batch.cpp
+  // The batch to run when the front's send is first in the queue; empty while it waits for
+  // a predecessor (watched); SendVanished when its node is gone.
   std::vector<Runnable> plan(Pending& front);
   // The batch from `mine` (the front's node, first in `queue`) on; nullopt when sends made
   // since the listing may follow (list again first).
   std::optional<std::vector<Runnable>> gather(Pending& front, const std::vector<std::string>& queue,
                                               std::vector<std::string>::const_iterator mine,
                                               bool listed);
+  // Reads the named sends of other processes in `queue` not read yet (each once).
   void learn_named_sends(const std::vector<std::string>& queue);
+  // Another process's named send `node` bound to its arguments, when defined here and of
+  // the pool `blocking`.
   std::optional<AgentAction> runnable(const std::string& node, bool blocking);
   // What a batch's multi holds besides its send nodes' removals (rule 11).
   std::size_t fixed_multi_bytes() const;
@@ -246,6 +262,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::vector<Operation> held_value_operations(const Bytes& value, const Point& point,
                                                const Point& previous,
                                                const std::vector<Runnable>& batch) const;
+  // Runs `batch` on the current value and commits it in one multi.
   Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
   // Runs the batch's actions on `value` in queue order, each on the value the one before
   // left, until one fails (its error set in `next_head`, the sends behind it counted
@@ -261,6 +278,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
                     std::vector<std::string>& done);
   // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
   bool head_names(const std::optional<Point>& point);
+  // Erases a value no head names; one left behind is gc's.
   void erase_quietly(const Point& point);
   // Forgets the queue listing: the next plan lists again.
   void forget_listing();
@@ -269,16 +287,21 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // Whether the head exists after a create whose reply was lost (a sync, then a read),
   // asked again while ZooKeeper does not answer, for one session timeout.
   bool head_exists_after_outage();
+  // Watches the send node `node` (a name) for its removal; true when it is gone already.
   bool watch_until_gone(const std::string& node);
+  // The send nodes of the queue in sequence order, remembered as the last listing.
   std::vector<std::string> list_queue();
   // This process's sends made before the last listing was asked for (sequence up to
   // listed_up_to_) and missing from `listing` (that listing): their nodes are gone.
   std::vector<std::string> gone_from(const std::vector<std::string>& listing);
+  // The path a send node of `tag` is created at (the server appends its sequence).
   std::string send_prefix(const std::string& tag) const;
   // What the create of a send node weighs in a request (rule 11), as multi_size.hpp counts.
   std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
   // How many of the sends waiting in to_create_ fit one request together (at least one).
   std::size_t sends_fitting_one_request() const;
+  // Creates the send node of `tag` (grouped with other threads' in one multi): its path,
+  // Timeout or OutcomeUnknown by `deadline`.
   std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
                           const Deadline& deadline);
   // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
@@ -287,10 +310,16 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // (until it is found or made) while that cannot run it twice (a closure, or no batch
   // committed since it was made), else OutcomeUnknown.
   std::optional<std::string> create_again(const Creating& one);
+  // Sends the creates of `group` in one request and settles them, or has a worker settle
+  // them once `deadline` passed.
   void create_together(const Group& group, const Deadline& deadline);
+  // Settles each send of `group` from `reply`: its node, found again or made again.
   void settle(const Group& group, const CreateReply& reply);
+  // Hands a send its node or error; a node made for a sender that gave up is deleted.
   void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
+  // Whether the sender of `one` gave up waiting.
   bool gave_up(const Creating& one);
+  // Deletes a send node nobody will run, until ZooKeeper says it is gone.
   void remove_abandoned(const std::string& node);
   // The node of this process's send `tag` whose create's reply was lost, or nullopt when
   // ZooKeeper said there is none (a listing after a sync); asked again while ZooKeeper does
