@@ -207,8 +207,8 @@ void SessionLiveness::check_stall() {
         }
       }
       if (tell) dispatch(LivenessEvent::confirmed);
-      return;
     }
+    return;  // a failed sync is sent again on the next tick, not at once
   }
   const auto now = std::chrono::steady_clock::now();
   if (confirmation_ && now >= confirmation_->give_up_at) confirmation_.reset();  // no answer
