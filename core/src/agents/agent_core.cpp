@@ -6,10 +6,12 @@
 #include "runtime/node_cache.hpp"
 #include "runtime/pending_markers.hpp"
 #include "runtime/runtime.hpp"
-#include "stm/stm.hpp"
+#include "runtime/marked_commit.hpp"
+#include "stm/participant.hpp"
 #include "records/wire.hpp"
 #include "runtime/zookeeper_held_values.hpp"
 
+#include <avout/codec.hpp>
 #include <avout/errors.hpp>
 
 #include <algorithm>
@@ -463,7 +465,7 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
                        const Deadline& deadline) {
   // Inside dosync or an action the send is part of that commit: no deadline of its own.
   const Deadline bound =
-      Transaction::current() != nullptr || in_action() ? Deadline{} : deadline;
+      OpenTransaction::current() != nullptr || in_action() ? Deadline{} : deadline;
   const std::string what = "agent " + name_ + ": send";
   if (bound.expired()) bound.expire(what);
   // A failed agent refuses sends until restart (its head is usually cached: no round trip).
@@ -496,7 +498,7 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   // an expired session.
   const std::uint64_t generation = session_.generation();
   auto self = shared_from_this();
-  if (auto* transaction = Transaction::current()) {
+  if (auto* transaction = OpenTransaction::current()) {
     // Sent only if, and once, the transaction commits: a create inside its commit multi.
     auto in_doubt = std::make_shared<SendInDoubt>(
         self, tag, std::make_shared<AgentAction>(std::move(action)), blocking, is_named,
@@ -1137,7 +1139,7 @@ std::vector<Operation> AgentCore::held_value_operations(const Bytes& value, cons
 
 bool AgentCore::await_until(const Deadline& deadline) {
   if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
-  if (Transaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
+  if (OpenTransaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
   // A stop request wakes the wait (made before the lock: it may run at once).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(mutex_);

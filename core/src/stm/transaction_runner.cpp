@@ -1,7 +1,7 @@
 // The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
 #include "base/back_off.hpp"
 #include "stm/barging.hpp"
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <avout/errors.hpp>
 
