@@ -2,7 +2,6 @@
 #include "runtime/pending_markers.hpp"
 #include "stm/ref_core.hpp"
 #include "stm/stm_context.hpp"
-#include "runtime/marked_commit.hpp"
 #include "stm/value_batches.hpp"
 
 #include <avout/codec.hpp>

@@ -118,7 +118,7 @@ class Transaction : public OpenTransaction {
   void report_history_miss(RefCore& ref);
   void require_unchanged_since_read_point(const Entry& entry);
   void check_session() const;
-  // The stages of commit(), sharing one Commit (transaction.cpp).
+  // The stages of commit(), sharing one Commit (transaction_stages.hpp).
   struct Commit;
   struct Multi;
   // Retries now when a written or ensured head is known to have changed since it was read.
@@ -132,7 +132,12 @@ class Transaction : public OpenTransaction {
   // current (a sync and the clock); returns at once for any other attempt.
   void confirm_speculative_reads();
   Multi build_multi(Commit& commit);
+  // Rule 11: the multi's size before the values ZooKeeper would hold ride in it.
+  std::size_t estimate_multi_bytes(const Commit& commit) const;
   bool apply_result(Commit& commit, const Multi& multi);
+  std::optional<bool> send_multi(Commit& commit, const Multi& multi);
+  bool after_conflict(Commit& commit, const Multi& multi, bool speculated);
+  void clean_up_after_landing(Commit& commit, const Multi& multi);
   void keep_written_heads(const Commit& commit, const Multi& multi);
   bool heads_name_points(const Commit& commit);
   void after_landing(Commit& commit, const Multi& multi);
