@@ -6,7 +6,7 @@
 #include <avout/avout.hpp>
 #include <avout/store_registry.hpp>
 
-#include "stm/stm.hpp"  // white-box: resolve_commit
+#include "runtime/marked_commit.hpp"  // white-box: resolve_commit
 
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"

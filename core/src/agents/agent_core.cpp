@@ -2,8 +2,9 @@
 #include "agents/agent_core.hpp"
 #include "agents/agent_workers.hpp"
 #include "runtime/runtime.hpp"
-#include "stm/stm.hpp"
+#include "stm/participant.hpp"
 
+#include <avout/codec.hpp>
 #include <avout/errors.hpp>
 
 #include <utility>
@@ -92,7 +93,7 @@ Deadline AgentCore::default_deadline() const {
 
 bool AgentCore::await_until(const Deadline& deadline) {
   if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
-  if (Transaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
+  if (OpenTransaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
   return tickets_.wait(deadline, name_);
 }
 

@@ -48,7 +48,7 @@ namespace avout::detail {
 class CallbackExecutor;
 class Runtime;
 class AgentWorkers;
-class Transaction;
+class OpenTransaction;
 
 /// The library side of an agent (AgentHandle).
 class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentCore> {
@@ -201,7 +201,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // Timeout when `bound` expired before the head was read; nothing is sent yet.
   std::int32_t head_version_for_send(const Deadline& bound, const std::string& what);
   // A send inside dosync: a create in the transaction's commit multi, queued by its callback.
-  void send_with_commit(Transaction& transaction, const std::string& tag, Bytes data,
+  void send_with_commit(OpenTransaction& transaction, const std::string& tag, Bytes data,
                         AgentAction action, bool blocking, bool named, std::uint64_t generation);
   // Queues the send whose node is `node` locally (a ticket for await unless given one) and
   // wakes a worker when it is now the oldest.

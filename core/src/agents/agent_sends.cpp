@@ -5,7 +5,7 @@
 #include "agents/send_names.hpp"
 #include "runtime/node_cache.hpp"
 #include "runtime/runtime.hpp"
-#include "stm/stm.hpp"
+#include "stm/participant.hpp"
 #include "zk/multi_size.hpp"
 
 #include <avout/errors.hpp>
@@ -64,7 +64,7 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
                        const Deadline& deadline) {
   // Inside dosync or an action the send is part of that commit: no deadline of its own.
   const Deadline bound =
-      Transaction::current() != nullptr || in_action() ? Deadline{} : deadline;
+      OpenTransaction::current() != nullptr || in_action() ? Deadline{} : deadline;
   const std::string what = "agent " + name_ + ": send";
   if (bound.expired()) bound.expire(what);
   const std::int32_t head_version = head_version_for_send(bound, what);
@@ -80,7 +80,7 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   // Taken before the create: the same generation later means the node cannot have gone with
   // an expired session.
   const std::uint64_t generation = session_.generation();
-  if (auto* transaction = Transaction::current()) {
+  if (auto* transaction = OpenTransaction::current()) {
     return send_with_commit(*transaction, tag, std::move(data), std::move(action), blocking,
                             is_named, generation);
   }
@@ -100,7 +100,7 @@ void AgentCore::submit(AgentAction action, std::optional<Bytes> named, bool bloc
   }
 }
 
-void AgentCore::send_with_commit(Transaction& transaction, const std::string& tag, Bytes data,
+void AgentCore::send_with_commit(OpenTransaction& transaction, const std::string& tag, Bytes data,
                                  AgentAction action, bool blocking, bool named,
                                  std::uint64_t generation) {
   // Sent only if, and once, the transaction commits: a create inside its commit multi.

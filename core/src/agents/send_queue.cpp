@@ -6,7 +6,7 @@
 #include "agents/agent_workers.hpp"
 #include "agents/send_names.hpp"
 #include "base/back_off.hpp"
-#include "stm/stm.hpp"
+#include "runtime/marked_commit.hpp"
 #include "zk/multi_size.hpp"
 
 #include <avout/errors.hpp>

@@ -10,7 +10,7 @@
 #include "runtime/runtime.hpp"
 #include "runtime/zookeeper_backend.hpp"
 #include "runtime/zookeeper_held_values.hpp"
-#include "stm/stm.hpp"
+#include "stm/stm_context.hpp"
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>

@@ -5,7 +5,7 @@
 #include "locks/lock_removals.hpp"
 #include "queue/sequence.hpp"
 #include "records/lock_policy_record.hpp"
-#include "stm/stm.hpp"
+#include "stm/participant.hpp"
 #include "base/unique_ids.hpp"
 
 #include <avout/errors.hpp>
@@ -657,7 +657,7 @@ std::string LockCore::proof_of_hold(bool shared) const {
 }
 
 void guard_transaction(const GuardedBy& guard) {
-  auto* transaction = Transaction::current();
+  auto* transaction = OpenTransaction::current();
   if (transaction == nullptr) throw NoTransaction("guarded_by needs a running dosync");
   const std::string node = guard.lock->proof_of_hold(guard.shared);
   transaction->add_to_commit({op::Check{node, 0}}, {}, [name = guard.lock->name()] {
