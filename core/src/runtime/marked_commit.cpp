@@ -1,8 +1,8 @@
 #include "runtime/marked_commit.hpp"
+#include "zk/outcome.hpp"
 
 #include <avout/errors.hpp>
 
-#include <thread>
 #include <utility>
 #include <variant>
 
@@ -21,27 +21,27 @@ std::chrono::steady_clock::time_point absence_proves_until(std::chrono::steady_c
 
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const Resolution& resolution,
                                    std::chrono::steady_clock::time_point sent) {
-  const auto deadline = resolution_deadline(session);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ReplyDeadline::expired()) return std::nullopt;  // the caller's deadline: unknown
-    try {
-      auto synced = session.sync_async(resolution.marker);
-      auto found = session.exists_async(resolution.marker);
-      const bool present = session.wait(found).has_value();
-      session.wait(synced);
-      if (present) return true;
-      // Answered now at the latest: while gc could not have removed the marker, its absence
-      // says the multi was not applied. Past that, only what the multi wrote can tell, and
-      // never that it did not land.
-      if (std::chrono::steady_clock::now() < absence_proves_until(sent, resolution.grace)) return false;
-      if (resolution.written_named && resolution.written_named()) return true;
-      return std::nullopt;
-    } catch (const ConnectionLoss&) {
-    } catch (const SessionExpired&) {
+  // One deadline for the whole question (outcome_deadline cuts it short by the caller's).
+  const Deadline deadline = Deadline::at(resolution_deadline(session));
+  const std::string what = "commit marker " + resolution.marker;
+  try {
+    if (node_outcome(session, resolution.marker, deadline, what) == Outcome::landed) return true;
+    // Answered now at the latest: while gc could not have removed the marker, its absence
+    // says the multi was not applied. Past that, only what the multi wrote can tell, and
+    // never that it did not land.
+    if (std::chrono::steady_clock::now() < absence_proves_until(sent, resolution.grace)) return false;
+    if (!resolution.written_named) return std::nullopt;
+    // The heads are read after a sync as the marker was, and silence is asked again the same way.
+    if (outcome_of(session, resolution.marker, resolution.written_named, deadline, what) ==
+        Outcome::landed) {
+      return true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return std::nullopt;
+  } catch (const Timeout&) {
+    // The deadline passed with no answer (ZooKeeper unreachable, or a reply still on its
+    // way): the multi may have landed, so the outcome is unknown, never a Timeout.
+    return std::nullopt;
   }
-  return std::nullopt;
 }
 
 std::optional<bool> commit_with_marker(ZooKeeperSession& session,

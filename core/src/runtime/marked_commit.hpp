@@ -34,10 +34,11 @@ struct Resolution {
 std::chrono::steady_clock::time_point absence_proves_until(std::chrono::steady_clock::time_point sent,
                                                            std::chrono::milliseconds grace);
 
-/// A definite "did it land?" for a multi sent at `sent` whose reply was lost (rule 6): true
-/// when its marker is found, or later a head names what it wrote; false when the marker is
-/// absent while that proves it (absence_proves_until); nullopt when neither can be told, or
-/// ZooKeeper stays unreachable.
+/// A definite "did it land?" for a multi sent at `sent` whose reply was lost (rule 6), asked
+/// through the outcome module (zk/outcome.hpp): true when its marker is found, or later a
+/// head names what it wrote; false when the marker is absent while that proves it
+/// (absence_proves_until); nullopt when neither can be told, or no answer comes before
+/// resolution_deadline (cut short by the thread's ReplyDeadline). Never throws Timeout.
 std::optional<bool> resolve_commit(ZooKeeperSession& session, const Resolution& resolution,
                                    std::chrono::steady_clock::time_point sent);
 
