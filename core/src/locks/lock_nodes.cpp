@@ -64,7 +64,9 @@ void LockCore::give_up(std::vector<std::string> nodes, const Deadline& deadline)
     if (node.empty()) continue;
     try {
       // Deleted, or gone already (with its session too): done.
-      if (queues_.holding(node).release(node, lock_node_version, Deadline::at(until))) continue;
+      const auto released =
+          queues_.holding(node).release(node, lock_node_version, Deadline::at(until));
+      if (released.has_value()) continue;
     } catch (const Error&) {
     }
     removals_->post(std::move(node), generation);
@@ -80,7 +82,8 @@ void LockCore::remove_own(const std::string& node) {
     const auto seen = session_events();
     try {
       if (session_.generation() != generation) return;  // the node went with its session
-      if (queues_.holding(node).release(node, lock_node_version, Deadline{})) return;
+      const auto released = queues_.holding(node).release(node, lock_node_version, Deadline{});
+      if (released.has_value()) return;  // deleted, or gone already (with its session too)
       removals_->post(node, generation);  // the thread's reply deadline passed first
       return;
     } catch (const ConnectionLoss&) {
