@@ -1,9 +1,14 @@
 #pragma once
 // The ZooKeeper recipe behind Lock and ReadWriteLock (see distributed_lock.hpp for the
-// protocol). One LockCore per lock handle family; holds are per thread. Whether the session
-// still backs the holds (a disconnect's lapse, an expiry, a stall of this process) it learns
-// from the client's SessionLiveness: no thread of its own.
+// protocol), on the sequential-queue engine (locks/lock_queues.hpp). One LockCore per lock
+// handle family; holds are per thread. Whether the session still backs the holds (a
+// disconnect's lapse, an expiry, a stall of this process) it learns from the client's
+// SessionLiveness: no thread of its own. Its code, by job: lock_core.cpp (opening, the
+// acquisition's frame), lock_mutex.cpp (the writer queue), lock_read_write.cpp (readers and
+// the writer policies of locks/rw_policy.hpp), lock_nodes.cpp (making, waiting on and
+// removing nodes), lock_holds.cpp (holds and their loss), guarded_by.cpp, lock_handle.cpp.
 
+#include "locks/lock_queues.hpp"
 #include "zk/session_liveness.hpp"
 
 #include <avout/deadline.hpp>
@@ -12,7 +17,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,12 +62,15 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   /// The node whose existence proves this thread's hold; LockLost when there is none.
   std::string proof_of_hold(bool shared) const;
 
+  /// The lock's name.
   const std::string& name() const { return name_; }
+  /// The writer policy of a ReadWriteLock; empty for a mutex.
   std::optional<WriterPolicy> policy() const { return policy_; }
   /// The deadline of a lock() given none: the client's operation_timeout from now, or none.
   Deadline default_deadline() const;
 
  private:
+  // One thread's hold, from its acquisition to its release.
   struct Hold {
     std::string node;          // the writer or reader node
     std::string gate;          // a soft writer's gate node (empty: none)
@@ -72,41 +79,58 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
     bool shared = false;
     bool lost = false;
   };
+  // Records the writer policy in the lock's folder node, or checks the one recorded there.
   void claim_policy();
+  // The mutex core: queues a writer node and waits for its turn, then bars readers as the
+  // policy says. False when the deadline passed (what it made is given up).
   bool acquire_exclusive(const Deadline& deadline, Hold& hold);
-  bool acquire_shared(const Deadline& deadline, Hold& hold);
-  // Lists the writers (or uses `listed`); true when `own` is first, else waits for the
-  // predecessor to go (or the deadline) and returns false.
-  bool first_in_line(const std::string& own, std::optional<std::vector<std::string>>& listed,
-                     std::uint64_t seen, const Deadline& deadline);
+  // acquire()'s look at this thread's hold: true when it holds already (counted once more),
+  // else counts the acquisition in and sets `generation` to the expiries seen so far.
+  bool reenter(bool shared, std::uint64_t& generation);
+  // Keeps `hold` just taken, unless the session expired since `generation`: then gives its
+  // nodes up and throws LockLost.
+  void keep(Hold hold, std::uint64_t generation, const Deadline& deadline);
+  // Queues this thread's writer node with the first listing of the writers sent right behind
+  // the create (one round trip when uncontended); the listing goes to `listed` (nullopt when
+  // lost). False when the deadline passed first.
+  bool queue_writer(const Deadline& deadline, Hold& hold,
+                    std::optional<std::vector<std::string>>& listed);
+  // Waits until the writer node `own` is first in the writer queue, starting from `listed`,
+  // watching only its predecessor. False when the deadline passed; LockLost when it vanished.
+  bool wait_first_in_line(const std::string& own, std::optional<std::vector<std::string>> listed,
+                          const Deadline& deadline);
+  // A writer first in line keeps readers out as the policy says (a mutex: nothing to do):
+  // waits for the readers inside to leave, closing a gate for a soft policy. False when the
+  // deadline passed.
+  bool bar_readers(const Deadline& deadline, Hold& hold);
+  // The readers' queue as listed after a sync, riding out connection losses; nullopt when
+  // the deadline passed.
+  std::optional<std::vector<std::string>> readers_now(const Deadline& deadline);
+  // Waits until no reader is inside (`quiet`: and none came or went for quiet_period_);
+  // false when the deadline passed.
   bool wait_for_readers_to_leave(const Deadline& deadline, bool quiet);
-  // Creates an ephemeral sequential node <folder>/<kind>-<unique id>- by `deadline`; `sent`
-  // says a first create of that name already went out with no answer. nullopt when the
-  // deadline passed first (a create out with no answer then goes to removals_).
-  std::optional<std::string> create_own(const std::string& folder, const std::string& own,
-                                        const Deadline& deadline, bool sent = false);
-  // The reply of `request` by `deadline`: nullopt when the deadline passed (or its stop was
-  // requested) first; the request stays in flight, its reply reaching nobody.
-  template <typename T>
-  std::optional<T> reply_by(std::future<T> request, const Deadline& deadline) const;
-  // The same for a reply without a value: false when the deadline passed first.
-  bool arrived_by(std::future<void> request, const Deadline& deadline) const;
-  // The children of `folder` after a sync (as new as every write before the call) by
-  // `deadline`; nullopt when it passed first.
-  std::optional<std::vector<std::string>> synced_children(const std::string& folder,
-                                                          const Deadline& deadline,
-                                                          WatchCallback watch = {}) const;
+  // A reader: queues its node, then holds unless a barrier of the policy (a queued writer, a
+  // closed gate) is ahead; else leaves and waits for that barrier to go.
+  bool acquire_shared(const Deadline& deadline, Hold& hold);
+  // Creates a node of `queue` named `prefix`<sequence> by `deadline` (the engine's protected
+  // create); `sent`: a create of that name already went out with no answer, so look for it
+  // first. nullopt when the deadline passed first (a create perhaps in flight then goes to
+  // removals_).
+  std::optional<std::string> create_node(SequentialQueue& queue, const std::string& prefix,
+                                         const Deadline& deadline, bool sent = false);
   // After a ConnectionLoss: waits for a session change (reconnect, expiry) or a back-off
   // pause, whichever comes first (a request that failed while the connection stayed up
   // brings no event); false once the deadline passed.
   bool ride_out(std::size_t attempt, std::uint64_t seen, const Deadline& deadline);
-  // A lock wait's own nodes (empty names skipped), deleted when it gives up without a hold:
-  // the removals are sent at once and their replies awaited until `deadline` (or 50 ms, once
-  // it passed); those not confirmed by then go to removals_.
+  // A lock wait's own nodes (empty names skipped), released when it gives up without a hold,
+  // awaiting each reply until `deadline` (or 50 ms, once it passed); those not confirmed by
+  // then go to removals_.
   void give_up(std::vector<std::string> nodes, const Deadline& deadline);
   // Deletes a node of a hold being released, waiting for the reconnect during an outage.
   void remove_own(const std::string& node);
+  // Deletes a released hold's nodes: the gate first, then its place in line.
   void remove_hold_nodes(const Hold& hold);
+  // The count of session changes seen, which wakes every wait.
   std::uint64_t session_events() const;
   // A watch callback that sets `fired` (when given) and wakes the waiters.
   WatchCallback wake(std::shared_ptr<bool> fired = nullptr) const;
@@ -121,6 +145,7 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
   // `keep`: the session may live on, so its nodes go to removals_.
   std::vector<std::function<void()>> mark_lost(bool keep);
+  // With mutex_ held: this thread's hold, or null.
   const Hold* hold_of_this_thread() const;
   // With mutex_ held: the nodes of every hold not lost, gates first.
   std::vector<std::string> nodes_of_live_holds() const;
@@ -129,9 +154,7 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   SessionLiveness& liveness_;  // the client's: tells lapses, expiries and stalls
   std::string name_;
   std::string folder_;  // the lock's node; a ReadWriteLock's holds its writer policy
-  std::string writers_;
-  std::string readers_;
-  std::string gates_;
+  LockQueues queues_;   // its writers, readers and gates on the sequential-queue engine
   std::optional<WriterPolicy> policy_;
   std::chrono::milliseconds quiet_period_;
   std::shared_ptr<CallbackExecutor> callbacks_;

@@ -1,5 +1,6 @@
 #include "locks/lock_removals.hpp"
 #include "base/back_off.hpp"
+#include "zk/outcome.hpp"
 
 #include <avout/errors.hpp>
 
@@ -56,6 +57,7 @@ void LockRemovals::stop() {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
+    stop_.request_stop();
     queue_.clear();
     changed_.notify_all();
   }
@@ -99,7 +101,9 @@ bool LockRemovals::arrived(const std::future<void>& reply,
 std::vector<LockRemovals::Removal> LockRemovals::resolve(std::vector<Removal> removals,
                                                          std::vector<Removal>& left) {
   std::vector<Removal> nodes;
-  const auto give_up_at = std::chrono::steady_clock::now() + 2 * session_.negotiated_timeout();
+  // Given up at stop() too (a stop is noticed within 50 ms by the outcome module's waits).
+  const Deadline give_up_at = Deadline::after(2 * session_.negotiated_timeout())
+                                  .with_stop(stop_.get_token());
   for (auto& removal : removals) {
     if (removal.prefix.empty()) {
       nodes.push_back(std::move(removal));
@@ -107,22 +111,14 @@ std::vector<LockRemovals::Removal> LockRemovals::resolve(std::vector<Removal> re
     }
     if (session_.ended_since(removal.generation)) continue;  // the node, if any, went with it
     try {
-      // Sent after the create on the same session: the listing shows it if it landed, and
-      // a create lost with its connection never lands later.
-      auto synced = session_.sync_async(removal.node);
-      auto listed = session_.children_async(removal.node);
-      if (!arrived(synced, give_up_at)) {
-        left.push_back(std::move(removal));
-        continue;
-      }
-      synced.get();
-      for (const auto& child : session_.wait(listed)) {
-        if (child.rfind(removal.prefix, 0) == 0) nodes.push_back({removal.node + "/" + child, removal.generation});
-      }
+      // Read after a sync sent after the create on the same session: the listing shows it
+      // if it landed, and a create lost with its connection never lands later.
+      const auto found = child_outcome(session_, removal.node, removal.prefix, give_up_at,
+                                       "lock removals: looking for " + removal.prefix + "*");
+      if (found) nodes.push_back({*found, removal.generation});
     } catch (const NoNode&) {
-    } catch (const SessionExpired&) {
     } catch (const Error&) {
-      left.push_back(std::move(removal));  // ConnectionLoss: look again
+      left.push_back(std::move(removal));  // Timeout: look again next round
     }
   }
   return nodes;

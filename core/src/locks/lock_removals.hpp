@@ -12,6 +12,7 @@
 #include <future>
 #include <cstdint>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,8 +49,9 @@ class LockRemovals {
     std::uint64_t generation;
     std::string prefix{};        // non-empty: remove the child of `node` named prefix...
   };
-  // Lists the folders of the removals with a prefix and returns the nodes found (the
-  // others pass unchanged); those whose listing failed are left in `left`.
+  // Finds the nodes the creates of the removals with a prefix made (zk/outcome.hpp's
+  // child_outcome) and returns them (the others pass unchanged); those not answered by
+  // then are left in `left`.
   std::vector<Removal> resolve(std::vector<Removal> removals, std::vector<Removal>& left);
   // Waits for `reply` until it is ready, stop() is called or `give_up_at`; true when ready.
   bool arrived(const std::future<void>& reply, std::chrono::steady_clock::time_point give_up_at);
@@ -62,6 +64,7 @@ class LockRemovals {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<Removal> queue_;
+  std::stop_source stop_;         // requested by stop(): ends the worker's outcome questions
   std::uint64_t reconnects_ = 0;  // bumped by the session listener: a retry need not wait
   bool stopping_ = false;
   std::once_flag started_;     // the listener and the worker, on the first post
