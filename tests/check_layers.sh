@@ -31,7 +31,8 @@ declare -A may_include=(
   [atoms]="base zk records runtime"
   [agents]="base zk records runtime queue stm/participant.hpp"
   [locks]="base zk records runtime queue stm/participant.hpp"
-  [client]="base zk records runtime queue stm atoms agents locks"
+  [recipes]="base zk records runtime queue stm/participant.hpp"
+  [client]="base zk records runtime queue stm atoms agents locks recipes"
   [backends/zookeeper]="base zk records runtime"
 )
 max_lines=600
