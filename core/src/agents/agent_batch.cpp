@@ -23,7 +23,7 @@
 namespace avout::detail {
 
 std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
-  const std::string own = last_segment(front.node);
+  const std::string own = name_of(front.node);
   std::vector<std::string> queue;
   {
     // Sequence numbers only grow, so nothing can get in front of a node later: when every
@@ -78,7 +78,7 @@ std::optional<std::vector<AgentCore::Runnable>> AgentCore::gather(
   };
   (void)add(Runnable{front.node, &front, {}});
   for (++at, ++next; at != queue.cend(); ++at) {
-    if (next != pending_.end() && last_segment(next->second.node) == *at) {
+    if (next != pending_.end() && name_of(next->second.node) == *at) {
       // One pool per batch; a send whose earlier commit is in doubt is resolved alone.
       Pending& candidate = next->second;
       if (candidate.blocking != front.blocking || candidate.in_doubt ||
@@ -108,7 +108,7 @@ void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
     {
       std::lock_guard lock(mutex_);
       const auto pending = find_pending(node);
-      ours = pending != pending_.end() && last_segment(pending->second.node) == node;
+      ours = pending != pending_.end() && name_of(pending->second.node) == node;
     }
     if (is_named_send(node) && !ours && !named_sends_.contains(node)) {
       reads.emplace_back(node, session_.get_async(queue_path_ + "/" + node));
