@@ -155,35 +155,12 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   std::vector<Operation> operations;
   std::vector<Operation> value_operations;  // a ZooKeeper-held value's, for the multi
   operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
-  if (head.error) {
-    // A failed agent drops the actions still queued; only restart brings it back.
-    operations.push_back(op::Check{head_path_, head_node.stat.version});
-    count_unrun(commit, batch, 0, *head.error);
-  } else {
-    auto current = runtime_.fetch_value(*data_, head.point);
-    if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
-      // Another process's batch moved the head and erased the value it replaced.
-      forget_listing();
-      return Step::again;
-    }
-    if (!current) {
-      throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
-                         ") is missing from its store");
-    }
-    AgentHead next_head{head.point, std::nullopt};
-    Bytes value = std::move(*current);
-    if (run_actions(batch, value, next_head, commit)) {
-      runtime_.announce_session();
-      commit.written = runtime_.new_point();
-      value_operations = held_value_operations(value, *commit.written, head.point, batch);
-      commit.in_multi = !value_operations.empty();
-      if (!commit.in_multi) data_->set(value, *commit.written);
-      runtime_.remember(*commit.written, value);
-      next_head.point = *commit.written;
-    }
-    operations.push_back(
-        op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version});
+  auto head_update = head_operation(batch, head_node, head, commit, value_operations);
+  if (!head_update) {
+    forget_listing();
+    return Step::again;
   }
+  operations.push_back(std::move(*head_update));
   for (const Runnable& each : batch) {
     operations.push_back(op::Remove{each.node, 0});
     commit.nodes.push_back(each.node);
@@ -193,6 +170,37 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   const std::size_t cleanup = value_operations.empty() ? 0 : 1;
   for (auto& operation : value_operations) operations.push_back(std::move(operation));
   return commit_batch(std::move(commit), std::move(operations), cleanup, generation, front, done);
+}
+
+std::optional<Operation> AgentCore::head_operation(const std::vector<Runnable>& batch,
+                                                   const NodeData& head_node,
+                                                   const AgentHead& head, InDoubt& commit,
+                                                   std::vector<Operation>& value_operations) {
+  if (head.error) {
+    // A failed agent drops the actions still queued; only restart brings it back.
+    count_unrun(commit, batch, 0, *head.error);
+    return op::Check{head_path_, head_node.stat.version};
+  }
+  auto current = runtime_.fetch_value(*data_, head.point);
+  if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
+    return std::nullopt;  // another process's batch moved the head and erased the value
+  }
+  if (!current) {
+    throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
+                       ") is missing from its store");
+  }
+  AgentHead next_head{head.point, std::nullopt};
+  Bytes value = std::move(*current);
+  if (run_actions(batch, value, next_head, commit)) {
+    runtime_.announce_session();
+    commit.written = runtime_.new_point();
+    value_operations = held_value_operations(value, *commit.written, head.point, batch);
+    commit.in_multi = !value_operations.empty();
+    if (!commit.in_multi) data_->set(value, *commit.written);
+    runtime_.remember(*commit.written, value);
+    next_head.point = *commit.written;
+  }
+  return op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version};
 }
 
 void AgentCore::count_unrun(InDoubt& commit, const std::vector<Runnable>& batch,

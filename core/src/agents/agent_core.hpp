@@ -266,6 +266,13 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
                                                const std::vector<Runnable>& batch) const;
   // Runs `batch` on the current value and commits it in one multi.
   Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
+  // The batch's write of the head `head_node` holds (`head`): the actions run on its value
+  // (a new value stored, or its create and the old one's removal put in `value_operations`
+  // for the multi), or a failed agent's check that drops them unrun; nullopt when another
+  // process's batch moved the head meanwhile (plan again).
+  std::optional<Operation> head_operation(const std::vector<Runnable>& batch,
+                                          const NodeData& head_node, const AgentHead& head,
+                                          InDoubt& commit, std::vector<Operation>& value_operations);
   // Runs the batch's actions on `value` in queue order, each on the value the one before
   // left, until one fails (its error set in `next_head`, the sends behind it counted
   // unrun); true when some action changed the value. Their sends are kept in `commit`.
