@@ -47,7 +47,7 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
     if (mine != queue.cbegin()) {
       // The sender of the first send drives: it runs the named sends behind its own, ours
       // among them, so racing it for the same run would only cost failed multis.
-      if (!watch_until_gone(*std::prev(mine))) return {};  // the watch brings us back
+      if (watch_predecessor(queue, own)) return {};  // the watch brings us back
       queue = list_queue();
       listed = true;
       continue;

@@ -297,8 +297,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // read), asked again while ZooKeeper does not answer; false too after one session timeout
   // of silence.
   bool head_exists_after_outage();
-  // Watches the send node `node` (a name) for its removal; true when it is gone already.
-  bool watch_until_gone(const std::string& node);
+  // Watches the send right before `own` in `queue` (a listing in order) for its removal
+  // (queue_.turn_in); false when it is gone already: list again.
+  bool watch_predecessor(const std::vector<std::string>& queue, const std::string& own);
   // The send nodes of the queue in sequence order, remembered as the last listing.
   std::vector<std::string> list_queue();
   // This process's sends made before the last listing was asked for (sequence up to
@@ -324,14 +325,13 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // (Timeout, or OutcomeUnknown for a named send whose create went out).
   [[noreturn]] void give_up_send(std::unique_lock<std::mutex>& lock,
                                  const std::shared_ptr<Creating>& mine, const Deadline& deadline);
-  // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
-  std::optional<bool> head_moved_since(std::int32_t version);
   // A send whose create's outcome was unknown and whose node was not found: created again
   // (until it is found or made) while that cannot run it twice (a closure, or no batch
   // committed since it was made), else OutcomeUnknown.
   std::optional<std::string> create_again(const Creating& one);
-  // Whether a named send not found may have run (the head moved since it was made): false
-  // for a closure; ConnectionLoss when ZooKeeper did not answer.
+  // Whether a named send not found may have run (the head moved since it was made, read
+  // after a sync): false for a closure; ConnectionLoss or SessionExpired when ZooKeeper did
+  // not answer.
   bool named_send_may_have_run(const Creating& one);
   // Sends the creates of `group` in one request and settles them, or has a worker settle
   // them once `deadline` passed.

@@ -243,19 +243,6 @@ void AgentCore::remove_abandoned(const std::string& node) {
   }
 }
 
-std::optional<bool> AgentCore::head_moved_since(std::int32_t version) {
-  try {
-    // After the sync the head is at least as new as any batch that ran the send.
-    auto synced = session_.sync_async(head_path_);
-    auto read = session_.get_async(head_path_);
-    session_.wait(synced);
-    return session_.wait(read).stat.version != version;
-  } catch (const ConnectionLoss&) {
-  } catch (const SessionExpired&) {
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string> AgentCore::create_again(const Creating& one) {
   // The engine finds a create whose reply was lost before it creates again; the gate stops
   // it from creating what may have run already.
@@ -293,26 +280,29 @@ bool AgentCore::named_send_may_have_run(const Creating& one) {
   // send was made (a batch that runs a send moves the head). A closure's node only this
   // process runs, from pending_, where it is not yet: one not found never ran.
   if (!is_named_tag(one.tag)) return false;
-  const auto moved = head_moved_since(one.head_version);
-  // No answer: the engine asks again after a pause.
-  if (!moved) throw ConnectionLoss("agent " + name_ + ": reading its head: no answer");
-  return *moved;
+  // After the sync the head is at least as new as any batch that ran the send. No answer
+  // (ConnectionLoss, SessionExpired): the engine asks again after a pause.
+  auto synced = session_.sync_async(head_path_);
+  auto read = session_.get_async(head_path_);
+  session_.wait(synced);
+  return session_.wait(read).stat.version != one.head_version;
 }
 
-bool AgentCore::watch_until_gone(const std::string& node) {
-  // A waiter watches one send before its own: no herd when one finishes.
+bool AgentCore::watch_predecessor(const std::vector<std::string>& queue, const std::string& own) {
+  // A waiter watches the one send before its own (a mutex's rule): no herd when one finishes.
   std::weak_ptr<AgentCore> weak = weak_from_this();
-  auto still_there =
-      session_.exists(join_path(queue_path_, node), [weak, node](const WatchEvent& event) {
-        auto self = weak.lock();
-        if (!self) return;
-        if (event.type == WatchEventType::deleted) {
-          std::lock_guard lock(self->mutex_);
-          std::erase(self->known_queue_, node);
-        }
-        self->kick();
-      });
-  return !still_there.has_value();
+  auto wake = [weak](const WatchEvent& event) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (event.type == WatchEventType::deleted) {
+      std::lock_guard lock(self->mutex_);
+      std::erase(self->known_queue_, name_of(event.path));
+    }
+    self->kick();
+  };
+  const auto turn = queue_.turn_in(queue, own, HoldRule::first(1), std::move(wake), Deadline{});
+  if (!turn) ReplyDeadline::current().expire("agent " + name_ + ": watching a send ahead");
+  return !turn->watch.empty();  // empty: the one ahead is gone already (or none is)
 }
 
 std::vector<std::string> AgentCore::list_queue() {
