@@ -1,7 +1,8 @@
 // The sequential-queue engine (core/src/queue/sequential_queue.hpp) against a real ZooKeeper:
 // protected creates found again after a lost reply (alone and inside a multi), the queue's
 // order across the wrap of the sequential counter, whom a waiter watches under a mutex, a
-// semaphore and a reader's rule, and release at an exact version.
+// semaphore and a reader's rule, release at an exact version, a listing of the session's own
+// writes (no sync) and a create its gate refuses.
 #include <avout/errors.hpp>
 #include <avout/zookeeper_session.hpp>
 
@@ -56,6 +57,25 @@ TEST_CASE("created nodes are listed in creation order, other children left out")
   (void)session.create(folder + "/r-0123456789abcdef-", {},
                        avout::CreateMode::ephemeral_sequential);
   CHECK(queue.list(soon()) == created);
+}
+
+TEST_CASE("a listing of this session's own writes needs no sync; a refused create makes nothing") {
+  avout::ZooKeeperSession session(options());
+  const auto folder = unique_folder("own-writes");
+  session.create_recursive(folder);
+  SequentialQueue queue(session, folder, writers);
+  std::vector<std::string> created;
+  for (int i = 0; i < 3; ++i) created.push_back(made(queue));
+  CHECK(queue.list(soon(), {}, avout::detail::Freshness::own_writes) == created);
+  int asked = 0;
+  const auto refused = queue.create(queue.fresh_prefix(), {}, soon(), [&] {
+    ++asked;
+    return false;
+  });
+  CHECK_FALSE(refused.has_value());
+  CHECK(asked == 1);
+  CHECK(queue.list(soon()) == created);
+  CHECK(queue.create(queue.fresh_prefix(), {}, soon(), [] { return true; }).has_value());
 }
 
 TEST_CASE("the order holds across the sequential counter's wrap past 2^31") {

@@ -23,7 +23,7 @@
 namespace avout::detail {
 
 std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
-  const std::string own = last_segment(front.node);
+  const std::string own = name_of(front.node);
   std::vector<std::string> queue;
   {
     // Sequence numbers only grow, so nothing can get in front of a node later: when every
@@ -47,7 +47,7 @@ std::vector<AgentCore::Runnable> AgentCore::plan(Pending& front) {
     if (mine != queue.cbegin()) {
       // The sender of the first send drives: it runs the named sends behind its own, ours
       // among them, so racing it for the same run would only cost failed multis.
-      if (!watch_until_gone(*std::prev(mine))) return {};  // the watch brings us back
+      if (watch_predecessor(queue, own)) return {};  // the watch brings us back
       queue = list_queue();
       listed = true;
       continue;
@@ -78,7 +78,7 @@ std::optional<std::vector<AgentCore::Runnable>> AgentCore::gather(
   };
   (void)add(Runnable{front.node, &front, {}});
   for (++at, ++next; at != queue.cend(); ++at) {
-    if (next != pending_.end() && last_segment(next->second.node) == *at) {
+    if (next != pending_.end() && name_of(next->second.node) == *at) {
       // One pool per batch; a send whose earlier commit is in doubt is resolved alone.
       Pending& candidate = next->second;
       if (candidate.blocking != front.blocking || candidate.in_doubt ||
@@ -108,7 +108,7 @@ void AgentCore::learn_named_sends(const std::vector<std::string>& queue) {
     {
       std::lock_guard lock(mutex_);
       const auto pending = find_pending(node);
-      ours = pending != pending_.end() && last_segment(pending->second.node) == node;
+      ours = pending != pending_.end() && name_of(pending->second.node) == node;
     }
     if (is_named_send(node) && !ours && !named_sends_.contains(node)) {
       reads.emplace_back(node, session_.get_async(queue_path_ + "/" + node));
@@ -155,35 +155,12 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   std::vector<Operation> operations;
   std::vector<Operation> value_operations;  // a ZooKeeper-held value's, for the multi
   operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
-  if (head.error) {
-    // A failed agent drops the actions still queued; only restart brings it back.
-    operations.push_back(op::Check{head_path_, head_node.stat.version});
-    count_unrun(commit, batch, 0, *head.error);
-  } else {
-    auto current = runtime_.fetch_value(*data_, head.point);
-    if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
-      // Another process's batch moved the head and erased the value it replaced.
-      forget_listing();
-      return Step::again;
-    }
-    if (!current) {
-      throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
-                         ") is missing from its store");
-    }
-    AgentHead next_head{head.point, std::nullopt};
-    Bytes value = std::move(*current);
-    if (run_actions(batch, value, next_head, commit)) {
-      runtime_.announce_session();
-      commit.written = runtime_.new_point();
-      value_operations = held_value_operations(value, *commit.written, head.point, batch);
-      commit.in_multi = !value_operations.empty();
-      if (!commit.in_multi) data_->set(value, *commit.written);
-      runtime_.remember(*commit.written, value);
-      next_head.point = *commit.written;
-    }
-    operations.push_back(
-        op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version});
+  auto head_update = head_operation(batch, head_node, head, commit, value_operations);
+  if (!head_update) {
+    forget_listing();
+    return Step::again;
   }
+  operations.push_back(std::move(*head_update));
   for (const Runnable& each : batch) {
     operations.push_back(op::Remove{each.node, 0});
     commit.nodes.push_back(each.node);
@@ -193,6 +170,37 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   const std::size_t cleanup = value_operations.empty() ? 0 : 1;
   for (auto& operation : value_operations) operations.push_back(std::move(operation));
   return commit_batch(std::move(commit), std::move(operations), cleanup, generation, front, done);
+}
+
+std::optional<Operation> AgentCore::head_operation(const std::vector<Runnable>& batch,
+                                                   const NodeData& head_node,
+                                                   const AgentHead& head, InDoubt& commit,
+                                                   std::vector<Operation>& value_operations) {
+  if (head.error) {
+    // A failed agent drops the actions still queued; only restart brings it back.
+    count_unrun(commit, batch, 0, *head.error);
+    return op::Check{head_path_, head_node.stat.version};
+  }
+  auto current = runtime_.fetch_value(*data_, head.point);
+  if (!current && session_.get(head_path_).stat.version != head_node.stat.version) {
+    return std::nullopt;  // another process's batch moved the head and erased the value
+  }
+  if (!current) {
+    throw BackendError("agent " + name_ + ": its value (point " + head.point.id +
+                       ") is missing from its store");
+  }
+  AgentHead next_head{head.point, std::nullopt};
+  Bytes value = std::move(*current);
+  if (run_actions(batch, value, next_head, commit)) {
+    runtime_.announce_session();
+    commit.written = runtime_.new_point();
+    value_operations = held_value_operations(value, *commit.written, head.point, batch);
+    commit.in_multi = !value_operations.empty();
+    if (!commit.in_multi) data_->set(value, *commit.written);
+    runtime_.remember(*commit.written, value);
+    next_head.point = *commit.written;
+  }
+  return op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version};
 }
 
 void AgentCore::count_unrun(InDoubt& commit, const std::vector<Runnable>& batch,

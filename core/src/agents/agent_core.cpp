@@ -1,6 +1,7 @@
 // The agent's head and value: creating the agent, reading its value, the validator, await.
 #include "agents/agent_core.hpp"
 #include "agents/agent_workers.hpp"
+#include "agents/send_names.hpp"
 #include "runtime/runtime.hpp"
 #include "stm/participant.hpp"
 
@@ -23,7 +24,8 @@ AgentCore::AgentCore(std::string name, std::shared_ptr<ReferenceData> data,
       session_(runtime.session()),
       workers_(std::move(workers)),
       head_path_(runtime.layout().agent_head(name_)),
-      queue_path_(runtime.layout().agent_queue(name_)) {}
+      queue_path_(runtime.layout().agent_queue(name_)),
+      queue_(session_, queue_path_, send_kind) {}
 
 AgentCore::~AgentCore() = default;
 

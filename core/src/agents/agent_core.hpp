@@ -27,6 +27,7 @@
 #include "agents/await_tickets.hpp"
 #include "agents/named_actions.hpp"
 #include "queue/sequence.hpp"
+#include "queue/sequential_queue.hpp"
 #include "records/agent_head.hpp"
 #include "records/named_send.hpp"
 
@@ -106,8 +107,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   //   agent_core.cpp     the head and value: create, read, kind, validator; await;
   //   agent_restart.cpp  a failed agent's error and its restart;
   //   agent_sends.cpp    send, send_named, a send inside dosync, the local queue (pending_);
-  //   send_queue.cpp     the send nodes: creating them (grouped in one multi), finding one
-  //                      whose reply was lost, listing the queue, watching a predecessor;
+  //   send_queue.cpp     the send nodes, a queue of the one engine (queue_): creating them
+  //                      (grouped in one multi), finding one whose reply was lost, listing
+  //                      the queue, watching a predecessor;
   //   agent_drive.cpp    the worker loop: one look at the oldest send, retries, finishing;
   //   agent_batch.cpp    planning a batch and applying it in one multi.
   // What await waits for (AwaitTickets), the named actions and the validator are small
@@ -264,6 +266,13 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
                                                const std::vector<Runnable>& batch) const;
   // Runs `batch` on the current value and commits it in one multi.
   Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
+  // The batch's write of the head `head_node` holds (`head`): the actions run on its value
+  // (a new value stored, or its create and the old one's removal put in `value_operations`
+  // for the multi), or a failed agent's check that drops them unrun; nullopt when another
+  // process's batch moved the head meanwhile (plan again).
+  std::optional<Operation> head_operation(const std::vector<Runnable>& batch,
+                                          const NodeData& head_node, const AgentHead& head,
+                                          InDoubt& commit, std::vector<Operation>& value_operations);
   // Runs the batch's actions on `value` in queue order, each on the value the one before
   // left, until one fails (its error set in `next_head`, the sends behind it counted
   // unrun); true when some action changed the value. Their sends are kept in `commit`.
@@ -284,18 +293,23 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void forget_listing();
 
   // --- send_queue.cpp
-  // Whether the head exists after a create whose reply was lost (a sync, then a read),
-  // asked again while ZooKeeper does not answer, for one session timeout.
+  // Whether the head exists after a create whose reply was lost (outcome_of: a sync, then a
+  // read), asked again while ZooKeeper does not answer; false too after one session timeout
+  // of silence.
   bool head_exists_after_outage();
-  // Watches the send node `node` (a name) for its removal; true when it is gone already.
-  bool watch_until_gone(const std::string& node);
+  // Watches the send right before `own` in `queue` (a listing in order) for its removal
+  // (queue_.turn_in); false when it is gone already: list again.
+  bool watch_predecessor(const std::vector<std::string>& queue, const std::string& own);
   // The send nodes of the queue in sequence order, remembered as the last listing.
   std::vector<std::string> list_queue();
   // This process's sends made before the last listing was asked for (sequence up to
   // listed_up_to_) and missing from `listing` (that listing): their nodes are gone.
   std::vector<std::string> gone_from(const std::vector<std::string>& listing);
-  // The path a send node of `tag` is created at (the server appends its sequence).
+  // The name prefix a send node of `tag` is created with, "s-<tag>-" (the server appends
+  // its sequence).
   std::string send_prefix(const std::string& tag) const;
+  // That prefix's path in the queue folder.
+  std::string send_path_prefix(const std::string& tag) const;
   // What the create of a send node weighs in a request (rule 11), as multi_size.hpp counts.
   std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
   // How many of the sends waiting in to_create_ fit one request together (at least one).
@@ -304,12 +318,21 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // Timeout or OutcomeUnknown by `deadline`.
   std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
                           const Deadline& deadline);
-  // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
-  std::optional<bool> head_moved_since(std::int32_t version);
+  // With create_mutex_ held by `lock` (released meanwhile): creates the sends waiting in
+  // to_create_ that fit one request, in one request.
+  void create_next_group(std::unique_lock<std::mutex>& lock, const Deadline& deadline);
+  // With create_mutex_ held by `lock`: gives up the send `mine` once `deadline` expired
+  // (Timeout, or OutcomeUnknown for a named send whose create went out).
+  [[noreturn]] void give_up_send(std::unique_lock<std::mutex>& lock,
+                                 const std::shared_ptr<Creating>& mine, const Deadline& deadline);
   // A send whose create's outcome was unknown and whose node was not found: created again
   // (until it is found or made) while that cannot run it twice (a closure, or no batch
   // committed since it was made), else OutcomeUnknown.
   std::optional<std::string> create_again(const Creating& one);
+  // Whether a named send not found may have run (the head moved since it was made, read
+  // after a sync): false for a closure; ConnectionLoss or SessionExpired when ZooKeeper did
+  // not answer.
+  bool named_send_may_have_run(const Creating& one);
   // Sends the creates of `group` in one request and settles them, or has a worker settle
   // them once `deadline` passed.
   void create_together(const Group& group, const Deadline& deadline);
@@ -322,8 +345,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // Deletes a send node nobody will run, until ZooKeeper says it is gone.
   void remove_abandoned(const std::string& node);
   // The node of this process's send `tag` whose create's reply was lost, or nullopt when
-  // ZooKeeper said there is none (a listing after a sync); asked again while ZooKeeper does
-  // not answer, never judged from silence alone; ConnectionLoss once the client closes.
+  // ZooKeeper said there is none (queue_.find: a listing after a sync); asked again while
+  // ZooKeeper does not answer, never judged from silence alone; ConnectionLoss once the
+  // client closes.
   std::optional<std::string> locate_send(const std::string& tag);
 
   std::string name_;
@@ -334,6 +358,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;
   std::string queue_path_;
+  SequentialQueue queue_;  // the send nodes in queue_path_
   AgentValidator validator_;  // its own mutex
   NamedActions named_;        // defined here; its own mutex (looked up while mutex_ is held)
   AwaitTickets tickets_;      // its own mutex (taken while mutex_ is not)

@@ -194,7 +194,7 @@ std::optional<AgentCore::Step> AgentCore::resolve_in_doubt(Pending& front,
 void AgentCore::complete(InDoubt& landed) {
   {
     std::lock_guard lock(mutex_);
-    for (const auto& node : landed.nodes) std::erase(known_queue_, last_segment(node));
+    for (const auto& node : landed.nodes) std::erase(known_queue_, name_of(node));
   }
   if (landed.written && !landed.in_multi) erase_quietly(landed.previous);
   runtime_.nodes().refresh(head_path_);

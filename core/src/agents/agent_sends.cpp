@@ -108,7 +108,7 @@ void AgentCore::send_with_commit(OpenTransaction& transaction, const std::string
       shared_from_this(), tag, std::make_shared<AgentAction>(std::move(action)), blocking, named,
       generation);
   transaction.add_to_commit(
-      {op::Create{send_prefix(tag), std::move(data), CreateMode::ephemeral_sequential}},
+      {queue_.create_op(send_prefix(tag), std::move(data))},
       [in_doubt](const std::vector<OperationResult>& results) {
         in_doubt->landed = true;
         if (results.empty()) return;  // the reply was lost: found in the background
@@ -126,7 +126,7 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
     std::lock_guard lock(mutex_);
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
-    const std::int32_t sequence = sequence_of(last_segment(node)).value();
+    const std::int32_t sequence = sequence_of(name_of(node)).value();
     auto placed =
         pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {},
                                            named, generation, *ticket});
@@ -138,7 +138,7 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
 }
 
 AgentCore::PendingMap::iterator AgentCore::find_pending(const std::string& node) {
-  const auto sequence = sequence_of(last_segment(node));
+  const auto sequence = sequence_of(name_of(node));
   return sequence ? pending_.find(*sequence) : pending_.end();
 }
 

@@ -78,6 +78,7 @@ struct AgentWorkers::Impl {
   GrowingPool growing;
   std::mutex mutex;
   bool stopped = false;
+  std::stop_source stop;  // requested once stopped is set
   // Counted: a retain made before the matching release of an earlier one ran keeps the agent.
   struct Retained {
     std::shared_ptr<AgentCore> agent;
@@ -127,12 +128,15 @@ bool AgentWorkers::stopping() const {
   return impl_->stopped;
 }
 
+std::stop_token AgentWorkers::stop_token() const { return impl_->stop.get_token(); }
+
 void AgentWorkers::stop() {
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopped) return;
     impl_->stopped = true;
   }
+  impl_->stop.request_stop();  // wakes the tasks waiting for ZooKeeper before the joins
   impl_->fixed.stop();
   impl_->fixed.join();
   impl_->growing.stop();

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <stop_token>
 
 namespace avout::detail {
 
@@ -31,6 +32,8 @@ class AgentWorkers {
   void stop();
   /// True once stop() began: a task still retrying should give up.
   bool stopping() const;
+  /// Stopped once stop() began: a Deadline of it ends a task's wait for ZooKeeper then.
+  std::stop_token stop_token() const;
 
  private:
   struct Impl;

@@ -1,50 +1,51 @@
-// The send nodes of an agent's queue: creating them (the sends of several threads in one
-// multi), finding one whose create's reply was lost, creating it again when that cannot run
-// it twice, listing the queue in sequence order and watching a predecessor. Kept together:
-// they are to move onto the one sequential-queue engine (issue 37, item 2).
+// The send nodes of an agent's queue, a queue of the one engine (queue/sequential_queue.hpp):
+// creating them (the sends of several threads in one multi), finding one whose create's
+// reply was lost, creating it again when that cannot run it twice, listing the queue in
+// sequence order and watching a predecessor. "Did it land?" is the outcome module's
+// (zk/outcome.hpp): never "absent" from silence, only from a listing after a sync.
 #include "agents/agent_core.hpp"
 #include "agents/agent_workers.hpp"
 #include "agents/send_names.hpp"
 #include "base/back_off.hpp"
 #include "runtime/marked_commit.hpp"
 #include "zk/multi_size.hpp"
+#include "zk/outcome.hpp"
 
 #include <avout/errors.hpp>
 
-#include <algorithm>
-#include <chrono>
 #include <stop_token>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 
 namespace avout::detail {
 
 bool AgentCore::head_exists_after_outage() {
-  const auto deadline = std::chrono::steady_clock::now() + session_.options().session_timeout;
-  while (true) {
-    try {
-      auto synced = session_.sync_async(head_path_);
-      auto found = session_.exists_async(head_path_);
-      session_.wait(synced);
-      const auto stat = session_.wait(found);
-      return stat && stat->data_length > 0;
-    } catch (const ConnectionLoss&) {
-    } catch (const SessionExpired&) {
-    }
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto has_head = [&] {
+    const auto stat = session_.exists(head_path_);
+    return stat && stat->data_length > 0;  // an empty node is the folder of /x/y's head
+  };
+  try {
+    return outcome_of(session_, head_path_, has_head,
+                      Deadline::after(session_.options().session_timeout),
+                      "agent " + name_ + ": looking for its head " + head_path_) ==
+           Outcome::landed;
+  } catch (const Timeout&) {
+    return false;  // no answer for one session timeout: the caller says OutcomeUnknown
   }
 }
 
 std::string AgentCore::send_prefix(const std::string& tag) const {
-  return queue_path_ + "/s-" + tag + "-";
+  return prefix_for(send_kind, tag);
+}
+
+std::string AgentCore::send_path_prefix(const std::string& tag) const {
+  return join_path(queue_path_, send_prefix(tag));
 }
 
 std::size_t AgentCore::send_create_size(const std::string& tag, const Bytes& data) const {
   constexpr std::size_t sequence_digits = 10;  // the server appends them to the prefix
   // Counted without building the op, which would copy the arguments.
-  return serialized_size(send_prefix(tag).size() + sequence_digits, data.size(),
+  return serialized_size(send_path_prefix(tag).size() + sequence_digits, data.size(),
                          session_.options().chroot.size());
 }
 
@@ -60,29 +61,21 @@ std::size_t AgentCore::sends_fitting_one_request() const {
 }
 
 std::optional<std::string> AgentCore::locate_send(const std::string& tag) {
-  while (true) {
-    try {
-      // The sync makes the listing at least as new as the create whose reply was lost; on a
-      // renewed session, the create's session is known ended, and its ephemeral node with it.
-      auto synced = session_.sync_async(queue_path_);
-      auto listed = session_.children_async(queue_path_);
-      session_.wait(synced);
-      for (const auto& child : session_.wait(listed)) {
-        if (child.rfind("s-" + tag + "-", 0) == 0) return queue_path_ + "/" + child;
-      }
-      return std::nullopt;
-    } catch (const SessionExpired&) {
-      // The renewed session's listing answers next.
-    } catch (const ConnectionLoss&) {
-    }
-    // Never absent from silence alone (item 6 of issue 35): while the whole ensemble is down,
-    // ZooKeeper restarts session timers when a leader returns, so the session may live on.
-    if (workers_->stopping()) {
-      throw ConnectionLoss("agent " + name_ + ": the client closed while ZooKeeper was "
-                           "unreachable: whether send node " + send_prefix(tag) +
-                           "* exists is unknown (it goes with this client's session)");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The sync makes the listing at least as new as the create whose reply was lost; on a
+  // renewed session, the create's session is known ended, and its ephemeral node with it.
+  // Never absent from silence alone (item 6 of issue 35): while the whole ensemble is down,
+  // ZooKeeper restarts session timers when a leader returns, so the session may live on:
+  // asked again until ZooKeeper answers or the client closes.
+  const Deadline until_closed(workers_->stop_token());
+  try {
+    return queue_.find(send_prefix(tag), until_closed);
+  } catch (const Timeout&) {
+    throw ConnectionLoss("agent " + name_ + ": " +
+                         (until_closed.stop_requested() ? "the client closed"
+                                                        : "the reply deadline passed") +
+                         " while ZooKeeper was unreachable: whether send node " +
+                         send_path_prefix(tag) +
+                         "* exists is unknown (it goes with this client's session)");
   }
 }
 
@@ -101,36 +94,10 @@ std::string AgentCore::create_send(const std::string& tag, Bytes data, std::int3
   to_create_.push_back(mine);
   while (!mine->done) {
     if (!mine->taken && !creating_) {
-      creating_ = true;
-      // Bounded like a batch, and by rule 11's size: the arguments of named sends count.
-      const auto taken =
-          to_create_.begin() + static_cast<std::ptrdiff_t>(sends_fitting_one_request());
-      const Group group(to_create_.begin(), taken);
-      to_create_.erase(to_create_.begin(), taken);
-      for (const auto& one : group) one->taken = true;
-      lock.unlock();
-      create_together(group, deadline);  // settled, or handed to a worker when late
-      lock.lock();
-      creating_ = false;
-      created_.notify_all();
+      create_next_group(lock, deadline);
       continue;
     }
-    if (deadline.expired()) {
-      // Not sent yet: nothing to undo. Sent: whoever settles its create deletes the node.
-      if (mine->taken) mine->abandoned = true;
-      else std::erase(to_create_, mine);
-      lock.unlock();
-      // A named send's node may already be there, and any process that defined the name
-      // (this one too: it is in no pending_) may run it before the delete: Timeout would
-      // promise too much. A closure's node only its sender runs, from pending_: never.
-      if (mine->taken && is_named_tag(tag)) {
-        throw OutcomeUnknown("agent " + name_ + ": send: " +
-                             (deadline.stop_requested() ? "cancelled" : "deadline passed") +
-                             " after its create went out: the named action may run once "
-                             "(its node, if made, is deleted in the background)");
-      }
-      deadline.expire("agent " + name_ + ": send");
-    }
+    if (deadline.expired()) give_up_send(lock, mine, deadline);
     created_.wait_until(lock, deadline.time_or_far(), [&] {
       return mine->done || (!mine->taken && !creating_) || deadline.stop_requested();
     });
@@ -139,11 +106,45 @@ std::string AgentCore::create_send(const std::string& tag, Bytes data, std::int3
   return mine->node;
 }
 
+void AgentCore::create_next_group(std::unique_lock<std::mutex>& lock, const Deadline& deadline) {
+  creating_ = true;
+  // Bounded like a batch, and by rule 11's size: the arguments of named sends count.
+  const auto taken = to_create_.begin() + static_cast<std::ptrdiff_t>(sends_fitting_one_request());
+  const Group group(to_create_.begin(), taken);
+  to_create_.erase(to_create_.begin(), taken);
+  for (const auto& one : group) one->taken = true;
+  lock.unlock();
+  create_together(group, deadline);  // settled, or handed to a worker when late
+  lock.lock();
+  creating_ = false;
+  created_.notify_all();
+}
+
+void AgentCore::give_up_send(std::unique_lock<std::mutex>& lock,
+                             const std::shared_ptr<Creating>& mine, const Deadline& deadline) {
+  // Not sent yet: nothing to undo. Sent: whoever settles its create deletes the node.
+  if (mine->taken) mine->abandoned = true;
+  else std::erase(to_create_, mine);
+  const bool sent = mine->taken;
+  lock.unlock();
+  // A named send's node may already be there, and any process that defined the name (this
+  // one too: it is in no pending_) may run it before the delete: Timeout would promise too
+  // much. A closure's node only its sender runs, from pending_: never.
+  if (sent && is_named_tag(mine->tag)) {
+    throw OutcomeUnknown("agent " + name_ + ": send: " +
+                         (deadline.stop_requested() ? "cancelled" : "deadline passed") +
+                         " after its create went out: the named action may run once "
+                         "(its node, if made, is deleted in the background)");
+  }
+  deadline.expire("agent " + name_ + ": send");
+}
+
 void AgentCore::create_together(const Group& group, const Deadline& deadline) {
   CreateReply reply;
   if (group.size() == 1) {
-    auto created = session_.create_async(send_prefix(group.front()->tag), group.front()->data,
-                                         CreateMode::ephemeral_sequential).share();
+    // A lone send's create as a future: a sender whose deadline passes hands it to a worker.
+    const auto made = queue_.create_op(send_prefix(group.front()->tag), group.front()->data);
+    auto created = session_.create_async(made.path, made.data, made.mode).share();
     reply = [this, created](const Deadline& by) -> std::optional<std::vector<std::string>> {
       auto path = session_.wait(created, by);
       if (!path) return std::nullopt;
@@ -152,8 +153,7 @@ void AgentCore::create_together(const Group& group, const Deadline& deadline) {
   } else {
     std::vector<Operation> operations;
     for (const auto& one : group) {
-      operations.push_back(
-          op::Create{send_prefix(one->tag), one->data, CreateMode::ephemeral_sequential});
+      operations.push_back(queue_.create_op(send_prefix(one->tag), one->data));
     }
     auto committed = session_.multi_async(operations).share();
     reply = [this, committed, operations](const Deadline& by) -> std::optional<std::vector<std::string>> {
@@ -231,81 +231,78 @@ bool AgentCore::gave_up(const Creating& one) {
 void AgentCore::remove_abandoned(const std::string& node) {
   // Until ZooKeeper says the node is gone, never from silence alone (item 6 of issue 35): a
   // session unreachable for three timeouts may live on, its orphan blocking the queue.
+  const Deadline until_closed(workers_->stop_token());  // then it goes with the session
   for (std::size_t attempt = 0;; ++attempt) {
     try {
-      session_.remove(node, 0);  // send nodes are never changed: version 0
+      // Deleted, gone already (or with its session), or the client closed: done.
+      (void)queue_.release(node, 0, until_closed);  // send nodes never change: version 0
       return;
-    } catch (const NoNode&) {
-      return;
-    } catch (const SessionExpired&) {
-      return;  // the node went with the session
     } catch (const ConnectionLoss&) {
     }
-    if (workers_->stopping()) return;  // it goes with this client's session
-    (void)back_off(attempt, Deadline{}, outage_pauses);
+    if (!back_off(attempt, until_closed, outage_pauses)) return;
   }
-}
-
-std::optional<bool> AgentCore::head_moved_since(std::int32_t version) {
-  try {
-    // After the sync the head is at least as new as any batch that ran the send.
-    auto synced = session_.sync_async(head_path_);
-    auto read = session_.get_async(head_path_);
-    session_.wait(synced);
-    return session_.wait(read).stat.version != version;
-  } catch (const ConnectionLoss&) {
-  } catch (const SessionExpired&) {
-  }
-  return std::nullopt;
 }
 
 std::optional<std::string> AgentCore::create_again(const Creating& one) {
-  const auto resolution = resolution_deadline(session_);
-  for (std::size_t attempt = 0;; ++attempt) {
-    if (gave_up(one)) return std::nullopt;  // its sender timed out: make nothing more
-    // A named send's node may have landed and been run and deleted by a process that
-    // defined the name (this one included) before it could be found: "not found" does not
-    // mean "not sent", and creating it again could run it twice, unless no batch committed
-    // since the send was made (a batch that runs a send moves the head). A closure's node
-    // only this process runs, from pending_, where it is not yet: one not found never ran.
-    const auto moved = is_named_tag(one.tag) ? head_moved_since(one.head_version)
-                                              : std::optional<bool>(false);
-    if (moved == true) {
-      throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create "
-                           "of a named send and its node is gone: another process may have "
-                           "run it (it ran once or not at all; not sent again)");
-    }
-    if (moved == false) {  // else ZooKeeper did not answer: asked again after a pause
-      try {
-        return session_.create(send_prefix(one.tag), one.data, CreateMode::ephemeral_sequential);
-      } catch (const ConnectionLoss&) {
-        // The create may have landed: find it before creating again, so no orphan is left.
-        if (auto found = locate_send(one.tag)) return found;
-      } catch (const SessionExpired&) {
-        // A create that landed went with the session: its node is gone, maybe run.
-      }
-    }
-    if (!back_off(attempt, Deadline::at(resolution), outage_pauses)) {
-      throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
-                           send_prefix(one.tag) + "* left behind)");
-    }
+  // The engine finds a create whose reply was lost before it creates again; the gate stops
+  // it from creating what may have run already.
+  bool gave_up_on = false;
+  bool maybe_run = false;
+  bool sent = false;  // a create went out
+  const auto may_create = [&] {
+    gave_up_on = gave_up(one);  // its sender timed out: make nothing more
+    maybe_run = !gave_up_on && named_send_may_have_run(one);
+    sent = sent || (!gave_up_on && !maybe_run);
+    return !gave_up_on && !maybe_run;
+  };
+  if (auto made = queue_.create(send_prefix(one.tag), one.data,
+                                Deadline::at(resolution_deadline(session_)), may_create)) {
+    return made;
   }
+  if (gave_up_on) return std::nullopt;
+  if (maybe_run) {
+    throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create "
+                         "of a named send and its node is gone: another process may have "
+                         "run it (it ran once or not at all; not sent again)");
+  }
+  // The deadline passed, a create perhaps landed: found, or known absent, before giving up.
+  if (sent) {
+    if (auto found = locate_send(one.tag)) return found;
+  }
+  throw ConnectionLoss("agent " + name_ + ": ZooKeeper unreachable, send not made (no node " +
+                       send_path_prefix(one.tag) + "* left behind)");
 }
 
-bool AgentCore::watch_until_gone(const std::string& node) {
-  // A waiter watches one send before its own: no herd when one finishes.
+bool AgentCore::named_send_may_have_run(const Creating& one) {
+  // A named send's node may have landed and been run and deleted by a process that defined
+  // the name (this one included) before it could be found: "not found" does not mean "not
+  // sent", and creating it again could run it twice, unless no batch committed since the
+  // send was made (a batch that runs a send moves the head). A closure's node only this
+  // process runs, from pending_, where it is not yet: one not found never ran.
+  if (!is_named_tag(one.tag)) return false;
+  // After the sync the head is at least as new as any batch that ran the send. No answer
+  // (ConnectionLoss, SessionExpired): the engine asks again after a pause.
+  auto synced = session_.sync_async(head_path_);
+  auto read = session_.get_async(head_path_);
+  session_.wait(synced);
+  return session_.wait(read).stat.version != one.head_version;
+}
+
+bool AgentCore::watch_predecessor(const std::vector<std::string>& queue, const std::string& own) {
+  // A waiter watches the one send before its own (a mutex's rule): no herd when one finishes.
   std::weak_ptr<AgentCore> weak = weak_from_this();
-  auto still_there =
-      session_.exists(queue_path_ + "/" + node, [weak, node](const WatchEvent& event) {
-        auto self = weak.lock();
-        if (!self) return;
-        if (event.type == WatchEventType::deleted) {
-          std::lock_guard lock(self->mutex_);
-          std::erase(self->known_queue_, node);
-        }
-        self->kick();
-      });
-  return !still_there.has_value();
+  auto wake = [weak](const WatchEvent& event) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (event.type == WatchEventType::deleted) {
+      std::lock_guard lock(self->mutex_);
+      std::erase(self->known_queue_, name_of(event.path));
+    }
+    self->kick();
+  };
+  const auto turn = queue_.turn_in(queue, own, HoldRule::first(1), std::move(wake), Deadline{});
+  if (!turn) ReplyDeadline::current().expire("agent " + name_ + ": watching a send ahead");
+  return !turn->watch.empty();  // empty: the one ahead is gone already (or none is)
 }
 
 std::vector<std::string> AgentCore::list_queue() {
@@ -316,18 +313,15 @@ std::vector<std::string> AgentCore::list_queue() {
     std::lock_guard lock(mutex_);
     if (!pending_.empty()) made_before = pending_.rbegin()->first;
   }
-  // Only send nodes: the queue of an agent named /x also holds the folder of /x/y.
-  auto children = session_.children(queue_path_);
-  std::erase_if(children, [](const std::string& child) {
-    return child.rfind("s-", 0) != 0 || !sequence_of(child);
-  });
-  std::sort(children.begin(), children.end(), [](const auto& a, const auto& b) {
-    return SequenceOrder{}(*sequence_of(a), *sequence_of(b));
-  });
+  // Only send nodes (the queue of an agent named /x also holds the folder of /x/y), listed
+  // without a sync: this session's own sends are all a listing must hold (its sends made
+  // before it, for gone_from), and others' a watch or the next listing brings.
+  auto children = queue_.list(Deadline{}, {}, Freshness::own_writes);
+  if (!children) ReplyDeadline::current().expire("agent " + name_ + ": listing its queue");
   std::lock_guard lock(mutex_);
-  known_queue_ = children;
+  known_queue_ = *children;
   listed_up_to_ = made_before;
-  return children;
+  return std::move(*children);
 }
 
 std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& listing) {
@@ -336,7 +330,7 @@ std::vector<std::string> AgentCore::gone_from(const std::vector<std::string>& li
   std::lock_guard lock(mutex_);
   for (const auto& [sequence, pending] : pending_) {
     if (!listed_up_to_ || SequenceOrder{}(*listed_up_to_, sequence)) break;
-    if (!listed.contains(last_segment(pending.node))) gone.push_back(pending.node);
+    if (!listed.contains(name_of(pending.node))) gone.push_back(pending.node);
   }
   return gone;
 }

@@ -33,7 +33,8 @@ op::Create SequentialQueue::create_op(const std::string& prefix, Bytes data) con
 }
 
 std::optional<std::string> SequentialQueue::create(const std::string& prefix, const Bytes& data,
-                                                   const Deadline& deadline) {
+                                                   const Deadline& deadline,
+                                                   const std::function<bool()>& may_create) {
   const Deadline bound = outcome_deadline(deadline);
   // The session a create went out on: an ephemeral node made there is gone once it ended,
   // so only a persistent one (or one on a living session) needs looking for.
@@ -46,6 +47,7 @@ std::optional<std::string> SequentialQueue::create(const std::string& prefix, co
       if (sent_in && may_live) {
         if (auto found = find(prefix, bound)) return found;
       }
+      if (may_create && !may_create()) return std::nullopt;
       sent_in = session_.generation();
       const auto made = create_op(prefix, data);
       return reply_by(session_, session_.create_async(made.path, made.data, mode_), bound);
@@ -65,19 +67,22 @@ std::optional<std::string> SequentialQueue::find(const std::string& prefix,
 }
 
 std::optional<std::vector<std::string>> SequentialQueue::list(const Deadline& deadline,
-                                                              WatchCallback watch) {
-  auto children = synced_children(outcome_deadline(deadline), std::move(watch));
+                                                              WatchCallback watch,
+                                                              Freshness freshness) {
+  auto children = synced_children(outcome_deadline(deadline), std::move(watch), freshness);
   if (!children) return std::nullopt;
   return in_queue_order(std::move(*children), kind_);
 }
 
 std::optional<std::vector<std::string>> SequentialQueue::synced_children(const Deadline& bound,
-                                                                         WatchCallback watch) {
+                                                                         WatchCallback watch,
+                                                                         Freshness freshness) {
   // Replies come in request order: once the listing is in, so is the sync's answer.
-  auto synced = session_.sync_async(folder_);
+  std::optional<std::future<void>> synced;
+  if (freshness == Freshness::after_sync) synced = session_.sync_async(folder_);
   auto listed = reply_by(session_, session_.children_async(folder_, std::move(watch)), bound);
   if (!listed) return std::nullopt;
-  session_.wait(synced);
+  if (synced) session_.wait(*synced);
   return listed;
 }
 

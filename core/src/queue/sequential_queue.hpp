@@ -13,12 +13,20 @@
 #include <avout/deadline.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace avout::detail {
+
+/// How new a listing must be. after_sync: as new as every write made before it, any
+/// session's (a sync goes first, pipelined: no round trip of its own for the client, but on
+/// a follower the listing waits for the leader's answer to it). own_writes: as new as this
+/// session's own writes (ZooKeeper's read-your-writes), what a user that only needs its own
+/// nodes to be listed asks for on a hot path (agents' plan of a batch).
+enum class Freshness { after_sync, own_writes };
 
 /// The sequential queue of `kind` nodes in one folder of one session.
 class SequentialQueue {
@@ -42,15 +50,21 @@ class SequentialQueue {
   /// Creates the node of `prefix` alone; after a lost reply looks for it (a sync and a
   /// listing later) before creating again, so it is made once. Its path, or nullopt once the
   /// deadline passed with a create perhaps in flight (the caller's removals take `prefix`).
+  /// `may_create` (empty: always) is asked before each create goes out, for a node that
+  /// "not found" does not prove unused (agents' named sends): false gives up (nullopt,
+  /// nothing sent by that attempt), a ConnectionLoss it throws is no answer (asked again
+  /// after a pause).
   std::optional<std::string> create(const std::string& prefix, const Bytes& data,
-                                    const Deadline& deadline);
+                                    const Deadline& deadline,
+                                    const std::function<bool()>& may_create = {});
   /// The path of the node a create of `prefix` made, read after a sync; nullopt when none
   /// landed (or it went with its session). Throws Timeout at the deadline (outcome_of).
   std::optional<std::string> find(const std::string& prefix, const Deadline& deadline);
 
-  /// The queue's node names in order, read after a sync; `watch` fires on the folder's next
-  /// child change. nullopt once the deadline passed.
-  std::optional<std::vector<std::string>> list(const Deadline& deadline, WatchCallback watch = {});
+  /// The queue's node names in order, read after a sync unless `freshness` says own_writes;
+  /// `watch` fires on the folder's next child change. nullopt once the deadline passed.
+  std::optional<std::vector<std::string>> list(const Deadline& deadline, WatchCallback watch = {},
+                                               Freshness freshness = Freshness::after_sync);
 
   /// The turn of `own` (a name; empty: a node of another folder, after this whole queue)
   /// under `rule`, from a fresh listing, with `wake` set on each node to watch. Not holding
@@ -71,9 +85,10 @@ class SequentialQueue {
                               const Deadline& deadline);
 
  private:
-  // The folder's children as listed after a sync; nullopt once `bound` passed.
-  std::optional<std::vector<std::string>> synced_children(const Deadline& bound,
-                                                          WatchCallback watch);
+  // The folder's children as listed after a sync (none for own_writes); nullopt once `bound`
+  // passed.
+  std::optional<std::vector<std::string>> synced_children(
+      const Deadline& bound, WatchCallback watch, Freshness freshness = Freshness::after_sync);
 
   ZooKeeperSession& session_;
   std::string folder_;
