@@ -1,0 +1,90 @@
+#pragma once
+// The engine of avout::Barrier (public header avout/barrier.hpp; the protocol in
+// recipes/barrier_round.hpp). Participants queue in the barrier's folder through the
+// sequential-queue engine (protected create, listing in order, the window of nodes to watch,
+// release at an exact version); the folder node's record says which of them entered together.
+
+#include "queue/sequential_queue.hpp"
+#include "recipes/barrier_round.hpp"
+#include "recipes/wake_signal.hpp"
+
+#include <avout/deadline.hpp>
+#include <avout/zookeeper_session.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace avout::detail {
+
+/// One participant of the barrier `name`, whose folder is `folder`.
+class BarrierCore {
+ public:
+  /// Opens the barrier: creates its folder when new and records `n` and an open round there,
+  /// or throws Mismatch when the folder records another count.
+  BarrierCore(ZooKeeperSession& session, std::string name, std::string folder, std::size_t n);
+  /// Stops listening to the session; a node still queued is released (best effort).
+  ~BarrierCore();
+  BarrierCore(const BarrierCore&) = delete;
+  BarrierCore& operator=(const BarrierCore&) = delete;
+
+  /// See Barrier::enter.
+  void enter(const Deadline& deadline);
+  /// See Barrier::leave.
+  void leave(const Deadline& deadline);
+  /// The participant count.
+  std::size_t participants() const { return n_; }
+  /// The barrier's name.
+  const std::string& name() const { return name_; }
+
+ private:
+  // The folder's children and its record, read after a sync (children first: a round still
+  // unchanged when read was unchanged when they were listed); reading the record sets a watch
+  // on it. nullopt at the deadline.
+  struct Snapshot {
+    std::vector<std::string> children;
+    BarrierRound round;
+    std::int32_t version = 0;  // the folder node's
+  };
+  std::optional<Snapshot> look(const Deadline& deadline);
+  void claim_count();
+  std::string path_of(const std::string& child) const { return folder_ + "/" + child; }
+  std::string mine() const;  // the name of this participant's node
+
+  bool member(const BarrierRound& round) const;  // this participant's node is one of its members
+  Deadline grace() const;
+  std::shared_ptr<WakeSignal> wake() const { return wake_; }
+
+  // Enter's steps (barrier_enter.cpp).
+  bool try_close(const Snapshot& seen, const std::vector<std::string>& line,
+                 const Deadline& deadline);
+  bool withdraw(const std::string& prefix);
+  // Leave's steps (barrier_leave.cpp).
+  void record_leaving(const std::string& record, const Deadline& deadline);
+  bool round_over(const Snapshot& seen, const std::string& record);
+  bool watch_members(const Deadline& deadline);
+  void reopen(const Snapshot& seen, bool completed);
+  void give_up(const std::string& record, const std::string& what, const Deadline& deadline);
+  void forget_round();
+  [[noreturn]] void broken(const std::string& why, const std::string& record);
+
+  ZooKeeperSession& session_;
+  std::string name_;
+  std::string folder_;
+  std::size_t n_;
+  SequentialQueue queue_;
+  std::shared_ptr<WakeSignal> wake_ = std::make_shared<WakeSignal>();
+  std::uint64_t listener_ = 0;
+
+  std::mutex mutex_;                      // one enter or leave at a time
+  std::optional<std::string> node_;       // this participant's node path
+  std::uint64_t generation_ = 0;          // the session it was created in
+  std::optional<BarrierRound> round_;     // the closed round entered
+  std::int32_t round_version_ = 0;        // the folder node's version once it closed
+};
+
+}  // namespace avout::detail
