@@ -262,3 +262,25 @@ TEST_CASE("a create whose reply was lost counts once") {
   other.leave(avout::Deadline::after(scaled(20s)));
   leaving.get();
 }
+
+TEST_CASE("a close, the leaving records and the reopening whose replies were lost still hold") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("lost-multi");
+  avout::Client client(options());
+  auto a = client.barrier(name, 2);
+  auto b = client.barrier(name, 2);
+  const auto folder = folder_of(client, name);
+  for (int round = 0; round < 2; ++round) {
+    // Every multi of the round applies with its reply lost: the close, the two records of
+    // leaving and the reopening; each is resolved by what a later look shows.
+    avout::testing::fail_next(avout::testing::ZooKeeperCall::multi, folder, 4, true);
+    auto entered = std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
+    b.enter(avout::Deadline::after(scaled(20s)));
+    entered.get();
+    auto leaving = std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(20s))); });
+    b.leave(avout::Deadline::after(scaled(20s)));
+    leaving.get();
+    CHECK(avout::testing::failures_to_come() == 0);  // one member at least reopens
+    CHECK(client.session().children(folder).empty());
+  }
+}

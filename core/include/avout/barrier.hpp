@@ -38,7 +38,9 @@ namespace detail {
 class BarrierCore;
 }
 
-/// One participant of a distributed double barrier (Client::barrier). Copies share it.
+/// One participant of a distributed double barrier (Client::barrier). Copies share it;
+/// destroying the last copy between enter and leave withdraws it (the round breaks for the
+/// others). Must not outlive its Client.
 class Barrier {
  public:
   /// Blocks until N participants (this one included) have entered this round.

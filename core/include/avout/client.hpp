@@ -166,7 +166,8 @@ class Client {
 
   /// The double barrier `name` of `n` participants (docs/recipes.md, "Barrier"; folder
   /// options().root + "/barriers" + name): one participant per returned object. The first
-  /// opener records `n`; Mismatch when the barrier was created with another count.
+  /// opener records `n`; Mismatch when the barrier was created with another count,
+  /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
 
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every

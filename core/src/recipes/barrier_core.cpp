@@ -66,19 +66,28 @@ std::optional<BarrierCore::Snapshot> BarrierCore::look(const Deadline& deadline)
   const Deadline bound = outcome_deadline(deadline);
   for (std::size_t attempt = 0;; ++attempt) {
     try {
-      // Replies come in request order: the listing and the record are at least as new as
-      // every write before the sync, and the record no older than the listing.
+      // Replies come in request order, every read at least as new as the writes before the
+      // sync. The record is read before and after the listing: the same version both times
+      // means the listing shows the folder while that round stood (a member gone without its
+      // record then is a death, not a completed round's cleanup). The first read's watch
+      // wakes us on any later change.
       auto synced = session_.sync_async(folder_);
+      auto before = session_.get_async(folder_, [wake = wake_](const WatchEvent&) { wake->bump(); })
+                        .share();
       auto listed = session_.children_async(folder_).share();
-      auto read = session_.get_async(folder_, [wake = wake_](const WatchEvent&) { wake->bump(); })
-                      .share();
+      auto after = session_.get_async(folder_).share();
+      const auto first = session_.wait(before, bound);
+      if (!first) return std::nullopt;
       auto children = session_.wait(listed, bound);
       if (!children) return std::nullopt;
-      auto record = session_.wait(read, bound);
-      if (!record) return std::nullopt;
+      const auto second = session_.wait(after, bound);
+      if (!second) return std::nullopt;
       session_.wait(synced);
-      return Snapshot{std::move(*children), decode_record(record->data, folder_).round,
-                      record->stat.version};
+      if (first->stat.version == second->stat.version) {
+        return Snapshot{std::move(*children), decode_record(second->data, folder_).round,
+                        second->stat.version};
+      }
+      continue;  // the round changed meanwhile: look again at once
     } catch (const ConnectionLoss&) {
     } catch (const SessionExpired&) {  // the renewed session answers next
     }

@@ -42,9 +42,9 @@ class BarrierCore {
   const std::string& name() const { return name_; }
 
  private:
-  // The folder's children and its record, read after a sync (children first: a round still
-  // unchanged when read was unchanged when they were listed); reading the record sets a watch
-  // on it. nullopt at the deadline.
+  // The folder's children and its record, read after a sync, the listing taken while the
+  // record stood at `version`; the first read sets a watch on the record. nullopt at the
+  // deadline.
   struct Snapshot {
     std::vector<std::string> children;
     BarrierRound round;
@@ -65,6 +65,7 @@ class BarrierCore {
   bool withdraw(const std::string& prefix);
   // Leave's steps (barrier_leave.cpp).
   void record_leaving(const std::string& record, const Deadline& deadline);
+  bool recorded(const std::string& path, const Deadline& deadline, const std::string& what);
   bool round_over(const Snapshot& seen, const std::string& record);
   bool watch_members(const Deadline& deadline);
   void reopen(const Snapshot& seen, bool completed);

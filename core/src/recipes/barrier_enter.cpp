@@ -22,8 +22,10 @@ void BarrierCore::enter(const Deadline& deadline) {
   for (;;) {
     if (!node_) {  // a first arrival, or again after the session took the node
       prefix = queue_.fresh_prefix();
-      generation_ = session_.generation();
       const auto made = queue_.create(prefix, {}, deadline);
+      // Read after the create: one made while the session renewed lives in the new one. (A
+      // node of a session that ended since is gone, and the next look or check says so.)
+      generation_ = session_.generation();
       if (!made) {
         if (withdraw(prefix)) return;
         deadline.expire(what);

@@ -67,12 +67,28 @@ void BarrierCore::record_leaving(const std::string& record, const Deadline& dead
       if (result.committed || result.failed_index == 1) return;  // 1: recorded before
       broken("this participant's session ended after it entered", record);
     } catch (const SessionExpired&) {
-      if (node_outcome(session_, path, grace(), what) == Outcome::landed) return;
+      if (recorded(path, grace(), what)) return;
       broken("this participant's session ended after it entered", record);
     } catch (const ConnectionLoss&) {
-      if (node_outcome(session_, path, deadline, what) == Outcome::landed) return;
+      if (recorded(path, deadline, what)) return;
     }
   }
+}
+
+bool BarrierCore::recorded(const std::string& path, const Deadline& deadline,
+                           const std::string& what) {
+  // Our record landed if it is there, or if the round completed since: the completing member
+  // saw it, then deleted it with the others. A round that broke meanwhile keeps the records
+  // it saw, so ours missing then means it never landed (and a retry makes it: leave then
+  // learns the round broke).
+  const auto look = [&] {
+    if (session_.exists(path)) return true;
+    const auto folder = session_.get(folder_);
+    if (folder.stat.version == round_version_) return false;
+    const auto now = decode_record(folder.data, folder_).round;
+    return !(now.number == round_->number + 1 && now.previous_broke);
+  };
+  return outcome_of(session_, folder_, look, deadline, what) == Outcome::landed;
 }
 
 bool BarrierCore::round_over(const Snapshot& seen, const std::string& record) {
@@ -104,7 +120,7 @@ void BarrierCore::reopen(const Snapshot& seen, bool completed) {
   // opens; when it completed, the records go with it (when broken they stay, so a member
   // still leaving finds its own and learns the round broke).
   std::vector<Operation> ops{
-      op::SetData{folder_, encode_record(BarrierRecord{n_, next_round(*round_)}), seen.version}};
+      op::SetData{folder_, encode_record(BarrierRecord{n_, next_round(*round_, !completed)}), seen.version}};
   if (completed) {
     for (const auto& name : round_->members) {
       ops.emplace_back(op::Remove{path_of(left_record(round_->number, name)), 0});

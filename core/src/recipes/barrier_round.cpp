@@ -18,6 +18,7 @@ Bytes encode_record(const BarrierRecord& record) {
     for (const auto& member : round.members) text += " " + member;
   } else {
     text += " " + (round.after ? std::to_string(*round.after) : std::string("-"));
+    if (round.previous_broke) text += " broke";
   }
   return to_bytes(text);
 }
@@ -42,7 +43,11 @@ BarrierRecord decode_record(const Bytes& bytes, const std::string& path) {
     if (round.members.size() != record.participants) throw bad();
     return record;
   }
-  if (!(in >> word) || (in >> state)) throw bad();
+  if (!(in >> word)) throw bad();
+  if (in >> state) {
+    if (state != "broke" || (in >> state)) throw bad();
+    round.previous_broke = true;
+  }
   if (word != "-") {
     std::int32_t after = 0;
     const auto* end = word.data() + word.size();
@@ -65,14 +70,14 @@ std::vector<std::string> round_line(std::vector<std::string> children, const Bar
 
 BarrierRound closed_round(const BarrierRound& round, const std::vector<std::string>& line,
                           std::size_t n) {
-  BarrierRound closed{round.number, true, std::nullopt, {}};
+  BarrierRound closed{round.number, true, std::nullopt, {}, false};
   closed.members.assign(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(n));
   return closed;
 }
 
-BarrierRound next_round(const BarrierRound& round) {
+BarrierRound next_round(const BarrierRound& round, bool broke) {
   // Members are the head of the line: every later node has a later sequence than the last.
-  return BarrierRound{round.number + 1, false, sequence_of(round.members.back()), {}};
+  return BarrierRound{round.number + 1, false, sequence_of(round.members.back()), {}, broke};
 }
 
 std::string left_record(std::uint64_t number, const std::string& member) {

@@ -11,7 +11,8 @@
 // a member node gone without that record means the member died. The round reopens (number
 // + 1, after = its last member's sequence) once every member recorded its leaving (the
 // records deleted in the same multi), or once one is seen dead (the records kept, so a member
-// still leaving finds its own and knows the round broke).
+// still leaving finds its own and knows the round broke; the new round says the last broke,
+// for a member whose record's outcome is in doubt).
 
 #include <avout/bytes.hpp>
 
@@ -29,6 +30,7 @@ struct BarrierRound {
   bool closed = false;                     ///< its members are chosen (they entered)
   std::optional<std::int32_t> after;       ///< open: only nodes sequenced after this count
   std::vector<std::string> members;        ///< closed: the member node names, in queue order
+  bool previous_broke = false;             ///< open: the round before this one broke
   bool operator==(const BarrierRound&) const = default;
 };
 
@@ -39,7 +41,7 @@ struct BarrierRecord {
   bool operator==(const BarrierRecord&) const = default;
 };
 
-/// The folder node's bytes for `record`: "<N> open <number> <after|->" or
+/// The folder node's bytes for `record`: "<N> open <number> <after|->[ broke]" or
 /// "<N> closed <number> <member>...".
 Bytes encode_record(const BarrierRecord& record);
 /// The record `bytes` hold; CodecError (naming `path`) for bytes no barrier wrote.
@@ -50,8 +52,9 @@ std::vector<std::string> round_line(std::vector<std::string> children, const Bar
 /// `round` closed with the first `n` names of `line` (which must hold that many).
 BarrierRound closed_round(const BarrierRound& round, const std::vector<std::string>& line,
                           std::size_t n);
-/// The open round after the closed `round`: the next number, after its last member.
-BarrierRound next_round(const BarrierRound& round);
+/// The open round after the closed `round`: the next number, after its last member, and
+/// whether `round` broke.
+BarrierRound next_round(const BarrierRound& round, bool broke);
 
 /// The name of the record that `member` left the round `number`.
 std::string left_record(std::uint64_t number, const std::string& member);
