@@ -284,3 +284,45 @@ TEST_CASE("a close, the leaving records and the reopening whose replies were los
     CHECK(client.session().children(folder).empty());
   }
 }
+
+TEST_CASE("a leave past its deadline withdraws the member: the others' leave breaks") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("leave-deadline");
+  avout::Client client(options());
+  auto patient = client.barrier(name, 2);
+  auto hasty = client.barrier(name, 2);
+  auto entered = std::async(std::launch::async, [&] { patient.enter(avout::Deadline::after(scaled(20s))); });
+  hasty.enter(avout::Deadline::after(scaled(20s)));
+  entered.get();
+  // The other member has not come to leave: the deadline passes.
+  CHECK_THROWS_AS(hasty.leave(avout::Deadline::after(300ms)), avout::Timeout);
+  CHECK(participants_queued(client, name) == 1);  // only the patient one's node
+  CHECK_THROWS_AS(patient.leave(avout::Deadline::after(scaled(20s))), avout::BarrierBroken);
+  CHECK(client.session().children(folder_of(client, name)).empty());
+}
+
+TEST_CASE("rounds: a participant arriving once N are in waits for the next round") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("rounds");
+  avout::Client client(options());
+  auto a = client.barrier(name, 2);
+  auto b = client.barrier(name, 2);
+  auto late = client.barrier(name, 2);
+  auto d = client.barrier(name, 2);
+  auto entered = std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
+  b.enter(avout::Deadline::after(scaled(20s)));
+  entered.get();
+  // The round under way is full: the third waits, and is not counted with the first two.
+  auto waiting = std::async(std::launch::async, [&] { late.enter(avout::Deadline::after(scaled(20s))); });
+  CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+  auto leaving = std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(20s))); });
+  b.leave(avout::Deadline::after(scaled(20s)));
+  leaving.get();
+  CHECK(waiting.wait_for(300ms) == std::future_status::timeout);  // a round needs 2
+  d.enter(avout::Deadline::after(scaled(20s)));
+  waiting.get();
+  leaving = std::async(std::launch::async, [&] { late.leave(avout::Deadline::after(scaled(20s))); });
+  d.leave(avout::Deadline::after(scaled(20s)));
+  leaving.get();
+  CHECK(client.session().children(folder_of(client, name)).empty());
+}

@@ -80,7 +80,8 @@ bool BarrierCore::recorded(const std::string& path, const Deadline& deadline,
   // Our record landed if it is there, or if the round completed since: the completing member
   // saw it, then deleted it with the others. A round that broke meanwhile keeps the records
   // it saw, so ours missing then means it never landed (and a retry makes it: leave then
-  // learns the round broke).
+  // learns the round broke). Only a member stalled past a whole later round could be misled:
+  // the record then says nothing of its round, which is taken as completed.
   const auto look = [&] {
     if (session_.exists(path)) return true;
     const auto folder = session_.get(folder_);
