@@ -326,3 +326,39 @@ TEST_CASE("rounds: a participant arriving once N are in waits for the next round
   leaving.get();
   CHECK(client.session().children(folder_of(client, name)).empty());
 }
+
+TEST_CASE("no herd: an early entrant is not woken by each later arrival") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("herd");
+  constexpr int n = 8;
+  avout::Client observer(options());
+  avout::Client early_client(options());
+  avout::Client others(options());
+  auto early = early_client.barrier(name, n);
+  std::vector<avout::Barrier> later;
+  for (int i = 1; i < n; ++i) later.push_back(others.barrier(name, n));
+  std::vector<std::future<void>> runs;
+  runs.push_back(std::async(std::launch::async, [&] { early.enter(avout::Deadline::after(scaled(30s))); }));
+  while (participants_queued(observer, name) < 1) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(50ms);  // its first look and watch are done
+  const auto before = early_client.session().statistics().requests;
+  for (int i = 0; i + 1 < n - 1; ++i) {  // all but the last arrive, one by one
+    runs.push_back(std::async(std::launch::async, [&, i] { later[i].enter(avout::Deadline::after(scaled(30s))); }));
+    while (participants_queued(observer, name) < static_cast<std::size_t>(i) + 2) {
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+  // Six arrivals; a herd would cost the early one a look (4 requests) each. Its safety look
+  // every 2 s may add one or two.
+  const auto spent = early_client.session().statistics().requests - before;
+  CHECK(spent <= 8);
+  runs.push_back(std::async(std::launch::async, [&] { later.back().enter(avout::Deadline::after(scaled(30s))); }));
+  for (auto& run : runs) run.get();
+  runs.clear();
+  runs.push_back(std::async(std::launch::async, [&] { early.leave(avout::Deadline::after(scaled(30s))); }));
+  for (auto& barrier : later) {
+    runs.push_back(std::async(std::launch::async, [&] { barrier.leave(avout::Deadline::after(scaled(30s))); }));
+  }
+  for (auto& run : runs) run.get();
+  CHECK(observer.session().children(folder_of(observer, name)).empty());
+}
