@@ -58,8 +58,9 @@ class Barrier {
 
  private:
   friend class Client;
+  /// Made by Client::barrier only.
   explicit Barrier(std::shared_ptr<detail::BarrierCore> core) : core_(std::move(core)) {}
-  std::shared_ptr<detail::BarrierCore> core_;
+  std::shared_ptr<detail::BarrierCore> core_;  ///< the participant, shared by copies
 };
 
 }  // namespace avout

@@ -46,31 +46,48 @@ class BarrierCore {
   // record stood at `version`; the first read sets a watch on the record. nullopt at the
   // deadline.
   struct Snapshot {
-    std::vector<std::string> children;
-    BarrierRound round;
-    std::int32_t version = 0;  // the folder node's
+    std::vector<std::string> children;  // the folder's children, as listed
+    BarrierRound round;                 // the round its record holds
+    std::int32_t version = 0;           // the folder node's
   };
   std::optional<Snapshot> look(const Deadline& deadline);
+  // Records N in the folder, or throws Mismatch when another N is recorded there.
   void claim_count();
+  // The path of the folder's child `child`.
   std::string path_of(const std::string& child) const { return folder_ + "/" + child; }
-  std::string mine() const;  // the name of this participant's node
-
-  bool member(const BarrierRound& round) const;  // this participant's node is one of its members
+  // The name of this participant's node (empty when none).
+  std::string mine() const;
+  // True when `round` is closed with this participant's node among its members.
+  bool member(const BarrierRound& round) const;
+  // The bound of an undoing step after the caller's deadline: one session timeout.
   Deadline grace() const;
+  // The wake-up counter, for watch callbacks to hold.
   std::shared_ptr<WakeSignal> wake() const { return wake_; }
 
   // Enter's steps (barrier_enter.cpp).
+  // Closes the open round `seen` with the first N of `line`; true when it landed.
   bool try_close(const Snapshot& seen, const std::vector<std::string>& line,
                  const Deadline& deadline);
+  // After enter's deadline: removes our node (the create of `prefix`) unless the round
+  // closed with it; true when it did (entered after all).
   bool withdraw(const std::string& prefix);
   // Leave's steps (barrier_leave.cpp).
+  // Creates our leaving record while our node is there; BarrierBroken when it is gone.
   void record_leaving(const std::string& record, const Deadline& deadline);
+  // Whether our record at `path` landed (a lost reply's question; see the definition).
   bool recorded(const std::string& path, const Deadline& deadline, const std::string& what);
+  // True when the round entered is over and completed; BarrierBroken when it broke.
   bool round_over(const Snapshot& seen, const std::string& record);
+  // Watches every member's node for a death; false when one is gone already.
   bool watch_members(const Deadline& deadline);
+  // Opens the next round after the one entered (`completed`: deleting the records).
   void reopen(const Snapshot& seen, bool completed);
+  // After leave's deadline: withdraws the member (the round breaks), then throws Timeout;
+  // returns when the round completed first.
   void give_up(const std::string& record, const std::string& what, const Deadline& deadline);
+  // Releases our node and forgets the round: the object may enter again.
   void forget_round();
+  // Deletes our record, forgets the round and throws BarrierBroken(`why`).
   [[noreturn]] void broken(const std::string& why, const std::string& record);
 
   ZooKeeperSession& session_;
