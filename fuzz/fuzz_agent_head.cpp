@@ -1,5 +1,5 @@
 // Fuzzes the decoder of agent heads.
-#include "agents/agent_core.hpp"
+#include "records/agent_head.hpp"
 
 #include <avout/errors.hpp>
 

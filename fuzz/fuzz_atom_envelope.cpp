@@ -1,5 +1,5 @@
 // Fuzzes the decoder of atom envelopes (the bytes every store holds for an atom).
-#include "atoms/atom_core.hpp"
+#include "records/atom_envelope.hpp"
 
 #include <avout/errors.hpp>
 

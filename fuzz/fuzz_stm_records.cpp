@@ -1,5 +1,5 @@
 // Fuzzes the decoders of ref heads and barging tags (data of znodes any client may write).
-#include "stm/stm.hpp"
+#include "records/stm_records.hpp"
 
 #include <avout/errors.hpp>
 

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <stop_token>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -50,15 +51,24 @@ TEST_CASE("a dosync's send whose commit ended in OutcomeUnknown, having landed, 
   const std::string name = unique_name("dosync-unknown");
   auto agent = client.agent<long>(name, 0);
   auto counter = client.ref<long>(unique_name("dosync-unknown-ref"), 0);
-  // The commit multi lands with its reply lost; its marker cannot be looked up before the
-  // dosync's deadline: OutcomeUnknown.
+  // The commit multi lands with its reply lost; its marker cannot be looked up (every sync
+  // before the lookup fails) until the dosync's deadline: OutcomeUnknown. The deadline is a
+  // stop requested once the multi went out and a lookup failed, never earlier: a deadline
+  // passing before the commit is sent is a Timeout that wrote nothing, not this case.
   const auto queue = avout::inspect::agent_queue_path(client, name);
   avout::testing::fail_next(avout::testing::ZooKeeperCall::multi, queue, 1, true);
   avout::testing::fail_next(avout::testing::ZooKeeperCall::sync,
                             avout::inspect::markers_path(client), 100);
+  std::stop_source deadline;
+  std::jthread stopper([&](const std::stop_token& test_over) {
+    while (avout::testing::failures_to_come() > 99 && !test_over.stop_requested()) {
+      std::this_thread::sleep_for(1ms);
+    }
+    deadline.request_stop();
+  });
   bool unknown = false;
   try {
-    client.dosync(avout::Deadline::after(scaled(3s)), [&] {
+    client.dosync(avout::Deadline(deadline.get_token()), [&] {
       counter.alter([](long v) { return v + 1; });
       agent.send([](long v) { return v + 1; });
     });

@@ -7,7 +7,7 @@
 
 #include "runtime/node_cache.hpp"
 #include "runtime/runtime.hpp"
-#include "stm/stm.hpp"  // white-box: the client's idea of the clock, reached from a transaction
+#include "stm/transaction.hpp"  // white-box: the client's idea of the clock, reached from a transaction
 
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"

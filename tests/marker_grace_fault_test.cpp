@@ -6,7 +6,7 @@
 #include <avout/avout.hpp>
 #include <avout/store_registry.hpp>
 
-#include "stm/stm.hpp"  // white-box: resolve_commit
+#include "runtime/marked_commit.hpp"  // white-box: resolve_commit
 
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
@@ -175,4 +175,25 @@ TEST_CASE("a marker's absence means not landed only within half the grace of sen
   CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace, never}, now - grace).has_value());
   CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace}, now - grace).has_value());
   CHECK(resolve_commit(session, Resolution{folder + "/absent", grace, named}, now - grace) == true);
+}
+
+TEST_CASE("a lost commit reply whose resolution outlives the caller's deadline is unknown, never Timeout") {
+  // The caller's deadline passes while the resolution waits for ZooKeeper (silent here; under
+  // load, a reply that comes late): the commit may have landed, so the answer is "unknown"
+  // (dosync: OutcomeUnknown), not the Timeout of a wait that was cut short.
+  avout::testing::start_shared_servers();
+  TcpRelay relay(avout::testing::shared_zookeeper().port());
+  // Long enough that the C client's own timeout (two thirds of it) cannot end the wait first.
+  avout::ZooKeeperSession session(
+      avout::SessionOptions{.hosts = relay.connect_string(), .session_timeout = 9000ms});
+  const std::string folder = avout::testing::unique_name("/marker-grace-test", "silent");
+  session.create_recursive(folder);
+  relay.isolate();
+  const avout::detail::ReplyDeadline bound(avout::Deadline::after(500ms));
+  std::optional<bool> landed = true;
+  CHECK_NOTHROW(landed = avout::detail::resolve_commit(
+                    session, avout::detail::Resolution{folder + "/marker", grace},
+                    std::chrono::steady_clock::now()));
+  CHECK_FALSE(landed.has_value());
+  relay.cut();
 }

@@ -2,7 +2,7 @@
 // that a client with barging off never claims any, that every claim is dated (even one of a
 // speculative attempt's), which settings a client refuses, and what a claimant's liveness costs.
 #include "runtime/runtime.hpp"
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <avout/avout.hpp>
 

@@ -4,7 +4,7 @@
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
-#include "stm/stm.hpp"  // white-box: adds to a commit as agents and locks do
+#include "stm/transaction.hpp"  // white-box: adds to a commit as agents and locks do
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"

@@ -1,11 +1,11 @@
 // Leases in ZooKeeper. Each key is one persistent node holding (held, token, duration,
-// holder). ZooKeeper has no server-side timers, so the contender's own steady clock judges
-// expiry: it takes a lease over only after seeing the node unchanged (same mzxid) for the
-// lease's duration plus a margin, and the holder's estimate starts before its write was even
-// sent, so the holder always believes its lease ended first. Every write is a setData at the
-// version just read (or a create), so of two contenders only one wins. The node is never
-// deleted: its token counter must survive releases for tokens to keep increasing.
-#include "records/wire.hpp"
+// holder): records/lease_record.hpp. ZooKeeper has no server-side timers, so the contender's
+// own steady clock judges expiry: it takes a lease over only after seeing the node unchanged
+// (same mzxid) for the lease's duration plus a margin, and the holder's estimate starts before
+// its write was even sent, so the holder always believes its lease ended first. Every write is
+// a setData at the version just read (or a create), so of two contenders only one wins. The
+// node is never deleted: its token counter must survive releases for tokens to keep increasing.
+#include "records/lease_record.hpp"
 #include "runtime/zookeeper_backend.hpp"
 
 #include <avout/errors.hpp>
@@ -25,43 +25,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-constexpr std::uint8_t record_format = 1;
 // Observations of keys this process waited for; past this many (keys never retried), all
 // are forgotten (that only makes a later takeover wait a full duration again).
 constexpr std::size_t max_observations = 4096;
-
-// What the lease node of a key holds.
-struct LeaseRecord {
-  bool held = false;
-  std::uint64_t token = 0;     // the newest hold's token; kept when released
-  milliseconds duration{0};    // the holder's duration: contenders wait this long (+ margin)
-  std::string holder;          // unique per acquire: resolves a write whose reply was lost
-};
-
-Bytes encode(const LeaseRecord& record) {
-  WireWriter out;
-  out.u8(record_format);
-  out.u8(record.held ? 1 : 0);
-  out.u64(record.token);
-  out.u64(static_cast<std::uint64_t>(record.duration.count()));
-  out.text(record.holder);
-  return out.take();
-}
-
-LeaseRecord decode(const Bytes& data, const std::string& path) {
-  WireReader in(data, "zookeeper lease node " + path);
-  if (in.u8() != record_format) in.fail("unknown format");
-  LeaseRecord record;
-  record.held = in.u8() != 0;
-  record.token = in.u64();
-  record.duration = milliseconds(static_cast<milliseconds::rep>(in.u64()));
-  record.holder = in.text();
-  if (!in.done()) in.fail("trailing bytes");
-  if (record.duration < milliseconds::zero() || record.duration > std::chrono::hours(24 * 366)) {
-    in.fail("duration out of range");
-  }
-  return record;
-}
 
 // Covers clock rate differences between holder and contender (and scheduling noise).
 milliseconds takeover_margin(milliseconds duration) { return duration / 10 + milliseconds(20); }
@@ -114,7 +80,7 @@ class ZooKeeperLeaseStrategy final : public LeaseStrategy {
         if (auto lease = create(path, key, duration)) return lease;
         continue;  // another creator won: look at what it wrote
       }
-      const LeaseRecord record = decode(node->data, path);
+      const LeaseRecord record = decode_lease_record(node->data, path);
       const auto now = steady_clock::now();
       const auto free_at =
           record.held ? observe(path, node->stat.mzxid, record.duration, now) : now;
@@ -150,7 +116,7 @@ class ZooKeeperLeaseStrategy final : public LeaseStrategy {
     const LeaseRecord record{true, 1, duration, next_holder()};
     const auto sent = steady_clock::now();
     try {
-      session_.create(path, encode(record), CreateMode::persistent);
+      session_.create(path, encode_lease_record(record), CreateMode::persistent);
     } catch (const NodeExists&) {
       return std::nullopt;
     } catch (const NoNode&) {
@@ -168,7 +134,7 @@ class ZooKeeperLeaseStrategy final : public LeaseStrategy {
     const LeaseRecord record{true, previous.token + 1, duration, next_holder()};
     const auto sent = steady_clock::now();
     try {
-      session_.set(path, encode(record), node.stat.version);
+      session_.set(path, encode_lease_record(record), node.stat.version);
     } catch (const BadVersion&) {
       return std::nullopt;
     } catch (const NoNode&) {
@@ -184,7 +150,7 @@ class ZooKeeperLeaseStrategy final : public LeaseStrategy {
   bool landed(const std::string& path, const LeaseRecord& written) {
     session_.sync(path);
     try {
-      const LeaseRecord now = decode(session_.get(path).data, path);
+      const LeaseRecord now = decode_lease_record(session_.get(path).data, path);
       return now.held && now.token == written.token && now.holder == written.holder;
     } catch (const NoNode&) {
       return false;
@@ -202,11 +168,11 @@ class ZooKeeperLeaseStrategy final : public LeaseStrategy {
       } catch (const NoNode&) {
         return false;
       }
-      LeaseRecord record = decode(node.data, path);
+      LeaseRecord record = decode_lease_record(node.data, path);
       if (!record.held || record.token != lease.token) return false;
       change(record);
       try {
-        session_.set(path, encode(record), node.stat.version);
+        session_.set(path, encode_lease_record(record), node.stat.version);
         return true;
       } catch (const BadVersion&) {
         // Changed since the read (taken over, or another thread renewed): judge again.

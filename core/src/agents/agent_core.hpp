@@ -23,8 +23,12 @@
 #include <avout/detail/agent_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include "agents/agent_validator.hpp"
+#include "agents/await_tickets.hpp"
+#include "agents/named_actions.hpp"
 #include "queue/sequence.hpp"
-
+#include "records/agent_head.hpp"
+#include "records/named_send.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -36,7 +40,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -45,17 +48,7 @@ namespace avout::detail {
 class CallbackExecutor;
 class Runtime;
 class AgentWorkers;
-
-/// The data of an agent's head node.
-struct AgentHead {
-  Point point;                       ///< where the current value is stored
-  std::optional<std::string> error;  ///< set once an action failed, until restart
-};
-
-/// Encodes an agent head.
-Bytes encode_agent_head(const AgentHead& head);
-/// Decodes an agent head; CodecError naming `path` when malformed.
-AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
+class OpenTransaction;
 
 /// The library side of an agent (AgentHandle).
 class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentCore> {
@@ -69,6 +62,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// Creates the head with `initial` unless the agent exists already; OutcomeUnknown when
   /// the create may have landed and ZooKeeper stayed unreachable.
   void create_if_absent(const Bytes& initial) override;
+  /// The agent's name.
   const std::string& name() const override { return name_; }
 
   /// The newest stored value; a value erased under a newer head is read again (rule 8),
@@ -81,6 +75,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   /// (a create already sent is settled later: its node is deleted). `blocking` picks the
   /// send_off workers.
   void send(AgentAction action, bool blocking, const Deadline& deadline) override;
+  /// The client's operation_timeout from now, or none.
   Deadline default_deadline() const override;
   /// Waits until every action this process sent before the call has run; false once
   /// `deadline` expired. Throws SessionExpired when some of them were dropped because their
@@ -107,6 +102,24 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   static bool in_action();
 
  private:
+  // The member functions are spread over files by job (agent_core.hpp's neighbours):
+  //   agent_core.cpp     the head and value: create, read, kind, validator; await;
+  //   agent_restart.cpp  a failed agent's error and its restart;
+  //   agent_sends.cpp    send, send_named, a send inside dosync, the local queue (pending_);
+  //   send_queue.cpp     the send nodes: creating them (grouped in one multi), finding one
+  //                      whose reply was lost, listing the queue, watching a predecessor;
+  //   agent_drive.cpp    the worker loop: one look at the oldest send, retries, finishing;
+  //   agent_batch.cpp    planning a batch and applying it in one multi.
+  // What await waits for (AwaitTickets), the named actions and the validator are small
+  // classes with their own mutex; the group of creates keeps its own (create_mutex_), its
+  // functions in send_queue.cpp with the rest of the queue's.
+
+  // The most actions one commit applies: a batch holds the queue for its run, and one whose
+  // outcome is in doubt runs again whole.
+  static constexpr std::size_t max_batch = 512;
+  // Sends made by the action running on this thread: they go out once its value is stored.
+  static thread_local std::vector<std::function<void()>>* sends_of_running_action;
+
   // A commit of a batch of actions whose outcome is not known yet (its reply was lost and
   // ZooKeeper stayed unreachable): resolved through its marker before anything else is tried.
   struct InDoubt {
@@ -128,17 +141,17 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     std::uint64_t generation = 0;  // the session's before its node was created
     std::uint64_t ticket = 0;      // what await waits for (tickets_)
   };
+  using PendingMap = std::map<std::int32_t, Pending, SequenceOrder>;
   // A send of the queue a batch runs: one of ours, or another process's named action.
   struct Runnable {
     std::string node;
     Pending* own = nullptr;  // null for another process's send
     AgentAction action;      // another process's send: the named action bound to its arguments
   };
-  // What another process's named send node holds.
-  struct NamedSend {
-    std::string action;
-    Bytes arguments;
-    bool blocking = false;
+  // Thrown when send nodes of this process are gone: run by another process, or gone with
+  // its session.
+  struct SendVanished {
+    std::vector<std::string> nodes;  // the oldest pending send's among them
   };
   // A send waiting for its node: the sends of several threads are created in one multi.
   // Guarded by create_mutex_ once shared.
@@ -158,14 +171,6 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   using CreateReply = std::function<std::optional<std::vector<std::string>>(const Deadline&)>;
   // What one look at the oldest pending send came to.
   enum class Step { finished, dropped, waiting, retry_later, again };
-
-  void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
-              const Deadline& deadline);
-  void enqueue(std::string node, AgentAction action, bool blocking, bool named,
-               std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
-  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
-  std::map<std::int32_t, Pending, SequenceOrder>::iterator find_pending(const std::string& node);
-  std::size_t erase_pending(const std::string& node);
   // A send of a dosync whose create's outcome this process does not know: its reply was
   // lost, or the commit ended in doubt. Unless settled by the commit, its node is looked for
   // in the background when the last copy of the commit's callback goes, and run if found.
@@ -187,14 +192,68 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     SendInDoubt& operator=(const SendInDoubt&) = delete;
     ~SendInDoubt();
   };
-  // A send whose node is still being found: await waits for the ticket returned.
-  std::uint64_t note_sent();
-  // A send dropped unrun (its ticket, if note_sent gave it one, ends).
-  void count_dropped(std::optional<std::uint64_t> ticket = std::nullopt);
+
+  // --- agent_sends.cpp
+  // Queues a closure, or a named send when `named` holds its node's data (send()'s contract).
+  void submit(AgentAction action, std::optional<Bytes> named, bool blocking,
+              const Deadline& deadline);
+  // The head's version for a send, after refusing one to a failed agent (AgentFailed), or
+  // Timeout when `bound` expired before the head was read; nothing is sent yet.
+  std::int32_t head_version_for_send(const Deadline& bound, const std::string& what);
+  // A send inside dosync: a create in the transaction's commit multi, queued by its callback.
+  void send_with_commit(OpenTransaction& transaction, const std::string& tag, Bytes data,
+                        AgentAction action, bool blocking, bool named, std::uint64_t generation);
+  // Queues the send whose node is `node` locally (a ticket for await unless given one) and
+  // wakes a worker when it is now the oldest.
+  void enqueue(std::string node, AgentAction action, bool blocking, bool named,
+               std::uint64_t generation, std::optional<std::uint64_t> ticket = std::nullopt);
+  // This process's pending send whose node is `node` (a path or a name), with mutex_ held.
+  PendingMap::iterator find_pending(const std::string& node);
+  // Erases the pending send whose node is `node`, with mutex_ held: its ticket, or nullopt
+  // when it is not ours.
+  std::optional<std::uint64_t> erase_pending(const std::string& node);
+
+  // --- agent_drive.cpp
+  // Has a worker of the oldest send's pool drive the queue.
   void kick();
+  // The worker loop (one worker at a time): runs the oldest sends while it can.
   void drive(bool pool);
+  // The oldest pending send for a worker of `pool`, or null when the worker is done (none
+  // left, or it belongs to the other pool, which is then asked to drive).
+  Pending* claim_front(bool pool);
+  // Settles the sends a listing showed gone: run by another process, or dropped.
+  Step settle_vanished(const SendVanished& vanished, std::vector<std::string>& done);
+  // Waits the growing retry pause, then hands the agent back to its pool.
+  void retry_after_pause();
+  // One look at the oldest send: resolve a commit in doubt, plan a batch, apply it.
   Step step(Pending& front, std::vector<std::string>& done);
+  // Rule 6 for the front's batch whose commit's reply was lost: Step::finished when it
+  // landed, nullopt when it did not (planned again), retry_later while ZooKeeper is away.
+  std::optional<Step> resolve_in_doubt(Pending& front, std::vector<std::string>& done);
+  // What follows a batch that landed: erase the replaced value, count the unrun, make its
+  // actions' sends.
+  void complete(InDoubt& landed);
+  // Makes a send an action made once that action committed: again while ZooKeeper stays
+  // unreachable (nothing of it is left then), until it is made or the client closes; what is
+  // dropped is logged and counted for await.
+  void make_later_send(const std::function<void()>& go);
+  // Forgets this process's sends among `nodes`: ran, or dropped when `dropped`.
+  void finish(const std::vector<std::string>& nodes, bool dropped);
+
+  // --- agent_batch.cpp
+  // The batch to run when the front's send is first in the queue; empty while it waits for
+  // a predecessor (watched); SendVanished when its node is gone.
   std::vector<Runnable> plan(Pending& front);
+  // The batch from `mine` (the front's node, first in `queue`) on; nullopt when sends made
+  // since the listing may follow (list again first).
+  std::optional<std::vector<Runnable>> gather(Pending& front, const std::vector<std::string>& queue,
+                                              std::vector<std::string>::const_iterator mine,
+                                              bool listed);
+  // Reads the named sends of other processes in `queue` not read yet (each once).
+  void learn_named_sends(const std::vector<std::string>& queue);
+  // Another process's named send `node` bound to its arguments, when defined here and of
+  // the pool `blocking`.
+  std::optional<AgentAction> runnable(const std::string& node, bool blocking);
   // What a batch's multi holds besides its send nodes' removals (rule 11).
   std::size_t fixed_multi_bytes() const;
   // For a value ZooKeeper holds: its create at `point` and the removal of `previous`, to
@@ -203,29 +262,46 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::vector<Operation> held_value_operations(const Bytes& value, const Point& point,
                                                const Point& previous,
                                                const std::vector<Runnable>& batch) const;
+  // Runs `batch` on the current value and commits it in one multi.
+  Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
+  // Runs the batch's actions on `value` in queue order, each on the value the one before
+  // left, until one fails (its error set in `next_head`, the sends behind it counted
+  // unrun); true when some action changed the value. Their sends are kept in `commit`.
+  bool run_actions(const std::vector<Runnable>& batch, Bytes& value, AgentHead& next_head,
+                   InDoubt& commit);
+  // Counts our sends in `batch` from `first` on as dropped unrun, with the agent's `error`.
+  static void count_unrun(InDoubt& commit, const std::vector<Runnable>& batch, std::size_t first,
+                          const std::string& error);
+  // Sends the batch's multi and acts on its outcome.
+  Step commit_batch(InDoubt commit, std::vector<Operation> operations,
+                    std::size_t cleanup, std::uint64_t generation, Pending& front,
+                    std::vector<std::string>& done);
+  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
+  bool head_names(const std::optional<Point>& point);
+  // Erases a value no head names; one left behind is gc's.
+  void erase_quietly(const Point& point);
+  // Forgets the queue listing: the next plan lists again.
+  void forget_listing();
+
+  // --- send_queue.cpp
+  // Whether the head exists after a create whose reply was lost (a sync, then a read),
+  // asked again while ZooKeeper does not answer, for one session timeout.
+  bool head_exists_after_outage();
+  // Watches the send node `node` (a name) for its removal; true when it is gone already.
   bool watch_until_gone(const std::string& node);
+  // The send nodes of the queue in sequence order, remembered as the last listing.
   std::vector<std::string> list_queue();
   // This process's sends made before the last listing was asked for (sequence up to
   // listed_up_to_) and missing from `listing` (that listing): their nodes are gone.
   std::vector<std::string> gone_from(const std::vector<std::string>& listing);
-  void learn_named_sends(const std::vector<std::string>& queue);
-  std::optional<AgentAction> runnable(const std::string& node, bool blocking);
-  Step apply(std::vector<Runnable> batch, Pending& front, std::vector<std::string>& done);
-  void complete(InDoubt& landed);
-  // Makes a send an action made once that action committed: again while ZooKeeper stays
-  // unreachable (nothing of it is left then), until it is made or the client closes; what is
-  // dropped is logged and counted for await.
-  void make_later_send(const std::function<void()>& go);
-  // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
-  bool head_names(const std::optional<Point>& point);
-  void erase_quietly(const Point& point);
-  void finish(const std::vector<std::string>& nodes, bool dropped);
-  bool head_exists_after_outage();
+  // The path a send node of `tag` is created at (the server appends its sequence).
   std::string send_prefix(const std::string& tag) const;
   // What the create of a send node weighs in a request (rule 11), as multi_size.hpp counts.
   std::size_t send_create_size(const std::string& tag, const Bytes& data) const;
   // How many of the sends waiting in to_create_ fit one request together (at least one).
   std::size_t sends_fitting_one_request() const;
+  // Creates the send node of `tag` (grouped with other threads' in one multi): its path,
+  // Timeout or OutcomeUnknown by `deadline`.
   std::string create_send(const std::string& tag, Bytes data, std::int32_t head_version,
                           const Deadline& deadline);
   // Whether the head's version is no longer `version`; nullopt when ZooKeeper did not answer.
@@ -234,10 +310,16 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // (until it is found or made) while that cannot run it twice (a closure, or no batch
   // committed since it was made), else OutcomeUnknown.
   std::optional<std::string> create_again(const Creating& one);
+  // Sends the creates of `group` in one request and settles them, or has a worker settle
+  // them once `deadline` passed.
   void create_together(const Group& group, const Deadline& deadline);
+  // Settles each send of `group` from `reply`: its node, found again or made again.
   void settle(const Group& group, const CreateReply& reply);
+  // Hands a send its node or error; a node made for a sender that gave up is deleted.
   void finish_create(Creating& one, std::optional<std::string> node, std::exception_ptr error);
+  // Whether the sender of `one` gave up waiting.
   bool gave_up(const Creating& one);
+  // Deletes a send node nobody will run, until ZooKeeper says it is gone.
   void remove_abandoned(const std::string& node);
   // The node of this process's send `tag` whose create's reply was lost, or nullopt when
   // ZooKeeper said there is none (a listing after a sync); asked again while ZooKeeper does
@@ -252,29 +334,20 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;
   std::string queue_path_;
+  AgentValidator validator_;  // its own mutex
+  NamedActions named_;        // defined here; its own mutex (looked up while mutex_ is held)
+  AwaitTickets tickets_;      // its own mutex (taken while mutex_ is not)
 
   std::mutex mutex_;  // guards the members below
-  std::condition_variable idle_;
   // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
   // the threads that sent got their replies in.
-  std::map<std::int32_t, Pending, SequenceOrder> pending_;
+  PendingMap pending_;
   bool running_ = false;  // a worker is in drive()
   bool again_ = false;    // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
-  // Each send of this process gets the next ticket when queued; await waits until none up
-  // to the last one issued before it is unfinished (counts alone would let a send queued
-  // after the call, finishing first, stand in for one made before it).
-  std::uint64_t tickets_ = 0;
-  std::set<std::uint64_t> unfinished_;
-  std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
-  std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
-  std::string unrun_error_;    // the agent's error when it dropped the last of them
-  std::function<bool(const Bytes&)> validator_;
   std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
   // Sequence of our newest send made before that listing was asked for (nullopt: none).
   std::optional<std::int32_t> listed_up_to_;
-  std::mutex named_mutex_;  // guards named_ (looked up while mutex_ is held)
-  std::map<std::string, std::shared_ptr<const NamedAgentAction>> named_;  // defined here
   // Other processes' named sends read so far (nullopt: unreadable), by node; the driving
   // worker's alone.
   std::map<std::string, std::optional<NamedSend>> named_sends_;

@@ -2,6 +2,7 @@
 // The type-independent half of an atom: reads and compare-and-sets of its envelope, the
 // resolution of a compare-and-set whose reply was lost, and cross-process watches.
 
+#include "records/atom_envelope.hpp"
 #include "runtime/value_watcher.hpp"
 
 #include <avout/backend.hpp>
@@ -20,14 +21,6 @@
 #include <vector>
 
 namespace avout::detail {
-
-/// How many writer ids an envelope keeps.
-inline constexpr std::size_t kept_writers = 8;
-
-/// Encodes an envelope (a version byte, sequence, writer ids, payload).
-Bytes encode_envelope(const AtomEnvelope& envelope);
-/// Decodes an envelope; CodecError naming `name` when the bytes are not one.
-AtomEnvelope decode_envelope(const Bytes& bytes, const std::string& name);
 
 class CallbackExecutor;
 

@@ -10,7 +10,7 @@
 #include "runtime/runtime.hpp"
 #include "runtime/zookeeper_backend.hpp"
 #include "runtime/zookeeper_held_values.hpp"
-#include "stm/stm.hpp"
+#include "stm/stm_context.hpp"
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
@@ -131,7 +131,8 @@ std::shared_ptr<detail::AgentHandle> Client::attach_agent(const std::string& nam
 
 Lock Client::lock(const std::string& name) {
   validate_path(name);
-  auto core = std::make_shared<detail::LockCore>(*session_, name, runtime_->layout().lock(name, false),
+  auto core = std::make_shared<detail::LockCore>(*session_, runtime_->liveness(), name,
+                                                 runtime_->layout().lock(name, false),
                                                  std::nullopt, std::chrono::milliseconds(0),
                                                  callbacks_, lock_removals_, options_.operation_timeout);
   core->start();
@@ -142,7 +143,7 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
                                       std::chrono::milliseconds quiet_period) {
   validate_path(name);
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
-  auto core = std::make_shared<detail::LockCore>(*session_, name,
+  auto core = std::make_shared<detail::LockCore>(*session_, runtime_->liveness(), name,
                                                  runtime_->layout().lock(name, true), policy,
                                                  quiet_period, callbacks_, lock_removals_,
                                                  options_.operation_timeout);

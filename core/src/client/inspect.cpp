@@ -4,7 +4,7 @@
 #include "atoms/atom_core.hpp"
 #include "runtime/layout.hpp"
 #include "runtime/zookeeper_held_values.hpp"
-#include "stm/stm.hpp"
+#include "records/stm_records.hpp"
 
 #include <avout/errors.hpp>
 #include <avout/inspect.hpp>

@@ -4,7 +4,8 @@
 #include "base/hex.hpp"
 #include "locks/lock_removals.hpp"
 #include "queue/sequence.hpp"
-#include "stm/stm.hpp"
+#include "records/lock_policy_record.hpp"
+#include "stm/participant.hpp"
 #include "base/unique_ids.hpp"
 
 #include <avout/errors.hpp>
@@ -51,16 +52,6 @@ std::string own_prefix(char kind) {
 
 std::string last_segment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// How a ReadWriteLock's folder node records its writer policy.
-std::string policy_name(WriterPolicy policy) {
-  switch (policy) {
-    case WriterPolicy::hard: return "hard";
-    case WriterPolicy::soft: return "soft";
-    case WriterPolicy::timed_soft: return "timed_soft";
-  }
-  return "unknown";
-}
-
 // A connection loss without a session event (a reply that timed out or was lost while the
 // connection stayed up) wakes nobody: waits that ride out connection loss retry after a
 // pause growing from 50 ms to a second.
@@ -72,12 +63,14 @@ constexpr std::chrono::milliseconds give_up_grace{50};
 
 }  // namespace
 
-LockCore::LockCore(ZooKeeperSession& session, std::string name, std::string path,
+LockCore::LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::string name,
+                   std::string path,
                    std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
                    std::shared_ptr<CallbackExecutor> callbacks,
                    std::shared_ptr<LockRemovals> removals,
                    std::optional<std::chrono::milliseconds> operation_timeout)
     : session_(session),
+      liveness_(liveness),
       name_(std::move(name)),
       folder_(path),
       writers_(path + "/writers"),
@@ -94,8 +87,8 @@ Deadline LockCore::default_deadline() const {
 }
 
 LockCore::~LockCore() {
-  // After remove_listener returns the listener never runs again, so it may use `this`.
-  if (listener_ != 0) session_.remove_listener(listener_);
+  // After unsubscribe returns the monitor never calls this core again.
+  if (subscription_ != 0) liveness_.unsubscribe(subscription_);
   std::vector<std::string> abandoned;
   {
     std::lock_guard lock(mutex_);
@@ -103,7 +96,6 @@ LockCore::~LockCore() {
     changed_.notify_all();
     abandoned = nodes_of_live_holds();
   }
-  if (watchdog_.joinable()) watchdog_.join();
   // No handle is left to unlock them, so holds still in place would bar every other process
   // (and this one) until the session ends: the client's removals delete them (a destructor
   // must not wait for replies), retrying until done or the session is known gone.
@@ -129,10 +121,9 @@ void LockCore::start() {
     claim_policy();
   }
   removals_->start();
-  // No strong reference here: a listener owning the core could end it inside the session's
-  // event dispatch.
-  listener_ = session_.add_listener([this](SessionState state) { on_session(state); });
-  watchdog_ = std::thread([this] { watch_disconnection(); });
+  // By reference, not a strong one: a subscriber owning the core could end it inside the
+  // monitor's dispatch.
+  subscription_ = liveness_.subscribe(*this);
 }
 
 void LockCore::claim_policy() {
@@ -140,48 +131,57 @@ void LockCore::claim_policy() {
   // look only at gates, so two policies on one lock would let a reader in beside a writer.
   // The first opener records its policy in the lock's folder node (a conditional write on
   // the folder's empty data: one opener wins); the others must name the same one.
-  const std::string mine = policy_name(*policy_);
+  const std::string mine = writer_policy_name(*policy_);
   while (true) {
     const auto folder = session_.get(folder_);
     if (folder.data.empty()) {
       try {
-        session_.set(folder_, to_bytes(mine), folder.stat.version);
+        session_.set(folder_, encode_writer_policy(*policy_), folder.stat.version);
       } catch (const BadVersion&) {
       } catch (const ConnectionLoss&) {  // the set may have landed: the read tells
       }
       continue;  // read what was recorded, by us or by the opener that came first
     }
-    const std::string recorded(folder.data.begin(), folder.data.end());
+    const std::string recorded = decode_writer_policy(folder.data);
     if (recorded == mine) return;
     throw Mismatch("read-write lock " + name_ + ": opened with writer policy " + mine +
                    ", but it was created with writer policy " + recorded);
   }
 }
 
-void LockCore::on_session(SessionState state) {
+void LockCore::on_liveness(LivenessEvent event) {
   std::vector<std::function<void()>> to_call;
   {
     std::lock_guard lock(mutex_);
-    ++events_;
-    ++session_events_;
-    if (state == SessionState::disconnected) {
-      // The C client gives up on a connection after 2/3 of the negotiated timeout without a
-      // reply, so the last reply came no earlier than that; the server may end the session
-      // one timeout after it (less a margin for the round trip and clock rates).
-      if (!lapse_at_) {
-        const auto timeout = session_.negotiated_timeout();
-        lapse_at_ = std::chrono::steady_clock::now() + timeout / 3 - timeout / 20;
-      }
-    } else if (state == SessionState::connected) {
-      lapse_at_.reset();
-      unconfirmed_ = false;  // the same session is back, or a new one whose holds are marked lost
-    } else {  // expired, auth_failed: the ephemeral nodes are gone
-      ++lost_generation_;
-      to_call = mark_lost(false);
+    switch (event) {
+      case LivenessEvent::stalled:
+      case LivenessEvent::confirmed:
+        return;  // held() asks the monitor; waits need not look again
+      case LivenessEvent::disconnected:
+      case LivenessEvent::connected:
+        break;
+      case LivenessEvent::lapsed:
+        // The server may have ended the session: another process may hold the lock now.
+        // The session may also live on, so the nodes go to removals_.
+        to_call = mark_lost(true);
+        break;
+      case LivenessEvent::expired:  // the ephemeral nodes are gone
+        ++lost_generation_;
+        to_call = mark_lost(false);
+        break;
     }
+    ++events_;
+    ++session_events_;  // waiters look again: their own node may be lost too
     changed_.notify_all();
   }
   for (auto& callback : to_call) callbacks_->post(callback);
+}
+
+bool LockCore::needs_confirmation() const {
+  // A hold taken on what an acquisition saw before a stall starts unconfirmed too (issue 35,
+  // item 12).
+  std::lock_guard lock(mutex_);
+  return !holds_.empty() || acquiring_ != 0;
 }
 
 std::vector<std::function<void()>> LockCore::mark_lost(bool keep) {
@@ -197,65 +197,6 @@ std::vector<std::function<void()>> LockCore::mark_lost(bool keep) {
     hold.lost = true;
   }
   return any ? lost_callbacks_ : std::vector<std::function<void()>>{};
-}
-
-void LockCore::watch_disconnection() {
-  // A hold is lost once the server may have ended the session: another process may hold
-  // the lock from then on. The watchdog ticks so that a stall of this process is noticed.
-  std::unique_lock lock(mutex_);
-  std::optional<std::chrono::steady_clock::time_point> handled;  // the lapse already marked
-  const auto tick = std::max(std::chrono::milliseconds(20), stall_limit() / 5);
-  while (!stopping_) {
-    check_stall(lock);
-    if (stopping_) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (lapse_at_ && lapse_at_ != handled && now >= *lapse_at_) {
-      handled = lapse_at_;
-      auto to_call = mark_lost(true);
-      ++events_;
-      ++session_events_;  // waiters look again: their own node may be lost too
-      changed_.notify_all();
-      lock.unlock();
-      for (auto& callback : to_call) callbacks_->post(callback);
-      lock.lock();
-      continue;
-    }
-    auto wake_at = now + tick;
-    if (lapse_at_ && lapse_at_ != handled) wake_at = std::min(wake_at, *lapse_at_);
-    const auto seen = lapse_at_;
-    changed_.wait_until(lock, wake_at, [&] { return stopping_ || lapse_at_ != seen; });
-  }
-}
-
-std::chrono::milliseconds LockCore::stall_limit() const {
-  // The client pings after a third of the timeout without traffic; the server ends the
-  // session a full timeout after it last heard from it. Half the timeout leaves a margin.
-  return session_.negotiated_timeout() / 2;
-}
-
-void LockCore::check_stall(std::unique_lock<std::mutex>& lock) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_tick_ > stall_limit()) unconfirmed_ = true;
-  last_tick_ = now;
-  // Nothing to confirm without holds, unless an acquisition is in flight: its hold, taken
-  // on what it saw before the stall, starts unconfirmed (issue 35, item 12).
-  if (!unconfirmed_ || (holds_.empty() && acquiring_ == 0)) {
-    unconfirmed_ = false;
-    return;
-  }
-  // A sync passes through the leader, which closes an ended session's connection first: an
-  // answer on the same session proves it never ended, so no one else can have held.
-  const auto generation = session_.generation();
-  lock.unlock();
-  bool answered = false;
-  try {
-    session_.sync("/");
-    answered = true;
-  } catch (const Error&) {
-  }
-  lock.lock();
-  if (answered && session_.generation() == generation) unconfirmed_ = false;
-  last_tick_ = std::chrono::steady_clock::now();
 }
 
 WatchCallback LockCore::wake(std::shared_ptr<bool> fired) const {
@@ -398,8 +339,7 @@ void LockCore::remove_own(const std::string& node) {
     }
     std::unique_lock lock(mutex_);
     const bool woken = changed_.wait_for(lock, back_off_pause(attempt, retry_pauses), [&] {
-      return session_events_ != seen || stopping_ ||
-             (lapse_at_ && std::chrono::steady_clock::now() >= *lapse_at_);
+      return session_events_ != seen || stopping_ || liveness_.lapsed();
     });
     if (!woken || session_events_ != seen) continue;
     removals_->post(node, generation);  // retried there until done or the session is gone
@@ -680,11 +620,9 @@ bool LockCore::held(bool shared) const {
   const Hold* hold = hold_of_this_thread();
   if (hold == nullptr || hold->lost) return false;
   if (!shared && hold->shared) return false;
-  const auto now = std::chrono::steady_clock::now();
-  // This process stalled long enough for the session to have ended (checked by the watchdog).
-  if (unconfirmed_ || now - last_tick_ > stall_limit()) return false;
-  // Past the moment the server may have ended the session (the watchdog marks it soon).
-  return !(lapse_at_ && now >= *lapse_at_);
+  // Not after a stall of this process long enough for the session to have ended, nor past
+  // the moment the server may have ended it while disconnected (the monitor marks it soon).
+  return liveness_.may_hold();
 }
 
 std::uint64_t LockCore::token(bool shared) {
@@ -719,7 +657,7 @@ std::string LockCore::proof_of_hold(bool shared) const {
 }
 
 void guard_transaction(const GuardedBy& guard) {
-  auto* transaction = Transaction::current();
+  auto* transaction = OpenTransaction::current();
   if (transaction == nullptr) throw NoTransaction("guarded_by needs a running dosync");
   const std::string node = guard.lock->proof_of_hold(guard.shared);
   transaction->add_to_commit({op::Check{node, 0}}, {}, [name = guard.lock->name()] {

@@ -1,6 +1,10 @@
 #pragma once
 // The ZooKeeper recipe behind Lock and ReadWriteLock (see distributed_lock.hpp for the
-// protocol). One LockCore per lock handle family; holds are per thread.
+// protocol). One LockCore per lock handle family; holds are per thread. Whether the session
+// still backs the holds (a disconnect's lapse, an expiry, a stall of this process) it learns
+// from the client's SessionLiveness: no thread of its own.
+
+#include "zk/session_liveness.hpp"
 
 #include <avout/deadline.hpp>
 #include <avout/distributed_lock.hpp>
@@ -22,18 +26,18 @@ namespace avout::detail {
 class CallbackExecutor;
 class LockRemovals;
 
-class LockCore : public std::enable_shared_from_this<LockCore> {
+class LockCore : public std::enable_shared_from_this<LockCore>, private LivenessSubscriber {
  public:
-  /// `policy` empty: a plain mutex (writers only).
-  LockCore(ZooKeeperSession& session, std::string name, std::string path,
+  /// `policy` empty: a plain mutex (writers only). `liveness` is the session's monitor.
+  LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::string name, std::string path,
            std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
            std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<LockRemovals> removals,
            std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
-  ~LockCore();
+  ~LockCore() override;
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
 
-  /// Makes the lock's folders exist and starts listening to the session. A ReadWriteLock
+  /// Makes the lock's folders exist and subscribes to the session's liveness. A ReadWriteLock
   /// records its writer policy on first open; Mismatch when it was opened with another.
   void start();
   /// Takes a hold for this thread by `deadline`; false when it passed (nothing left behind:
@@ -110,20 +114,19 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   // when the deadline passed.
   bool wait_fired(const std::shared_ptr<bool>& fired, std::uint64_t session_seen,
                   const Deadline& deadline);
-  void on_session(SessionState state);
+  // The session's liveness changed: wakes the waits, marks holds lost at a lapse or expiry.
+  void on_liveness(LivenessEvent event) override;
+  // True while this core holds or acquires: a stall must then be confirmed.
+  bool needs_confirmation() const override;
   // With mutex_ held: marks every hold lost; returns the callbacks to run (once per loss).
   // `keep`: the session may live on, so its nodes go to removals_.
   std::vector<std::function<void()>> mark_lost(bool keep);
-  void watch_disconnection();
-  // The watchdog's stall check: a gap between its ticks long enough for the server to have
-  // ended the session makes every hold unconfirmed until the server answers this session.
-  void check_stall(std::unique_lock<std::mutex>& lock);
-  std::chrono::milliseconds stall_limit() const;
   const Hold* hold_of_this_thread() const;
   // With mutex_ held: the nodes of every hold not lost, gates first.
   std::vector<std::string> nodes_of_live_holds() const;
 
   ZooKeeperSession& session_;
+  SessionLiveness& liveness_;  // the client's: tells lapses, expiries and stalls
   std::string name_;
   std::string folder_;  // the lock's node; a ReadWriteLock's holds its writer policy
   std::string writers_;
@@ -134,23 +137,18 @@ class LockCore : public std::enable_shared_from_this<LockCore> {
   std::shared_ptr<CallbackExecutor> callbacks_;
   std::shared_ptr<LockRemovals> removals_;  // the client's: outlives this core's handles
   std::optional<std::chrono::milliseconds> operation_timeout_;
-  std::uint64_t listener_ = 0;
+  std::uint64_t subscription_ = 0;  // of liveness_ (0: none yet)
 
-  mutable std::mutex mutex_;  // guards everything below; watch callbacks take it briefly
+  // Guards everything below; watch and liveness callbacks take it briefly.
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::uint64_t events_ = 0;
   std::uint64_t session_events_ = 0;
   std::uint64_t lost_generation_ = 0;  // bumped when the session expires
-  // While disconnected: when the server may have expired the session (holds are lost then).
-  std::optional<std::chrono::steady_clock::time_point> lapse_at_;
-  // The watchdog's last tick; a longer gap means this process did not run (frozen, starved).
-  std::chrono::steady_clock::time_point last_tick_ = std::chrono::steady_clock::now();
-  bool unconfirmed_ = false;  // after a stall, until the server answers this session again
   int acquiring_ = 0;         // acquire() calls in flight (their holds are not in holds_ yet)
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
   bool stopping_ = false;
-  std::thread watchdog_;  // marks holds lost at lapse_at_, notices stalls
 };
 
 }  // namespace avout::detail

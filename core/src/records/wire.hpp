@@ -1,5 +1,6 @@
 #pragma once
-// Little-endian fixed-width fields for avout's own small records (atom envelopes, ref heads).
+// Little-endian fixed-width fields for avout's own small records (atom envelopes, lease
+// records, ref heads, agent heads).
 // Reading past the end throws CodecError naming what was being read.
 
 #include <avout/bytes.hpp>

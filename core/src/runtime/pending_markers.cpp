@@ -2,7 +2,7 @@
 
 #include "base/log.hpp"
 #include "zk/multi_size.hpp"
-#include "stm/stm.hpp"
+#include "runtime/marked_commit.hpp"
 
 #include <avout/errors.hpp>
 

@@ -6,6 +6,7 @@
 #include "runtime/pending_markers.hpp"
 #include "runtime/session_deaths.hpp"
 #include "base/unique_ids.hpp"
+#include "zk/session_liveness.hpp"
 
 #include <avout/errors.hpp>
 
@@ -23,7 +24,8 @@ Runtime::Runtime(ZooKeeperSession& session, const ClientOptions& options,
       callbacks_(std::move(callbacks)),
       nodes_(std::make_unique<NodeCache>(session)),
       markers_(std::make_unique<PendingMarkers>(session, options.logger, options.marker_grace)),
-      deaths_(std::make_shared<SessionDeaths>(session, layout_.sessions(), callbacks_)) {
+      deaths_(std::make_shared<SessionDeaths>(session, layout_.sessions(), callbacks_)),
+      liveness_(std::make_unique<SessionLiveness>(session)) {
   session_.create_recursive(layout_.stm_clock());
   session_.create_recursive(layout_.markers());
   session_.create_recursive(layout_.sessions());

@@ -1,8 +1,8 @@
 #pragma once
 // detail::Runtime: what every engine of one client shares (the STM, agents, locks, atoms):
 // the session, the callback thread, the node cache, the path layout, unique point ids,
-// session liveness, the cache of immutable values, the markers waiting to ride in a later
-// commit, and the client's settings.
+// session liveness (the sessions' nodes, and this session's monitor), the cache of immutable
+// values, the markers waiting to ride in a later commit, and the client's settings.
 
 #include "runtime/layout.hpp"
 
@@ -23,6 +23,7 @@ class CallbackExecutor;
 class NodeCache;
 class PendingMarkers;
 class SessionDeaths;
+class SessionLiveness;
 
 /// The shared state of one client's engines. Thread safe.
 class Runtime {
@@ -50,6 +51,9 @@ class Runtime {
   std::shared_ptr<CallbackExecutor> callbacks() const { return callbacks_; }
   /// Tells when a session of the deployment ends (for watches of values held elsewhere).
   const std::shared_ptr<SessionDeaths>& session_deaths() const { return deaths_; }
+  /// Whether what this client holds through its session still counts (one thread for every
+  /// lock and recipe of the client).
+  SessionLiveness& liveness() { return *liveness_; }
   /// Where the library's messages go (empty: the default logger).
   const Logger& logger() const { return options_.logger; }
 
@@ -78,6 +82,7 @@ class Runtime {
   std::unique_ptr<NodeCache> nodes_;
   std::unique_ptr<PendingMarkers> markers_;
   std::shared_ptr<SessionDeaths> deaths_;
+  std::unique_ptr<SessionLiveness> liveness_;
 
   std::mutex announce_mutex_;
   std::uint64_t announced_generation_ = ~std::uint64_t{0};

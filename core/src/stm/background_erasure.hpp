@@ -3,7 +3,7 @@
 // (docs/transactions.md rule 16). Each job holds its refs, so their stored versions stay
 // reachable however long the job waits; the destructor finishes the queued jobs.
 
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <chrono>
 #include <condition_variable>

@@ -4,7 +4,7 @@
 // with its dosync. The claim, the yield decision and the release all live here.
 
 #include "runtime/node_cache.hpp"
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <cstddef>
 #include <cstdint>

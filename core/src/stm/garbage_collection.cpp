@@ -1,6 +1,6 @@
 // Client::gc (rule 9): erases ref values that no head references and whose writer's session
 // is dead, and commit markers past their grace period.
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>

@@ -1,6 +1,6 @@
 // RefCore's side of Ref<T>: each call goes to the running transaction of this ref's client,
 // or reads the newest value outside one.
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <avout/errors.hpp>
 

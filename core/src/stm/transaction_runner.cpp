@@ -1,7 +1,7 @@
 // The retry loop of dosync: attempts, back-off, and the barging claims of old transactions.
 #include "base/back_off.hpp"
 #include "stm/barging.hpp"
-#include "stm/stm.hpp"
+#include "stm/transaction.hpp"
 
 #include <avout/errors.hpp>
 
@@ -10,6 +10,28 @@
 #include <utility>
 
 namespace avout::detail {
+
+namespace {
+// One attempt: runs `body` and commits. A RetryAttempt passes on once the refs the attempt
+// touched are noted for the next one to read ahead, and its refs claimed when barging is due.
+void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetch, BargeState& barge,
+                 bool speculate, const std::function<void()>& body) {
+  Transaction transaction(stm, prefetch, barge, speculate);
+  try {
+    transaction.run(body);
+  } catch (const RetryAttempt& retry) {
+    prefetch = transaction.touched();
+    if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
+      try {
+        transaction.claim_refs();
+      } catch (const Error&) {
+        // Claims only speed an old transaction up; the retry goes on without them.
+      }
+    }
+    throw;
+  }
+}
+}  // namespace
 
 void run_transaction(StmContext& stm, const std::function<void()>& body) {
   const auto& timeout = stm.runtime().options().operation_timeout;
@@ -42,21 +64,8 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
     }
     const std::uint64_t generation = stm.runtime().session().generation();
     try {
-      Transaction transaction(stm, prefetch, barge, std::exchange(speculate, false));
-      try {
-        transaction.run(body);
-        return;
-      } catch (const RetryAttempt& retry) {
-        prefetch = transaction.touched();
-        if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
-          try {
-            transaction.claim_refs();
-          } catch (const Error&) {
-            // Claims only speed an old transaction up; the retry goes on without them.
-          }
-        }
-        throw;
-      }
+      run_attempt(stm, prefetch, barge, std::exchange(speculate, false), body);
+      return;
     } catch (const RetryAttempt& retry) {
       stm.count_retry();
       if (retry.speculation) {

@@ -1,7 +1,5 @@
-#include "atoms/atom_core.hpp"
+#include "records/atom_envelope.hpp"
 #include "records/wire.hpp"
-
-#include <avout/errors.hpp>
 
 namespace avout::detail {
 
