@@ -1,10 +1,11 @@
 #pragma once
-// Everything of avout's core API in one include: Client, Atom, errors, codecs, the backend
-// interfaces and the ZooKeeper session.
+// Everything of avout's core API in one include: Client, Atom, locks, Barrier, errors,
+// codecs, the backend interfaces and the ZooKeeper session.
 
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
+#include <avout/barrier.hpp>
 #include <avout/client.hpp>
 #include <avout/codec.hpp>
 #include <avout/distributed_lock.hpp>

@@ -5,6 +5,7 @@
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
+#include <avout/barrier.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
 #include <avout/garbage_report.hpp>
@@ -162,6 +163,12 @@ class Client {
   /// taken over once a contender has seen its lease unchanged for its duration plus a
   /// margin (a tenth of it + 20 ms) on the contender's own clock. Must not outlive this client.
   LeaseLock lease_lock(const std::string& name);
+
+  /// The double barrier `name` of `n` participants (docs/recipes.md, "Barrier"; folder
+  /// options().root + "/barriers" + name): one participant per returned object. The first
+  /// opener records `n`; Mismatch when the barrier was created with another count,
+  /// InvalidOption for 0. Must not outlive this client.
+  Barrier barrier(const std::string& name, std::size_t n);
 
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the

@@ -101,8 +101,17 @@ class LockLost : public Error {
   using Error::Error;
 };
 
+/// A barrier round can no longer complete: a member that entered died (its session ended, or
+/// it gave up leaving) before recording its leaving, or this participant's own session ended
+/// after it entered. The message names the barrier and the member.
+class BarrierBroken : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A process opened a name with other settings than its creator's (a ReadWriteLock with
-/// another writer policy); nothing was opened. The message names the object and both settings.
+/// another writer policy, a Barrier with another participant count); nothing was opened.
+/// The message names the object and both settings.
 class Mismatch : public Error {
  public:
   using Error::Error;

@@ -66,6 +66,11 @@ class Layout {
   /// Parent of the lease locks.
   std::string leases() const { return root_ + "/leases"; }
 
+  /// The folder of the barrier `name` (its participants, its count and round in its data).
+  std::string barrier(const std::string& name) const { return barriers() + name; }
+  /// Parent of the barriers.
+  std::string barriers() const { return root_ + "/barriers"; }
+
   /// The name stores keep the values of the `kind` ("ref", "agent", "atom") `name` under:
   /// unique per deployment (chroot and root) and per kind, so nothing else shares its keys.
   std::string value_key(const std::string& kind, const std::string& name) const;

@@ -1,0 +1,111 @@
+// BarrierCore: opening a barrier (its folder, count and round) and reading its state.
+#include "recipes/barrier_core.hpp"
+#include "base/back_off.hpp"
+#include "recipes/barrier_names.hpp"
+#include "zk/outcome.hpp"
+
+#include <avout/errors.hpp>
+
+#include <algorithm>
+
+namespace avout::detail {
+
+BarrierCore::BarrierCore(ZooKeeperSession& session, std::string name, std::string folder,
+                         std::size_t n)
+    : session_(session),
+      name_(std::move(name)),
+      folder_(std::move(folder)),
+      n_(n),
+      queue_(session, folder_, participant_kind(), CreateMode::ephemeral_sequential) {
+  session_.create_recursive(folder_);
+  claim_count();
+  // A renewed session took this participant's node: its waits look again at once.
+  listener_ = session_.add_listener([wake = wake_](SessionState) { wake->bump(); });
+}
+
+BarrierCore::~BarrierCore() {
+  session_.remove_listener(listener_);
+  if (!node_) return;
+  try {  // a participant dropped between enter and leave: its node goes (others see it died)
+    const ReplyDeadline replies(grace());
+    (void)queue_.release(*node_, 0, grace());
+  } catch (const Error&) {  // the session ends some day and takes the node with it
+  }
+}
+
+void BarrierCore::claim_count() {
+  // The count is the barrier's, not the handle's: the first opener records it with an open
+  // round in the folder's empty data (a conditional write: one opener wins); the others must
+  // name the same count. As Lock's writer policy (locks/lock_core.cpp, claim_policy).
+  const Deadline bound = Deadline::after(2 * session_.negotiated_timeout());
+  for (std::size_t attempt = 0;; ++attempt) {
+    try {
+      const ReplyDeadline replies(bound);
+      const auto folder = session_.get(folder_);
+      if (folder.data.empty()) {
+        try {
+          session_.set(folder_, encode_record(BarrierRecord{n_, {}}), folder.stat.version);
+        } catch (const BadVersion&) {  // another opener came first: read its record
+        }
+        continue;
+      }
+      const auto record = decode_record(folder.data, folder_);
+      if (record.participants == n_) return;
+      throw Mismatch("barrier " + name_ + ": opened with " + std::to_string(n_) +
+                     " participants, but it was created with " +
+                     std::to_string(record.participants));
+    } catch (const ConnectionLoss&) {  // the set may have landed: the next read tells
+    }
+    if (!back_off(attempt, bound, outage_pauses)) {
+      bound.expire("barrier " + name_ + ": recording the participant count");
+    }
+  }
+}
+
+std::optional<BarrierCore::Snapshot> BarrierCore::look(const Deadline& deadline) {
+  const Deadline bound = outcome_deadline(deadline);
+  for (std::size_t attempt = 0;; ++attempt) {
+    try {
+      // Replies come in request order, every read at least as new as the writes before the
+      // sync. The record is read before and after the listing: the same version both times
+      // means the listing shows the folder while that round stood (a member gone without its
+      // record then is a death, not a completed round's cleanup). The first read's watch
+      // wakes us on any later change.
+      auto synced = session_.sync_async(folder_);
+      auto before = session_.get_async(folder_, [wake = wake_](const WatchEvent&) { wake->bump(); })
+                        .share();
+      auto listed = session_.children_async(folder_).share();
+      auto after = session_.get_async(folder_).share();
+      const auto first = session_.wait(before, bound);
+      if (!first) return std::nullopt;
+      auto children = session_.wait(listed, bound);
+      if (!children) return std::nullopt;
+      const auto second = session_.wait(after, bound);
+      if (!second) return std::nullopt;
+      session_.wait(synced);
+      if (first->stat.version == second->stat.version) {
+        return Snapshot{std::move(*children), decode_record(second->data, folder_).round,
+                        second->stat.version};
+      }
+      continue;  // the round changed meanwhile: look again at once
+    } catch (const ConnectionLoss&) {
+    } catch (const SessionExpired&) {  // the renewed session answers next
+    }
+    if (!back_off(attempt, bound, outage_pauses)) return std::nullopt;
+  }
+}
+
+bool BarrierCore::member(const BarrierRound& round) const {
+  return round.closed && node_ &&
+         std::find(round.members.begin(), round.members.end(), mine()) != round.members.end();
+}
+
+std::string BarrierCore::mine() const { return node_ ? name_of(*node_) : std::string(); }
+
+Deadline BarrierCore::grace() const {
+  // Undoing a step after the caller's deadline (a withdrawal, a release) gets one session
+  // timeout: past it the server may have ended the session, taking the node with it.
+  return Deadline::after(session_.negotiated_timeout());
+}
+
+}  // namespace avout::detail

@@ -1,0 +1,46 @@
+#pragma once
+// A counter that watch callbacks and session listeners bump, and a waiter waits on: "look
+// again". Shared by pointer, so a watch firing after its waiter is gone touches only this.
+
+#include <avout/deadline.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace avout::detail {
+
+/// Wake-ups for one waiter: bump() from any thread, wait_past() in the waiter.
+class WakeSignal {
+ public:
+  /// The number of bumps so far: read it before looking, wait past it after.
+  std::uint64_t count() {
+    std::lock_guard lock(mutex_);
+    return count_;
+  }
+  /// Wakes the waiter (a watch fired, the session changed).
+  void bump() {
+    {
+      std::lock_guard lock(mutex_);
+      ++count_;
+    }
+    changed_.notify_all();
+  }
+  /// Waits until count() passed `seen`, at most `cap` (a safety net against a watch lost
+  /// with its session); false once `deadline` expired.
+  bool wait_past(std::uint64_t seen, const Deadline& deadline, std::chrono::milliseconds cap) {
+    std::unique_lock lock(mutex_);
+    const auto until = std::min(deadline.time_or_far(), Deadline::Clock::now() + cap);
+    std::stop_token stop = deadline.stop_token();
+    changed_.wait_until(lock, stop, until, [&] { return count_ > seen; });
+    return !deadline.expired();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any changed_;
+  std::uint64_t count_ = 0;
+};
+
+}  // namespace avout::detail
