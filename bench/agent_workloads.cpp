@@ -18,7 +18,8 @@ namespace {
 // named sends go `per_transaction` at a time inside one dosync (their creates ride in its
 // commit multi): latency is then that dosync's, once per group.
 ProcessReport send_and_await(Stores& stores, const std::string& name, const std::string& where,
-                             int count, int threads = 1, bool named = false, int per_transaction = 0) {
+                             int count, int threads = 1, bool named = false,
+                             int per_transaction = 0) {
   auto agent = stores.client.agent<long>(name, 0, stores.store(where));
   agent.define("increment", [](long value, long) { return value + 1; });
   std::mutex mutex;
@@ -46,7 +47,8 @@ ProcessReport send_and_await(Stores& stores, const std::string& name, const std:
           const auto now = std::chrono::steady_clock::now();
           std::lock_guard lock(mutex);
           if (auto found = sent.find(id); found != sent.end()) {
-            latencies.push_back(std::chrono::duration<double, std::milli>(now - found->second).count());
+            latencies.push_back(
+                std::chrono::duration<double, std::milli>(now - found->second).count());
             sent.erase(found);  // a retried apply counts once
           }
           return value + 1;
@@ -66,7 +68,8 @@ ProcessReport send_and_await(Stores& stores, const std::string& name, const std:
   for (int t = 0; t < threads; ++t) {
     senders.emplace_back([&, t] {
       if (per_transaction > 0) {
-        for (long i = t * per_transaction; i < count; i += static_cast<long>(threads) * per_transaction) {
+        for (long i = t * per_transaction; i < count;
+             i += static_cast<long>(threads) * per_transaction) {
           send_group(i, std::min<long>(i + per_transaction, count));
         }
         return;
@@ -110,31 +113,29 @@ void run_agent_workloads(const Settings& settings, const Servers& servers, const
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
     }
-    Result shared = run_processes(
-        "send to run, 4 processes, " + where, 4, [&](int) {
-          Stores stores(servers);
-          return send_and_await(stores, name, where, n / 4);
-        });
+    Result shared = run_processes("send to run, 4 processes, " + where, 4, [&](int) {
+      Stores stores(servers);
+      return send_and_await(stores, name, where, n / 4);
+    });
     shared.floor_ms = floors.zookeeper_multi;
     shared.floor_name = "zookeeper multi";
     rows.push_back(shared);
-    Result burst = run_processes(
-        "send to run, 4 processes x 4 threads, " + where, 4, [&](int) {
-          Stores stores(servers);
-          return send_and_await(stores, name, where, n / 4, 4);
-        });
+    Result burst = run_processes("send to run, 4 processes x 4 threads, " + where, 4, [&](int) {
+      Stores stores(servers);
+      return send_and_await(stores, name, where, n / 4, 4);
+    });
     burst.floor_ms = floors.zookeeper_multi;
     burst.floor_name = "zookeeper multi";
     rows.push_back(burst);
     // Named actions: whichever process drives the queue runs every process's sends in it.
     for (const int threads : {1, 4}) {
-      Result row = run_processes(
-          "send to run, 4 processes" + std::string(threads > 1 ? " x 4 threads" : "") +
-              ", named action (p50: send call), " + where,
-          4, [&](int) {
-            Stores stores(servers);
-            return send_and_await(stores, name, where, n / 4, threads, true);
-          });
+      Result row = run_processes("send to run, 4 processes" +
+                                     std::string(threads > 1 ? " x 4 threads" : "") +
+                                     ", named action (p50: send call), " + where,
+                                 4, [&](int) {
+                                   Stores stores(servers);
+                                   return send_and_await(stores, name, where, n / 4, threads, true);
+                                 });
       row.floor_ms = floors.zookeeper_multi;
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
@@ -144,7 +145,8 @@ void run_agent_workloads(const Settings& settings, const Servers& servers, const
     // to hold a few hundred commits). Samples are dosyncs; the row counts sends.
     constexpr int per_group = 16;
     Result grouped = run_processes(
-        "send to run, 4 processes, named action, 16 per dosync (p50: dosync), " + where, 4, [&](int) {
+        "send to run, 4 processes, named action, 16 per dosync (p50: dosync), " + where, 4,
+        [&](int) {
           Stores stores(servers);
           return send_and_await(stores, name, where, n, 1, true, per_group);
         });

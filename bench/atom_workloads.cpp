@@ -35,19 +35,19 @@ void run_atom_workloads(const Settings& settings, const Servers& servers, const 
       row.floor_name = of.name + " get+set";
       rows.push_back(row);
     }
-    Result contended = run_processes(
-        "swap, 8 processes, " + of.name, 8, [&](int) {
-          Stores stores(servers);
-          auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));
-          return swaps(stores.client, counter, n / 4);
-        });
+    Result contended = run_processes("swap, 8 processes, " + of.name, 8, [&](int) {
+      Stores stores(servers);
+      auto counter = stores.client.atom<long>(name, 0, stores.store(of.name));
+      return swaps(stores.client, counter, n / 4);
+    });
     contended.floor_ms = floors.*of.floor;
     contended.floor_name = of.name + " get+set";
     rows.push_back(contended);
   }
   print_table("atom: swap(+1)", rows);
   std::printf("(retries: compare-and-sets lost per swap)\n");
-  for (const auto& row : rows) std::printf("%-40s slept %.3f ms per swap\n", row.workload.c_str(), row.slept_ms);
+  for (const auto& row : rows)
+    std::printf("%-40s slept %.3f ms per swap\n", row.workload.c_str(), row.slept_ms);
 }
 
 }  // namespace avout::bench

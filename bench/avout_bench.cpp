@@ -1,7 +1,8 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), warms
 // them up, measures the raw floors, then each workload beside them, then avout and its peers
 // side by side.
-// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank|rounds]... [--json FILE] [--plot FILE.png]
+// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank|rounds]... [--json FILE]
+// [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
 #include "comparison.hpp"
 #include "external_peers.hpp"
@@ -25,13 +26,17 @@ int main(int argc, char** argv) {
   std::string plot_path;
   CLI::App app{"avout-bench: avout's workloads measured beside the raw floors of the same run"};
   app.add_flag("--quick", settings.quick, "shorter runs (a smoke test, not a measurement)");
-  app.add_option("--only", only, "run only these groups of workloads (repeatable; the floors always run)")
+  app.add_option("--only", only,
+                 "run only these groups of workloads (repeatable; the floors always run)")
       ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank", "rounds"}));
   app.add_option("--json", json_path, "write every measurement to this JSON file");
   app.add_option("--plot", plot_path, "draw the measurements into this PNG file");
-  app.add_option("--zookeeper", servers.zookeeper, "use this ZooKeeper (host:port) instead of starting one");
-  app.add_option("--redis", servers.redis, "use this Redis (tcp://host:port) instead of starting one");
-  app.add_option("--postgres", servers.postgres, "use this PostgreSQL (postgresql://...) instead of starting one");
+  app.add_option("--zookeeper", servers.zookeeper,
+                 "use this ZooKeeper (host:port) instead of starting one");
+  app.add_option("--redis", servers.redis,
+                 "use this Redis (tcp://host:port) instead of starting one");
+  app.add_option("--postgres", servers.postgres,
+                 "use this PostgreSQL (postgresql://...) instead of starting one");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -41,7 +46,8 @@ int main(int argc, char** argv) {
     return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
   };
   try {
-    if (servers.zookeeper.empty()) servers.zookeeper = avout::testing::shared_zookeeper().connect_string();
+    if (servers.zookeeper.empty())
+      servers.zookeeper = avout::testing::shared_zookeeper().connect_string();
     if (servers.redis.empty()) servers.redis = avout::testing::shared_redis().url();
     if (servers.postgres.empty()) servers.postgres = avout::testing::shared_postgres().url();
     avout::bench::warm_up_servers(settings, servers);

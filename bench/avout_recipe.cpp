@@ -10,7 +10,8 @@ AvoutRecipe::AvoutRecipe(ZooKeeperSession& session, std::size_t refs)
   const std::string base = history_.substr(0, history_.rfind('/'));
   for (std::size_t i = 0; i < refs; ++i) {
     refs_.push_back(base + "/ref-" + std::to_string(i));
-    for (const auto* folder : {"/lock", "/history", "/txn"}) session_.create_recursive(refs_.back() + folder);
+    for (const auto* folder : {"/lock", "/history", "/txn"})
+      session_.create_recursive(refs_.back() + folder);
   }
 }
 
@@ -31,17 +32,20 @@ void AvoutRecipe::deref() {
 
 void AvoutRecipe::ref_set(std::size_t k) {
   auto& session = session_;
-  const std::vector<std::string> refs(refs_.begin(), refs_.begin() + static_cast<std::ptrdiff_t>(k));
+  const std::vector<std::string> refs(refs_.begin(),
+                                      refs_.begin() + static_cast<std::ptrdiff_t>(k));
   const std::string& history = history_;
   const Bytes value(8, 2);
-  const std::string start = session.create(history + "/t-", to_bytes("RUNNING"), CreateMode::persistent_sequential);
+  const std::string start =
+      session.create(history + "/t-", to_bytes("RUNNING"), CreateMode::persistent_sequential);
   const std::string kept = start.substr(start.rfind('/') + 1);
   std::vector<std::string> tags;
   for (const auto& ref : refs) {  // each ref: read its newest committed value, tag it as written
     const std::string lock = session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential);
     (void)session.children(ref + "/lock");
     auto versions = session.children(ref + "/history");
-    if (!versions.empty()) (void)session.get(history + "/" + versions.front().substr(0, versions.front().find('@')));
+    if (!versions.empty())
+      (void)session.get(history + "/" + versions.front().substr(0, versions.front().find('@')));
     (void)session.children(ref + "/txn");
     tags.push_back(session.create(ref + "/txn/" + kept, {}, CreateMode::ephemeral));
     session.remove(lock);
@@ -53,7 +57,8 @@ void AvoutRecipe::ref_set(std::size_t k) {
     locks.push_back(session.create(ref + "/lock/n-", {}, CreateMode::ephemeral_sequential));
     (void)session.children(ref + "/lock");
   }
-  const std::string point = session.create(history + "/t-", to_bytes("COMMITTED"), CreateMode::persistent_sequential);
+  const std::string point =
+      session.create(history + "/t-", to_bytes("COMMITTED"), CreateMode::persistent_sequential);
   for (const auto& ref : refs) {
     // Named <start>@<commit point> ('@' because the tick names hold '-').
     session.create(ref + "/history/" + kept + "@" + point.substr(point.rfind('/') + 1), {});

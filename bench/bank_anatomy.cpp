@@ -21,7 +21,8 @@ namespace {
 // One process's tally, written into memory shared with the parent.
 struct Tally {
   double transfers = 0, attempts = 0, retries = 0, wall_ms = 0, slept_ms = 0;
-  double writes = 0, write_calls = 0, write_ms = 0, reads = 0, read_ms = 0, erases = 0, erase_ms = 0;
+  double writes = 0, write_calls = 0, write_ms = 0, reads = 0, read_ms = 0, erases = 0,
+         erase_ms = 0;
   double zookeeper_requests = 0, zookeeper_round_trips = 0, multi_operations = 0;
 };
 
@@ -35,7 +36,8 @@ struct Bank {
 
 double ms(std::uint64_t nanoseconds) { return static_cast<double>(nanoseconds) / 1e6; }
 
-Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefix, int index, int transfers) {
+Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefix, int index,
+              int transfers) {
   // Declared so that they go in this order: the accounts, the client, the timing stores.
   std::vector<StoreTally> tallies(store_urls(servers).size());
   std::vector<std::unique_ptr<TimingStore>> timed;
@@ -58,10 +60,12 @@ Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefi
   const auto start = std::chrono::steady_clock::now();
   for (int t = 0; t < transfers; ++t) {
     const auto from = random() % static_cast<unsigned>(bank.accounts);
-    const auto to = (from + 1 + random() % static_cast<unsigned>(bank.accounts - 1)) % static_cast<unsigned>(bank.accounts);
+    const auto to = (from + 1 + random() % static_cast<unsigned>(bank.accounts - 1)) %
+                    static_cast<unsigned>(bank.accounts);
     transfer(stores.client, accounts[from], accounts[to], [&] { ++tally.attempts; });
   }
-  tally.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  tally.wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   tally.transfers = transfers;
   tally.retries = static_cast<double>(stores.client.transaction_counts().second - retries_before);
   tally.slept_ms = ms(slept_ns() - slept_before);
@@ -75,9 +79,12 @@ Tally run_one(const Servers& servers, const Bank& bank, const std::string& prefi
     tally.erase_ms += ms(t.erase_ns.load());
   }
   const auto sessions_after = stores.client.session().statistics();
-  tally.zookeeper_requests = static_cast<double>(sessions_after.requests - sessions_before.requests);
-  tally.zookeeper_round_trips = static_cast<double>(sessions_after.round_trips - sessions_before.round_trips);
-  tally.multi_operations = static_cast<double>(sessions_after.multi_operations - sessions_before.multi_operations);
+  tally.zookeeper_requests =
+      static_cast<double>(sessions_after.requests - sessions_before.requests);
+  tally.zookeeper_round_trips =
+      static_cast<double>(sessions_after.round_trips - sessions_before.round_trips);
+  tally.multi_operations =
+      static_cast<double>(sessions_after.multi_operations - sessions_before.multi_operations);
   return tally;
 }
 
@@ -89,17 +96,20 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
                                 {"8 processes, 200 accounts, redis", 8, 200, "redis"},
                                 {"1 process, 20 accounts, redis", 1, 20, "redis"}};
   const int transfers = settings.iterations(250);
-  std::printf("\n== bank anatomy: where a contended transfer's time goes (per commit, mean over all processes) ==\n");
-  std::printf("%-40s %7s %8s %8s %8s %8s | %6s %7s | %6s %7s | %6s %7s | %7s %6s %8s\n", "bank", "tx/s", "attempts",
-              "wall ms", "slept ms", "other ms", "writes", "ms", "reads", "ms", "erases", "ms", "zk req", "zk rtt",
-              "multi op");
+  std::printf(
+      "\n== bank anatomy: where a contended transfer's time goes (per commit, mean over all "
+      "processes) ==\n");
+  std::printf("%-40s %7s %8s %8s %8s %8s | %6s %7s | %6s %7s | %6s %7s | %7s %6s %8s\n", "bank",
+              "tx/s", "attempts", "wall ms", "slept ms", "other ms", "writes", "ms", "reads", "ms",
+              "erases", "ms", "zk req", "zk rtt", "multi op");
   std::vector<Result> rows;
   for (const auto& bank : banks) {
     const std::string prefix = unique_name("anatomy");
     {  // create the accounts before the processes race to
       Stores stores(servers);
       for (int i = 0; i < bank.accounts; ++i) {
-        (void)stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(bank.where, i));
+        (void)stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
+                                      stores.store(bank.where, i));
       }
     }
     const std::size_t bytes = sizeof(Tally) * static_cast<std::size_t>(bank.processes);
@@ -108,15 +118,20 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
     auto* tallies = static_cast<Tally*>(shared);
     Result result = run_processes("bank anatomy, " + bank.label, bank.processes, [&](int index) {
       tallies[index] = run_one(servers, bank, prefix, index, transfers);
-      return ProcessReport{std::vector<double>(static_cast<std::size_t>(transfers), tallies[index].wall_ms / transfers)};
+      return ProcessReport{std::vector<double>(static_cast<std::size_t>(transfers),
+                                               tallies[index].wall_ms / transfers)};
     });
     Tally sum;
     for (int i = 0; i < bank.processes; ++i) {
       const Tally& t = tallies[i];
-      sum.transfers += t.transfers, sum.attempts += t.attempts, sum.retries += t.retries, sum.wall_ms += t.wall_ms;
-      sum.slept_ms += t.slept_ms, sum.writes += t.writes, sum.write_calls += t.write_calls, sum.write_ms += t.write_ms;
-      sum.reads += t.reads, sum.read_ms += t.read_ms, sum.erases += t.erases, sum.erase_ms += t.erase_ms;
-      sum.zookeeper_requests += t.zookeeper_requests, sum.zookeeper_round_trips += t.zookeeper_round_trips;
+      sum.transfers += t.transfers, sum.attempts += t.attempts, sum.retries += t.retries,
+          sum.wall_ms += t.wall_ms;
+      sum.slept_ms += t.slept_ms, sum.writes += t.writes, sum.write_calls += t.write_calls,
+          sum.write_ms += t.write_ms;
+      sum.reads += t.reads, sum.read_ms += t.read_ms, sum.erases += t.erases,
+          sum.erase_ms += t.erase_ms;
+      sum.zookeeper_requests += t.zookeeper_requests,
+          sum.zookeeper_round_trips += t.zookeeper_round_trips;
       sum.multi_operations += t.multi_operations;
     }
     // Throughput over the longest process's transfers (not the wall time of run_processes,
@@ -127,10 +142,13 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
     munmap(shared, bytes);
     const double n = sum.transfers;
     const double other = sum.wall_ms - sum.slept_ms - sum.write_ms - sum.read_ms - sum.erase_ms;
-    std::printf("%-40s %7.0f %8.2f %8.2f %8.2f %8.2f | %6.2f %7.2f | %6.2f %7.2f | %6.2f %7.2f | %7.2f %6.2f %8.2f\n",
-                bank.label.c_str(), result.operations_per_second, sum.attempts / n, sum.wall_ms / n, sum.slept_ms / n,
-                other / n, sum.writes / n, sum.write_ms / n, sum.reads / n, sum.read_ms / n, sum.erases / n,
-                sum.erase_ms / n, sum.zookeeper_requests / n, sum.zookeeper_round_trips / n, sum.multi_operations / n);
+    std::printf(
+        "%-40s %7.0f %8.2f %8.2f %8.2f %8.2f | %6.2f %7.2f | %6.2f %7.2f | %6.2f %7.2f | %7.2f "
+        "%6.2f %8.2f\n",
+        bank.label.c_str(), result.operations_per_second, sum.attempts / n, sum.wall_ms / n,
+        sum.slept_ms / n, other / n, sum.writes / n, sum.write_ms / n, sum.reads / n,
+        sum.read_ms / n, sum.erases / n, sum.erase_ms / n, sum.zookeeper_requests / n,
+        sum.zookeeper_round_trips / n, sum.multi_operations / n);
     result.retries = sum.retries / n;
     result.zookeeper_requests = sum.zookeeper_requests / n;
     result.zookeeper_round_trips = sum.zookeeper_round_trips / n;
@@ -138,7 +156,9 @@ void run_bank_anatomy(const Settings& settings, const Servers& servers, const Fl
     result.floor_name = "zookeeper multi";
     rows.push_back(result);
   }
-  std::printf("(other ms: waiting on ZooKeeper — head and tag reads, the commit multi — and the client's own work)\n");
+  std::printf(
+      "(other ms: waiting on ZooKeeper — head and tag reads, the commit multi — and the client's "
+      "own work)\n");
   print_table("bank anatomy: throughput (p50 here is each process's mean transfer)", rows);
 }
 

@@ -33,8 +33,8 @@ void print_ratios(const Rounds& rounds, const std::string& mine, const std::stri
     if (a->second[r] > b->second[r]) ++higher;
   }
   if (each.empty()) return;
-  std::printf("  %-44s / %-30s %5.2f [%4.2f, %4.2f]  higher in %d of %zu\n", mine.c_str(), theirs.c_str(),
-              median(each), *std::min_element(each.begin(), each.end()),
+  std::printf("  %-44s / %-30s %5.2f [%4.2f, %4.2f]  higher in %d of %zu\n", mine.c_str(),
+              theirs.c_str(), median(each), *std::min_element(each.begin(), each.end()),
               *std::max_element(each.begin(), each.end()), higher, each.size());
 }
 
@@ -73,7 +73,8 @@ Result threaded_bank(const std::string& workload, const std::vector<Stores*>& cl
     });
   }
   for (auto& thread : running) thread.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto after = totals();
   std::vector<double> all;
   for (const auto& each : latencies) all.insert(all.end(), each.begin(), each.end());
@@ -81,7 +82,8 @@ Result threaded_bank(const std::string& workload, const std::vector<Stores*>& cl
   const auto transfers = static_cast<double>(all.size());
   row.operations_per_second = transfers / seconds;
   row.zookeeper_requests = static_cast<double>(after.requests - before.requests) / transfers;
-  row.zookeeper_round_trips = static_cast<double>(after.round_trips - before.round_trips) / transfers;
+  row.zookeeper_round_trips =
+      static_cast<double>(after.round_trips - before.round_trips) / transfers;
   row.retries = static_cast<double>(after.retries - before.retries) / transfers;
   row.slept_ms = static_cast<double>(slept_ns() - slept_before) / 1e6 / transfers;
   return row;
@@ -109,28 +111,33 @@ void run_bank_rounds(const Settings& settings, const Servers& servers, const Etc
   Rounds measured;
   for (int round = 0; round < rounds; ++round) {
     measured[own_clients].push_back(
-        threaded_bank(own_clients, clients, accounts, clients_in_bank, per_thread, pick_accounts).operations_per_second);
-    measured[one_client].push_back(
-        threaded_bank(one_client, {clients.front()}, accounts, clients_in_bank, per_thread, pick_accounts)
+        threaded_bank(own_clients, clients, accounts, clients_in_bank, per_thread, pick_accounts)
             .operations_per_second);
+    measured[one_client].push_back(threaded_bank(one_client, {clients.front()}, accounts,
+                                                 clients_in_bank, per_thread, pick_accounts)
+                                       .operations_per_second);
     if (etcd != nullptr) {
       // The first round warms etcd as the servers were warmed; later ones only connect.
       const auto warm = round == 0 ? settings.warm_up() : std::chrono::milliseconds(100);
-      for (auto& peer : etcd->run("-bank-only -iterations " + std::to_string(2 * per_thread) + " -warmup " +
-                                  std::to_string(warm.count()) + "ms")) {
-        const auto& name = peer.result.workload;  // "bank transfer, 8 clients in 1 process: etcd STM ..."
+      for (auto& peer : etcd->run("-bank-only -iterations " + std::to_string(2 * per_thread) +
+                                  " -warmup " + std::to_string(warm.count()) + "ms")) {
+        const auto& name =
+            peer.result.workload;  // "bank transfer, 8 clients in 1 process: etcd STM ..."
         const auto colon = name.find(": ");
-        if (colon == std::string::npos) throw std::runtime_error("bank rounds: unexpected etcd row " + name);
+        if (colon == std::string::npos)
+          throw std::runtime_error("bank rounds: unexpected etcd row " + name);
         measured[name.substr(colon + 2)].push_back(peer.result.operations_per_second);
       }
     }
   }
-  std::printf("\n== bank rounds: 8 clients, 20 Redis accounts, %d alternating rounds of %d transfers per "
-              "client; transfers/s, median [min, max] ==\n",
-              rounds, per_thread);
+  std::printf(
+      "\n== bank rounds: 8 clients, 20 Redis accounts, %d alternating rounds of %d transfers per "
+      "client; transfers/s, median [min, max] ==\n",
+      rounds, per_thread);
   for (const auto& [name, each] : measured) {
     std::printf("  %-44s %7.0f [%.0f, %.0f]\n", name.c_str(), median(each),
-                *std::min_element(each.begin(), each.end()), *std::max_element(each.begin(), each.end()));
+                *std::min_element(each.begin(), each.end()),
+                *std::max_element(each.begin(), each.end()));
   }
   std::printf("per round, one row's transfers/s over another's:\n");
   for (const auto& mine : {own_clients, one_client}) {

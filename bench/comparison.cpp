@@ -26,70 +26,86 @@ std::vector<Workload> workloads() {
   const std::vector<std::string> isolations{"serializable", "default"};
   for (const std::string k : {"1", "2", "4", "8"}) {
     Workload rw{"read-write txn, k=" + k, false, {}};
-    for (const auto& store : stores) rw.entries.push_back({"avout, " + store, "read-write txn, k=" + k + ", " + store, true});
+    for (const auto& store : stores)
+      rw.entries.push_back({"avout, " + store, "read-write txn, k=" + k + ", " + store, true});
     for (const auto& isolation : isolations) {
-      rw.entries.push_back({"etcd STM " + isolation, "read-write txn, k=" + k + ": etcd STM " + isolation, false});
+      rw.entries.push_back(
+          {"etcd STM " + isolation, "read-write txn, k=" + k + ": etcd STM " + isolation, false});
     }
     all.push_back(rw);
   }
   for (const std::string k : {"1", "2", "4", "8"}) {
     const std::string row = "rounds: read-write txn, k=" + k + ": ";
     Workload rw{"read-write txn, k=" + k + ", alternating rounds", false, {}};
-    for (const auto& store : stores) rw.entries.push_back({"avout, " + store, row + "avout, " + store, true});
+    for (const auto& store : stores)
+      rw.entries.push_back({"avout, " + store, row + "avout, " + store, true});
     for (const auto& isolation : isolations) {
       rw.entries.push_back({"etcd STM " + isolation, row + "etcd STM " + isolation, false});
     }
     all.push_back(rw);
   }
   Workload ro{"read-only txn, k=8", false, {}};
-  for (const auto& store : stores) ro.entries.push_back({"avout, " + store, "read-only txn, k=8, " + store, true});
+  for (const auto& store : stores)
+    ro.entries.push_back({"avout, " + store, "read-only txn, k=8, " + store, true});
   for (const auto& isolation : isolations) {
-    ro.entries.push_back({"etcd STM " + isolation, "read-only txn, k=8: etcd STM " + isolation, false});
+    ro.entries.push_back(
+        {"etcd STM " + isolation, "read-only txn, k=8: etcd STM " + isolation, false});
   }
   all.push_back(ro);
   all.push_back({"bank transfer, 8 clients, 20 accounts",
                  true,
                  {{"avout, mixed refs", "bank transfer, 8 processes, 20 mixed refs", true},
                   {"avout, redis refs", "bank transfer, 8 processes: avout (Redis refs)", true},
-                  {"avout, redis refs, 8 clients in 1 process", "bank transfer, 8 clients in 1 process: avout (Redis refs)", true},
-                  {"avout, redis refs, 1 client, 8 threads", "bank transfer, 1 client, 8 threads: avout (Redis refs)", true},
-                  {"etcd STM serializable (8 clients in 1 process)", "bank transfer, 8 clients in 1 process: etcd STM serializable", false},
-                  {"etcd STM default (8 clients in 1 process)", "bank transfer, 8 clients in 1 process: etcd STM default", false},
+                  {"avout, redis refs, 8 clients in 1 process",
+                   "bank transfer, 8 clients in 1 process: avout (Redis refs)", true},
+                  {"avout, redis refs, 1 client, 8 threads",
+                   "bank transfer, 1 client, 8 threads: avout (Redis refs)", true},
+                  {"etcd STM serializable (8 clients in 1 process)",
+                   "bank transfer, 8 clients in 1 process: etcd STM serializable", false},
+                  {"etcd STM default (8 clients in 1 process)",
+                   "bank transfer, 8 clients in 1 process: etcd STM default", false},
                   {"Redis WATCH/MULTI", "bank transfer, 8 processes: Redis WATCH/MULTI", false},
-                  {"PostgreSQL SERIALIZABLE", "bank transfer, 8 processes: PostgreSQL SERIALIZABLE", false}}});
+                  {"PostgreSQL SERIALIZABLE", "bank transfer, 8 processes: PostgreSQL SERIALIZABLE",
+                   false}}});
   for (const std::string k : {"1", "8"}) {
     for (const std::string prefix : {"", "rounds: "}) {
       const std::string row = prefix + "ref-set in dosync, k=" + k + ": ";
       all.push_back({"ref-set in dosync, k=" + k + (prefix.empty() ? "" : ", alternating rounds"),
                      false,
-                     {{"avout", row + "avout", true}, {"Avout 2011 recipe", row + "Avout 2011 recipe", false}}});
+                     {{"avout", row + "avout", true},
+                      {"Avout 2011 recipe", row + "Avout 2011 recipe", false}}});
     }
   }
   all.push_back({"atom increment, 1 process",
                  false,
                  {{"avout swap, zookeeper", "swap, 1 process, zookeeper", true},
-                  {"Curator DistributedAtomicLong", "atom increment, 1 process: Curator DistributedAtomicLong", false}}});
+                  {"Curator DistributedAtomicLong",
+                   "atom increment, 1 process: Curator DistributedAtomicLong", false}}});
   all.push_back({"atom increment, 8 processes",
                  true,
                  {{"avout swap, zookeeper", "swap, 8 processes, zookeeper", true},
                   {"avout swap, redis", "swap, 8 processes, redis", true},
-                  {"Curator DistributedAtomicLong", "atom increment, 8 processes: Curator DistributedAtomicLong", false}}});
-  all.push_back({"lock acquire+release, 1 process",
-                 false,
-                 {{"avout Lock", "acquire + release, 1 process: avout Lock (ZooKeeper)", true},
-                  {"etcd Mutex", "lock acquire+release, 1 process: etcd Mutex", false},
-                  {"Curator InterProcessMutex", "lock acquire+release, 1 process: Curator InterProcessMutex", false},
-                  {"Curator RW lock (write)",
-                   "lock acquire+release, 1 process: Curator InterProcessReadWriteLock (write)", false}}});
+                  {"Curator DistributedAtomicLong",
+                   "atom increment, 8 processes: Curator DistributedAtomicLong", false}}});
+  all.push_back(
+      {"lock acquire+release, 1 process",
+       false,
+       {{"avout Lock", "acquire + release, 1 process: avout Lock (ZooKeeper)", true},
+        {"etcd Mutex", "lock acquire+release, 1 process: etcd Mutex", false},
+        {"Curator InterProcessMutex", "lock acquire+release, 1 process: Curator InterProcessMutex",
+         false},
+        {"Curator RW lock (write)",
+         "lock acquire+release, 1 process: Curator InterProcessReadWriteLock (write)", false}}});
   all.push_back({"lock, 10 processes, one key",
                  true,
                  {{"avout Lock", "10 processes, one key: avout Lock (ZooKeeper)", true},
                   {"etcd Mutex", "lock, 10 processes, one key: etcd Mutex", false},
-                  {"Curator InterProcessMutex", "lock, 10 processes, one key: Curator InterProcessMutex", false},
-                  {"Curator RW lock (write)", "lock, 10 processes, one key: Curator InterProcessReadWriteLock (write)",
-                   false},
-                  {"Curator RW lock (read)", "lock, 10 processes, one key: Curator InterProcessReadWriteLock (read)",
-                   false},
+                  {"Curator InterProcessMutex",
+                   "lock, 10 processes, one key: Curator InterProcessMutex", false},
+                  {"Curator RW lock (write)",
+                   "lock, 10 processes, one key: Curator InterProcessReadWriteLock (write)", false},
+                  {"Curator RW lock (read)",
+                   "lock, 10 processes, one key: Curator InterProcessReadWriteLock (read)", false},
                   {"Redis SET NX PX", "10 processes, one key: Redis SET NX PX (peer)", false}}});
   return all;
 }
@@ -118,7 +134,8 @@ std::vector<Contender> side_by_side(const nlohmann::json& rows) {
       if (floor_ms > 0) {
         contender.floor_ratio = row->at("p50_ms").get<double>() / floor_ms;
         char floor[96];
-        std::snprintf(floor, sizeof floor, "%s %.3f ms", row->at("floor").get<std::string>().c_str(), floor_ms);
+        std::snprintf(floor, sizeof floor, "%s %.3f ms",
+                      row->at("floor").get<std::string>().c_str(), floor_ms);
         contender.floor = floor;
       }
       contenders.push_back(std::move(contender));
@@ -128,17 +145,19 @@ std::vector<Contender> side_by_side(const nlohmann::json& rows) {
 }
 
 void print_side_by_side(const std::vector<Contender>& contenders) {
-  std::printf("\n== avout and its peers side by side, this run (x floor: p50 over the row's floor) ==\n");
+  std::printf(
+      "\n== avout and its peers side by side, this run (x floor: p50 over the row's floor) ==\n");
   std::string workload;
   for (const auto& c : contenders) {
     if (c.workload != workload) {
       workload = c.workload;
-      std::printf("%s (%s)\n", workload.c_str(), c.throughput ? "ops/s, higher is better" : "p50 ms, lower is better");
+      std::printf("%s (%s)\n", workload.c_str(),
+                  c.throughput ? "ops/s, higher is better" : "p50 ms, lower is better");
     }
     char ratio[32] = "-";
     if (c.floor_ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2f", c.floor_ratio);
-    std::printf("  %-6s %-48s %10.3f %8s  %s\n", c.avout ? "avout" : "peer", c.who.c_str(), c.value, ratio,
-                c.floor.c_str());
+    std::printf("  %-6s %-48s %10.3f %8s  %s\n", c.avout ? "avout" : "peer", c.who.c_str(), c.value,
+                ratio, c.floor.c_str());
   }
   std::fflush(stdout);
 }

@@ -10,13 +10,13 @@ namespace avout::bench {
 
 /// One bar of the comparison: who ran a workload and how fast.
 struct Contender {
-  std::string workload{};  ///< the shared workload, e.g. "read-write txn, k=8"
-  std::string who{};     ///< "avout, redis refs", "etcd STM serializable", ...
-  bool avout = false;    ///< avout's own row (else a peer's)
+  std::string workload{};   ///< the shared workload, e.g. "read-write txn, k=8"
+  std::string who{};        ///< "avout, redis refs", "etcd STM serializable", ...
+  bool avout = false;       ///< avout's own row (else a peer's)
   bool throughput = false;  ///< compared by operations per second (else by p50 latency)
-  double value = 0;      ///< p50 in ms, or operations per second
-  double floor_ratio = 0;  ///< p50 over the row's floor (0: no floor)
-  std::string floor{};   ///< the floor's name and p50
+  double value = 0;         ///< p50 in ms, or operations per second
+  double floor_ratio = 0;   ///< p50 over the row's floor (0: no floor)
+  std::string floor{};      ///< the floor's name and p50
 };
 
 /// The contenders found in `rows`, grouped by workload in a fixed order; workloads and

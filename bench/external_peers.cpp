@@ -43,7 +43,8 @@ std::string run_capturing(const std::string& command, const std::string& what) {
   if (pipe == nullptr) throw std::runtime_error(what + ": cannot run " + command);
   std::string output;
   char buffer[4096];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, got);
+  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    output.append(buffer, got);
   if (pclose(pipe) != 0) throw std::runtime_error(what + " failed: " + command + "\n" + output);
   return output;
 }
@@ -66,7 +67,9 @@ bool etcd_healthy(int port) {
 class EtcdServer {
  public:
   explicit EtcdServer(const std::string& etcd)
-      : dir_(make_temp_dir("etcd")), port_(testing::free_port()), peer_port_(testing::free_port()),
+      : dir_(make_temp_dir("etcd")),
+        port_(testing::free_port()),
+        peer_port_(testing::free_port()),
         process_(0, [&](int) {
           const std::string client = "http://127.0.0.1:" + std::to_string(port_);
           const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
@@ -82,8 +85,8 @@ class EtcdServer {
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (!etcd_healthy(port_)) {
       if (std::chrono::steady_clock::now() > deadline) {
-        throw std::runtime_error("etcd on port " + std::to_string(port_) + " did not become healthy; see " +
-                                 dir_ + "/etcd.log");
+        throw std::runtime_error("etcd on port " + std::to_string(port_) +
+                                 " did not become healthy; see " + dir_ + "/etcd.log");
       }
       std::this_thread::sleep_for(100ms);
     }
@@ -112,7 +115,8 @@ class EtcdServer {
 namespace {
 
 // Rows of a peer program's JSON ({"rows": [...]}), each compared with `floor`.
-std::vector<PeerRow> parse_rows(const std::string& output, double floor_ms, const std::string& floor_name) {
+std::vector<PeerRow> parse_rows(const std::string& output, double floor_ms,
+                                const std::string& floor_name) {
   std::vector<PeerRow> parsed;
   const auto document = nlohmann::json::parse(output.substr(output.find('{')));
   for (const auto& row : document.at("rows")) {
@@ -125,7 +129,8 @@ std::vector<PeerRow> parse_rows(const std::string& output, double floor_ms, cons
     result.retries = row.at("retries");
     result.floor_ms = floor_ms;
     result.floor_name = floor_name;
-    if (row.contains("latencies_ms")) peer.latencies_ms = row.at("latencies_ms").get<std::vector<double>>();
+    if (row.contains("latencies_ms"))
+      peer.latencies_ms = row.at("latencies_ms").get<std::vector<double>>();
     parsed.push_back(std::move(peer));
   }
   return parsed;
@@ -143,16 +148,18 @@ std::unique_ptr<EtcdPeer> EtcdPeer::start() {
   const std::string etcd = find_program("etcd"), go = find_program("go");
   const fs::path source = fs::path(AVOUT_BENCH_PEERS_DIR) / "etcd" / "main.go";
   if (etcd.empty() || go.empty() || !fs::exists("/usr/share/gocode/src/go.etcd.io/etcd/clientv3")) {
-    std::printf("\n(etcd peer skipped: needs etcd, go and Debian's golang-etcd-server-dev; "
-                "scripts/setup --bench installs them)\n");
+    std::printf(
+        "\n(etcd peer skipped: needs etcd, go and Debian's golang-etcd-server-dev; "
+        "scripts/setup --bench installs them)\n");
     return nullptr;
   }
   std::unique_ptr<EtcdPeer> peer(new EtcdPeer);
   peer->build_dir_ = make_temp_dir("etcd-peer");
   // GOPATH mode against Debian's packaged sources: no module download, no network.
-  run_capturing("cd '" + peer->build_dir_ + "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
-                    "' build -o '" + peer->build_dir_ + "/etcd-peer' '" + source.string() + "' 2>&1",
-                "building the etcd peer");
+  run_capturing(
+      "cd '" + peer->build_dir_ + "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
+          "' build -o '" + peer->build_dir_ + "/etcd-peer' '" + source.string() + "' 2>&1",
+      "building the etcd peer");
   peer->server_ = std::make_unique<EtcdServer>(etcd);
   return peer;
 }
@@ -167,13 +174,14 @@ EtcdPeer::~EtcdPeer() {
 
 std::vector<PeerRow> EtcdPeer::run(const std::string& arguments) const {
   const std::string output = run_capturing(
-      "'" + build_dir_ + "/etcd-peer' -endpoint " + server_->endpoint() + " " + arguments, "the etcd peer");
+      "'" + build_dir_ + "/etcd-peer' -endpoint " + server_->endpoint() + " " + arguments,
+      "the etcd peer");
   return parse_rows(output, 0, "");
 }
 
 void run_etcd_peer(const Settings& settings, const EtcdPeer& peer) {
-  auto rows = results_of(peer.run("-iterations " + std::to_string(settings.iterations(500)) + " -warmup " +
-                                  std::to_string(settings.warm_up().count()) + "ms"));
+  auto rows = results_of(peer.run("-iterations " + std::to_string(settings.iterations(500)) +
+                                  " -warmup " + std::to_string(settings.warm_up().count()) + "ms"));
   double floor = 0;
   for (const auto& row : rows) {
     if (row.workload == "etcd get + put") floor = row.p50_ms;
@@ -190,23 +198,26 @@ void run_curator_peer(const Settings& settings, const Servers& servers, const Fl
   const std::string javac = find_program("javac"), java = find_program("java");
   const fs::path jars = "/usr/share/java";
   if (javac.empty() || java.empty() || !fs::exists(jars / "curator-recipes.jar")) {
-    std::printf("\n(Curator peer skipped: needs javac and Debian's libcurator-recipes-java; "
-                "scripts/setup --bench installs them)\n");
+    std::printf(
+        "\n(Curator peer skipped: needs javac and Debian's libcurator-recipes-java; "
+        "scripts/setup --bench installs them)\n");
     return;
   }
   std::string classpath;
-  for (const char* jar : {"curator-recipes", "curator-framework", "curator-client", "zookeeper", "zookeeper-jute",
-                          "guava", "failureaccess", "slf4j-api", "slf4j-nop"}) {
+  for (const char* jar : {"curator-recipes", "curator-framework", "curator-client", "zookeeper",
+                          "zookeeper-jute", "guava", "failureaccess", "slf4j-api", "slf4j-nop"}) {
     const fs::path file = jars / (std::string(jar) + ".jar");
     if (fs::exists(file)) classpath += file.string() + ":";
   }
   const std::string build = make_temp_dir("curator-peer");
   const fs::path source = fs::path(AVOUT_BENCH_PEERS_DIR) / "curator" / "CuratorPeer.java";
-  run_capturing("'" + javac + "' -nowarn -d '" + build + "' -cp '" + classpath + "' '" + source.string() + "' 2>&1",
+  run_capturing("'" + javac + "' -nowarn -d '" + build + "' -cp '" + classpath + "' '" +
+                    source.string() + "' 2>&1",
                 "compiling the Curator peer");
   const std::string output =
-      run_capturing("'" + java + "' -cp '" + build + ":" + classpath + "' CuratorPeer " + servers.zookeeper + " " +
-                        std::to_string(settings.iterations(500)) + " " + std::to_string(settings.warm_up().count()),
+      run_capturing("'" + java + "' -cp '" + build + ":" + classpath + "' CuratorPeer " +
+                        servers.zookeeper + " " + std::to_string(settings.iterations(500)) + " " +
+                        std::to_string(settings.warm_up().count()),
                     "the Curator peer");
   fs::remove_all(build);
   print_table("peers: Apache Curator recipes on the same ZooKeeper",

@@ -14,7 +14,7 @@ namespace avout::bench {
 
 /// One row a peer program measured, with every latency when it was asked for them.
 struct PeerRow {
-  Result result{};                    ///< the row as the program summarized it
+  Result result{};                     ///< the row as the program summarized it
   std::vector<double> latencies_ms{};  ///< each operation's, with -latencies (else empty)
 };
 

@@ -19,7 +19,8 @@ namespace {
 // ZooKeeper passes a read on only once the writes queued before it are flushed to its log,
 // so a read waits for an fsync whenever anybody writes: what every round trip of a contended
 // workload pays.
-std::vector<double> gets_beside_writers(ZooKeeperSession& session, const std::string& zookeeper, int n) {
+std::vector<double> gets_beside_writers(ZooKeeperSession& session, const std::string& zookeeper,
+                                        int n) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> writers;
   for (int w = 0; w < 4; ++w) {
@@ -88,32 +89,37 @@ Floors measure_floors(const Settings& settings, const std::string& zookeeper,
       session.create_recursive(child);
     }
     const Bytes data(8, 1);
-    rows.push_back(summarize("zookeeper get", time_each(n, [&] { session.get("/bench-floor/a"); })));
+    rows.push_back(
+        summarize("zookeeper get", time_each(n, [&] { session.get("/bench-floor/a"); })));
     floors.zookeeper_get = rows.back().p50_ms;
-    rows.push_back(summarize("zookeeper set", time_each(n, [&] { session.set("/bench-floor/a", data); })));
+    rows.push_back(
+        summarize("zookeeper set", time_each(n, [&] { session.set("/bench-floor/a", data); })));
     floors.zookeeper_set = rows.back().p50_ms;
     rows.push_back(summarize("zookeeper multi (4 sets)", time_each(n, [&] {
-      session.multi({op::SetData{"/bench-floor/a", data, -1}, op::SetData{"/bench-floor/b", data, -1},
-                     op::SetData{"/bench-floor/c", data, -1}, op::SetData{"/bench-floor/d", data, -1}});
-    })));
+                               session.multi({op::SetData{"/bench-floor/a", data, -1},
+                                              op::SetData{"/bench-floor/b", data, -1},
+                                              op::SetData{"/bench-floor/c", data, -1},
+                                              op::SetData{"/bench-floor/d", data, -1}});
+                             })));
     floors.zookeeper_multi = rows.back().p50_ms;
     for (int k : {1, 8}) {
       rows.push_back(summarize("zookeeper multi shaped like a commit, k=" + std::to_string(k),
                                commit_shaped_multis(session, k, n)));
     }
     rows.push_back(summarize("zookeeper get + versioned set", time_each(n, [&] {
-      auto node = session.get("/bench-floor/a");
-      session.set("/bench-floor/a", data, node.stat.version);
-    })));
+                               auto node = session.get("/bench-floor/a");
+                               session.set("/bench-floor/a", data, node.stat.version);
+                             })));
     floors.zookeeper_get_set = rows.back().p50_ms;
-    rows.push_back(summarize("zookeeper get, 4 other sessions writing", gets_beside_writers(session, zookeeper, n / 4)));
+    rows.push_back(summarize("zookeeper get, 4 other sessions writing",
+                             gets_beside_writers(session, zookeeper, n / 4)));
   }
   {
     RawRedis redis(redis_url);
     rows.push_back(summarize("redis GET + SET", time_each(n, [&] {
-      redis.command({"GET", "bench-floor"});
-      redis.command({"SET", "bench-floor", "12345678"});
-    })));
+                               redis.command({"GET", "bench-floor"});
+                               redis.command({"SET", "bench-floor", "12345678"});
+                             })));
     floors.redis_get_set = rows.back().p50_ms;
   }
   {
@@ -125,10 +131,11 @@ Floors measure_floors(const Settings& settings, const std::string& zookeeper,
       setup.commit();
     }
     rows.push_back(summarize("postgres SELECT + UPDATE (autocommit)", time_each(n, [&] {
-      pqxx::nontransaction statement(connection);
-      statement.exec("SELECT value FROM bench_floor WHERE id = 1");
-      statement.exec("UPDATE bench_floor SET value = value + 1 WHERE id = 1");
-    })));
+                               pqxx::nontransaction statement(connection);
+                               statement.exec("SELECT value FROM bench_floor WHERE id = 1");
+                               statement.exec(
+                                   "UPDATE bench_floor SET value = value + 1 WHERE id = 1");
+                             })));
     floors.postgres_get_set = rows.back().p50_ms;
   }
   print_table("floors: raw round trips, this run", rows);

@@ -57,7 +57,8 @@ struct Tally {
   void add(const std::string& row, const ProcessReport& measured) {
     round_p50s[row].push_back(median(measured.latencies_ms));
     auto& all = reports[row];
-    all.latencies_ms.insert(all.latencies_ms.end(), measured.latencies_ms.begin(), measured.latencies_ms.end());
+    all.latencies_ms.insert(all.latencies_ms.end(), measured.latencies_ms.begin(),
+                            measured.latencies_ms.end());
     all.zookeeper_requests += measured.zookeeper_requests;
     all.zookeeper_round_trips += measured.zookeeper_round_trips;
     all.retries += measured.retries;
@@ -77,8 +78,11 @@ struct Tally {
 class RawFloor {
  public:
   explicit RawFloor(const Servers& servers)
-      : session_(SessionOptions{.hosts = servers.zookeeper}), redis_(servers.redis), postgres_(servers.postgres),
-        base_(unique_name("rounds-floor")), table_("bench_rounds_" + std::to_string(std::random_device{}() % 1000000)) {
+      : session_(SessionOptions{.hosts = servers.zookeeper}),
+        redis_(servers.redis),
+        postgres_(servers.postgres),
+        base_(unique_name("rounds-floor")),
+        table_("bench_rounds_" + std::to_string(std::random_device{}() % 1000000)) {
     for (int i = 0; i < 8; ++i) session_.create_recursive(base_ + "/" + std::to_string(i));
     pqxx::work setup(postgres_);
     setup.exec("CREATE TABLE " + table_ + " (id bigserial primary key, value bigint)");
@@ -101,7 +105,8 @@ class RawFloor {
       statement.exec("INSERT INTO " + table_ + " (value) VALUES " + rows);
     }
     std::vector<Operation> sets;
-    for (int i = 0; i < k; ++i) sets.push_back(op::SetData{base_ + "/" + std::to_string(i), Bytes(8, 1), -1});
+    for (int i = 0; i < k; ++i)
+      sets.push_back(op::SetData{base_ + "/" + std::to_string(i), Bytes(8, 1), -1});
     session_.multi(sets);
   }
 
@@ -122,10 +127,11 @@ struct AvoutRow {
 
 // Per round, the p50 of one row over another's: the median, the extremes, and in how many
 // rounds the first was the lower.
-void print_round_comparison(const Tally& tally, const std::vector<std::string>& placements, int rounds,
-                            bool with_etcd) {
-  std::printf("\n== rounds: one row's p50 over another's, per round (median [min, max] of %d rounds) ==\n",
-              rounds);
+void print_round_comparison(const Tally& tally, const std::vector<std::string>& placements,
+                            int rounds, bool with_etcd) {
+  std::printf(
+      "\n== rounds: one row's p50 over another's, per round (median [min, max] of %d rounds) ==\n",
+      rounds);
   auto ratios = [&](const std::string& label, const std::string& mine, const std::string& theirs) {
     const auto& a = tally.round_p50s.at(mine);
     const auto& b = tally.round_p50s.at(theirs);
@@ -136,8 +142,8 @@ void print_round_comparison(const Tally& tally, const std::vector<std::string>& 
       if (a[r] < b[r]) ++lower;
     }
     std::printf("  %-52s %5.2f [%4.2f, %4.2f]  lower in %d of %zu\n", label.c_str(), median(each),
-                *std::min_element(each.begin(), each.end()), *std::max_element(each.begin(), each.end()), lower,
-                each.size());
+                *std::min_element(each.begin(), each.end()),
+                *std::max_element(each.begin(), each.end()), lower, each.size());
   };
   for (const auto& where : placements) {
     for (int k : ks) {
@@ -147,7 +153,8 @@ void print_round_comparison(const Tally& tally, const std::vector<std::string>& 
     }
   }
   for (const auto& where : placements) {
-    ratios("avout " + where + ", k=8 / k=1", row_name(8, "avout, " + where), row_name(1, "avout, " + where));
+    ratios("avout " + where + ", k=8 / k=1", row_name(8, "avout, " + where),
+           row_name(1, "avout, " + where));
   }
   for (int k : usual_ks) {
     ratios("k=" + std::to_string(k) + ", avout zookeeper / " + usual_where,
@@ -185,7 +192,8 @@ std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>
       rows.push_back(tally.summary(floor_name(k, store)));
     }
     for (const auto& row : avout) {
-      if (row.k == k) beside_floor(row_name(k, "avout, " + row.where), k, slowest_store(row.where, k));
+      if (row.k == k)
+        beside_floor(row_name(k, "avout, " + row.where), k, slowest_store(row.where, k));
     }
     for (const auto& row : usual) {
       if (row.k == k) beside_floor(row_name(k, "avout, " + row.where), k, "zookeeper");
@@ -205,7 +213,8 @@ std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>
 
 }  // namespace
 
-void run_interleaved_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd) {
+void run_interleaved_rounds(const Settings& settings, const Servers& servers,
+                            const EtcdPeer* etcd) {
   const int rounds = settings.quick ? 2 : 10;
   const int per_round = std::max(10, settings.iterations(500) / rounds);
   Stores stores(servers);
@@ -217,20 +226,23 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
       AvoutRow row{where, k, {}};
       const std::string prefix = unique_name("rounds-" + where);
       for (int i = 0; i < k; ++i) {
-        row.refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(where, i)));
+        row.refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
+                                                   stores.store(where, i)));
       }
       avout.push_back(std::move(row));
     }
   }
   // A root of its own: its commits move a clock of their own, not the one the other rows'
   // speculative commits expect.
-  ClientOptions usual_options{.hosts = servers.zookeeper, .root = "/avout-usual", .speculative_commits = false};
+  ClientOptions usual_options{
+      .hosts = servers.zookeeper, .root = "/avout-usual", .speculative_commits = false};
   Client usual(usual_options);
   std::vector<AvoutRow> usual_rows;
   for (int k : usual_ks) {
     AvoutRow row{usual_where, k, {}};
     const std::string prefix = unique_name("rounds-usual");
-    for (int i = 0; i < k; ++i) row.refs.push_back(usual.ref<long>(prefix + "/" + std::to_string(i), 1000));
+    for (int i = 0; i < k; ++i)
+      row.refs.push_back(usual.ref<long>(prefix + "/" + std::to_string(i), 1000));
     usual_rows.push_back(std::move(row));
   }
   auto commit_by = [](Client& client, AvoutRow& row) {
@@ -248,7 +260,8 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
     recipes[k] = std::make_unique<AvoutRecipe>(stores.client.session(), k);
     const std::string prefix = unique_name("rounds-ref-set");
-    for (std::size_t i = 0; i < k; ++i) ref_set_refs[k].push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1));
+    for (std::size_t i = 0; i < k; ++i)
+      ref_set_refs[k].push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1));
   }
   auto ref_set = [&](std::size_t k) {
     stores.client.dosync([&] {
@@ -272,7 +285,8 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
                 measure_client(stores.client, per_round, [&] { commit(row); }));
     }
     for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
-      tally.add(ref_set_name(k, "avout"), measure_client(stores.client, per_round, [&] { ref_set(k); }));
+      tally.add(ref_set_name(k, "avout"),
+                measure_client(stores.client, per_round, [&] { ref_set(k); }));
       // The recipe's ref-set takes 18 sequential requests at k=1, about 100 at k=8: fewer runs.
       const int recipe_runs = std::max(2, per_round / (k == 1 ? 2 : 4));
       tally.add(ref_set_name(k, "Avout 2011 recipe"),
@@ -281,8 +295,9 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
     if (etcd != nullptr) {
       // The first round warms etcd as the servers were warmed; later ones only connect.
       const auto warm = round == 0 ? settings.warm_up() : std::chrono::milliseconds(100);
-      for (auto& peer : etcd->run("-readwrite-only -latencies -iterations " + std::to_string(per_round) +
-                                  " -warmup " + std::to_string(warm.count()) + "ms")) {
+      for (auto& peer :
+           etcd->run("-readwrite-only -latencies -iterations " + std::to_string(per_round) +
+                     " -warmup " + std::to_string(warm.count()) + "ms")) {
         const auto& name = peer.result.workload;  // "read-write txn, k=K: etcd STM ..."
         tally.add("rounds: " + name, peer.latencies_ms);
       }
@@ -290,7 +305,8 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers, co
   }
 
   print_table("rounds: read-write txn over k refs and ref-set, " + std::to_string(rounds) +
-                  " alternating rounds of " + std::to_string(per_round) + " per row (the recipe fewer)",
+                  " alternating rounds of " + std::to_string(per_round) +
+                  " per row (the recipe fewer)",
               summary_rows(tally, avout, usual_rows));
   print_round_comparison(tally, wheres, rounds, etcd != nullptr);
 }

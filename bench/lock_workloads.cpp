@@ -36,7 +36,8 @@ Locker mutex_locker(Stores& stores, const std::string& name) {
   auto locks = std::make_shared<std::map<std::string, Lock>>();  // one lock object per key
   return [&stores, name, locks](const std::string& key) {
     auto found = locks->find(key);
-    if (found == locks->end()) found = locks->emplace(key, stores.client.lock(name + "/" + key)).first;
+    if (found == locks->end())
+      found = locks->emplace(key, stores.client.lock(name + "/" + key)).first;
     std::scoped_lock held(found->second);
     short_task();
   };
@@ -44,7 +45,8 @@ Locker mutex_locker(Stores& stores, const std::string& name) {
 
 Locker lease_locker(std::shared_ptr<LeaseLock> lease_lock) {
   return [lease_lock](const std::string& key) {
-    auto lease = lease_lock->lock(key, {.duration = std::chrono::seconds(5), .max_wait = std::chrono::seconds(60)});
+    auto lease = lease_lock->lock(
+        key, {.duration = std::chrono::seconds(5), .max_wait = std::chrono::seconds(60)});
     short_task();
     lease_lock->unlock(lease);
   };
@@ -55,12 +57,14 @@ Locker redis_set_nx_locker(const std::string& url, const std::string& prefix) {
   auto redis = std::make_shared<RawRedis>(url);
   return [redis, prefix](const std::string& key) {
     const std::string token = std::to_string(std::random_device{}());
-    while (redis->command({"SET", prefix + key, token, "NX", "PX", "5000"})->type == REDIS_REPLY_NIL) {
+    while (redis->command({"SET", prefix + key, token, "NX", "PX", "5000"})->type ==
+           REDIS_REPLY_NIL) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     short_task();
     redis->command({"EVAL",
-                    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+                    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', "
+                    "KEYS[1]) end return 0",
                     "1", prefix + key, token});
   };
 }
@@ -73,17 +77,24 @@ void run_lock_workloads(const Settings& settings, const Servers& servers, const 
   const std::string run = unique_name("locks");
   const std::string redis_prefix = "bench-nx-" + std::to_string(std::random_device{}()) + ":";
   const std::vector<std::pair<std::string, LockerFactory>> strategies{
-      {"avout Lock (ZooKeeper)", [&](Stores& stores) { return mutex_locker(stores, run + "/mutex"); }},
-      {"LeaseLock zookeeper", [&](Stores& stores) {
+      {"avout Lock (ZooKeeper)",
+       [&](Stores& stores) { return mutex_locker(stores, run + "/mutex"); }},
+      {"LeaseLock zookeeper",
+       [&](Stores& stores) {
          return lease_locker(std::make_shared<LeaseLock>(stores.client.lease_lock(run + "/lease")));
        }},
-      {"LeaseLock redis", [&](Stores& stores) {
-         return lease_locker(std::make_shared<LeaseLock>(redis::lease_lock(dynamic_cast<redis::Store&>(stores.store("redis")), run)));
+      {"LeaseLock redis",
+       [&](Stores& stores) {
+         return lease_locker(std::make_shared<LeaseLock>(
+             redis::lease_lock(dynamic_cast<redis::Store&>(stores.store("redis")), run)));
        }},
-      {"LeaseLock postgres", [&](Stores& stores) {
-         return lease_locker(std::make_shared<LeaseLock>(postgres::lease_lock(dynamic_cast<postgres::Store&>(stores.store("postgres")), run)));
+      {"LeaseLock postgres",
+       [&](Stores& stores) {
+         return lease_locker(std::make_shared<LeaseLock>(
+             postgres::lease_lock(dynamic_cast<postgres::Store&>(stores.store("postgres")), run)));
        }},
-      {"Redis SET NX PX (peer)", [&](Stores&) { return redis_set_nx_locker(servers.redis, redis_prefix); }},
+      {"Redis SET NX PX (peer)",
+       [&](Stores&) { return redis_set_nx_locker(servers.redis, redis_prefix); }},
   };
   for (const auto& strategy : strategies) {
     // Named, not bound: clang 14 cannot capture a structured binding in a lambda.
@@ -92,8 +103,9 @@ void run_lock_workloads(const Settings& settings, const Servers& servers, const 
     {
       Stores stores(servers);
       auto locker = make(stores);
-      Result row = summarize("acquire + release, 1 process: " + label,
-                             measure_client(stores.client, settings.iterations(300), [&] { locker("solo"); }));
+      Result row = summarize(
+          "acquire + release, 1 process: " + label,
+          measure_client(stores.client, settings.iterations(300), [&] { locker("solo"); }));
       row.floor_ms = floors.zookeeper_get_set;
       row.floor_name = "zookeeper get+set";
       rows.push_back(row);

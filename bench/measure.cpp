@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <numeric>
 #include <new>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -45,7 +45,8 @@ std::vector<double> time_each(int count, const std::function<void()>& operation)
     const auto start = std::chrono::steady_clock::now();
     operation();
     latencies.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   return latencies;
 }
@@ -68,7 +69,9 @@ Result summarize(const std::string& workload, std::vector<double> latencies_ms) 
 }
 
 double steady_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void wait_for_all_processes() {
@@ -142,8 +145,11 @@ Result run_processes(const std::string& workload, int processes,
       try {
         auto report = body(index);
         // Four counters and the window first, then the latencies.
-        std::vector<double> message{report.zookeeper_requests, report.zookeeper_round_trips,
-                                    report.retries, report.slept_ms, report.started_ms,
+        std::vector<double> message{report.zookeeper_requests,
+                                    report.zookeeper_round_trips,
+                                    report.retries,
+                                    report.slept_ms,
+                                    report.started_ms,
                                     report.finished_ms};
         message.insert(message.end(), report.latencies_ms.begin(), report.latencies_ms.end());
         const auto bytes = message.size() * sizeof(double);
@@ -208,11 +214,11 @@ void print_table(const std::string& title, const std::vector<Result>& results) {
   for (const auto& r : results) {
     char ratio[32] = "-";
     if (r.floor_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.p50_ms / r.floor_ms);
-    std::printf("%-*s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", width, r.workload.c_str(),
-                r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests,
-                r.zookeeper_round_trips, r.retries, ratio,
-                r.floor_name.c_str(),
-                r.floor_ms > 0 ? (" " + std::to_string(r.floor_ms).substr(0, 5) + " ms").c_str() : "");
+    std::printf(
+        "%-*s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", width, r.workload.c_str(),
+        r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests, r.zookeeper_round_trips,
+        r.retries, ratio, r.floor_name.c_str(),
+        r.floor_ms > 0 ? (" " + std::to_string(r.floor_ms).substr(0, 5) + " ms").c_str() : "");
   }
   std::fflush(stdout);
   for (const auto& r : results) {

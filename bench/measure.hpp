@@ -14,16 +14,16 @@ namespace avout::bench {
 
 /// What one workload measured.
 struct Result {
-  std::string workload{};         ///< row label
-  double operations_per_second{}; ///< throughput over all processes
-  double p50_ms{};                ///< median latency
-  double p99_ms{};                ///< 99th percentile latency
-  double zookeeper_requests = 0;  ///< ZooKeeper requests per operation (0: none)
-  double zookeeper_round_trips = 0; ///< blocking ZooKeeper waits per operation
-  double retries = 0;             ///< transaction retries per operation
-  double slept_ms = 0;            ///< time slept per operation (sleep_tally)
-  double floor_ms = 0;            ///< the floor this row is compared with (p50), 0: none
-  std::string floor_name{};       ///< what that floor is
+  std::string workload{};            ///< row label
+  double operations_per_second{};    ///< throughput over all processes
+  double p50_ms{};                   ///< median latency
+  double p99_ms{};                   ///< 99th percentile latency
+  double zookeeper_requests = 0;     ///< ZooKeeper requests per operation (0: none)
+  double zookeeper_round_trips = 0;  ///< blocking ZooKeeper waits per operation
+  double retries = 0;                ///< transaction retries per operation
+  double slept_ms = 0;               ///< time slept per operation (sleep_tally)
+  double floor_ms = 0;               ///< the floor this row is compared with (p50), 0: none
+  std::string floor_name{};          ///< what that floor is
 };
 
 /// Runs `operation` `count` times in this process; returns per-operation latencies in ms.
@@ -45,7 +45,7 @@ struct ProcessReport {
   /// When the operations began and ended, in ms of the steady clock every process of the
   /// machine shares (0: not recorded): run_processes' throughput window.
   double started_ms = 0;
-  double finished_ms = 0;             ///< see started_ms
+  double finished_ms = 0;  ///< see started_ms
 };
 
 /// The steady clock in ms, comparable between processes of one machine (CLOCK_MONOTONIC).
@@ -82,7 +82,9 @@ struct Settings {
   bool quick = false;  ///< fewer iterations, for CI smoke runs
   int iterations(int full) const { return quick ? std::max(20, full / 10) : full; }
   /// How long servers and peers are driven before anything is measured (see warm_up.cpp).
-  std::chrono::milliseconds warm_up() const { return std::chrono::milliseconds(quick ? 500 : 4000); }
+  std::chrono::milliseconds warm_up() const {
+    return std::chrono::milliseconds(quick ? 500 : 4000);
+  }
 };
 
 }  // namespace avout::bench

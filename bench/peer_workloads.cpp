@@ -66,7 +66,8 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   const std::string table = "bench_bank_" + std::to_string(std::random_device{}() % 1000000);
   {
     RawRedis redis(servers.redis);
-    for (int i = 0; i < bank_accounts; ++i) redis.command({"SET", redis_prefix + std::to_string(i), "1000"});
+    for (int i = 0; i < bank_accounts; ++i)
+      redis.command({"SET", redis_prefix + std::to_string(i), "1000"});
     pqxx::connection connection(servers.postgres);
     pqxx::work setup(connection);
     setup.exec("CREATE TABLE " + table + " (id int primary key, balance bigint)");
@@ -78,17 +79,19 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   auto avout_accounts = [&](Stores& stores) {
     std::vector<Ref<long>> refs;
     for (int i = 0; i < bank_accounts; ++i) {
-      refs.push_back(stores.client.ref<long>(avout_bank + "/" + std::to_string(i), 1000, stores.store("redis")));
+      refs.push_back(stores.client.ref<long>(avout_bank + "/" + std::to_string(i), 1000,
+                                             stores.store("redis")));
     }
     return refs;
   };
   {
     Stores stores(servers);
     auto refs = avout_accounts(stores);
-    Result row = summarize("bank transfer, 1 process: avout (Redis refs)", measure_client(stores.client, n, [&] {
-      auto [from, to] = pick(random);
-      transfer(stores.client, refs[from], refs[to]);
-    }));
+    Result row = summarize("bank transfer, 1 process: avout (Redis refs)",
+                           measure_client(stores.client, n, [&] {
+                             auto [from, to] = pick(random);
+                             transfer(stores.client, refs[from], refs[to]);
+                           }));
     row.floor_ms = floors.zookeeper_multi;
     row.floor_name = "zookeeper multi";
     rows.push_back(row);
@@ -96,31 +99,32 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   {
     RawRedis redis(servers.redis);
     Result row = summarize("bank transfer, 1 process: Redis WATCH/MULTI", time_each(n, [&] {
-      auto [from, to] = pick(random);
-      redis_transfer(redis, redis_prefix, from, to, 1);
-    }));
+                             auto [from, to] = pick(random);
+                             redis_transfer(redis, redis_prefix, from, to, 1);
+                           }));
     row.floor_ms = floors.redis_get_set;
     row.floor_name = "redis get+set";
     rows.push_back(row);
     pqxx::connection connection(servers.postgres);
     row = summarize("bank transfer, 1 process: PostgreSQL SERIALIZABLE", time_each(n, [&] {
-      auto [from, to] = pick(random);
-      postgres_transfer(connection, table, from, to, 1);
-    }));
+                      auto [from, to] = pick(random);
+                      postgres_transfer(connection, table, from, to, 1);
+                    }));
     row.floor_ms = floors.postgres_get_set;
     row.floor_name = "postgres get+set";
     rows.push_back(row);
   }
   const int per_process = settings.iterations(200);
-  Result contended = run_processes("bank transfer, 8 processes: avout (Redis refs)", 8, [&](int index) {
-    Stores stores(servers);
-    auto refs = avout_accounts(stores);
-    std::mt19937 own(static_cast<unsigned>(index) + 100);
-    return measure_client(stores.client, per_process, [&] {
-      auto [from, to] = pick(own);
-      transfer(stores.client, refs[from], refs[to]);
-    });
-  });
+  Result contended =
+      run_processes("bank transfer, 8 processes: avout (Redis refs)", 8, [&](int index) {
+        Stores stores(servers);
+        auto refs = avout_accounts(stores);
+        std::mt19937 own(static_cast<unsigned>(index) + 100);
+        return measure_client(stores.client, per_process, [&] {
+          auto [from, to] = pick(own);
+          transfer(stores.client, refs[from], refs[to]);
+        });
+      });
   contended.floor_ms = floors.zookeeper_multi;
   contended.floor_name = "zookeeper multi";
   rows.push_back(contended);
@@ -138,9 +142,10 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
     }
     for (const bool shared : {false, true}) {
       const std::vector<Stores*> used = shared ? std::vector<Stores*>{clients.front()} : clients;
-      Result row = threaded_bank(shared ? "bank transfer, 1 client, 8 threads: avout (Redis refs)"
-                                        : "bank transfer, 8 clients in 1 process: avout (Redis refs)",
-                                 used, accounts, 8, per_process, pick);
+      Result row =
+          threaded_bank(shared ? "bank transfer, 1 client, 8 threads: avout (Redis refs)"
+                               : "bank transfer, 8 clients in 1 process: avout (Redis refs)",
+                        used, accounts, 8, per_process, pick);
       row.floor_ms = floors.zookeeper_multi;
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
@@ -157,14 +162,15 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   contended.floor_ms = floors.redis_get_set;
   contended.floor_name = "redis get+set";
   rows.push_back(contended);
-  contended = run_processes("bank transfer, 8 processes: PostgreSQL SERIALIZABLE", 8, [&](int index) {
-    pqxx::connection connection(servers.postgres);
-    std::mt19937 own(static_cast<unsigned>(index) + 300);
-    return measure_window(per_process, [&] {
-      auto [from, to] = pick(own);
-      postgres_transfer(connection, table, from, to, 1);
-    });
-  });
+  contended =
+      run_processes("bank transfer, 8 processes: PostgreSQL SERIALIZABLE", 8, [&](int index) {
+        pqxx::connection connection(servers.postgres);
+        std::mt19937 own(static_cast<unsigned>(index) + 300);
+        return measure_window(per_process, [&] {
+          auto [from, to] = pick(own);
+          postgres_transfer(connection, table, from, to, 1);
+        });
+      });
   contended.floor_ms = floors.postgres_get_set;
   contended.floor_name = "postgres get+set";
   rows.push_back(contended);
@@ -173,7 +179,8 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
   {
     Stores stores(servers);
     auto ref = stores.client.ref<long>(unique_name("peer-ref"), 1);
-    Result row = summarize("deref outside dosync: avout", measure_client(stores.client, n, [&] { (void)ref.deref(); }));
+    Result row = summarize("deref outside dosync: avout",
+                           measure_client(stores.client, n, [&] { (void)ref.deref(); }));
     row.floor_ms = floors.zookeeper_get;
     row.floor_name = "zookeeper get";
     rows.push_back(row);
@@ -188,18 +195,19 @@ void run_peer_workloads(const Settings& settings, const Servers& servers, const 
     const std::string avout_refs = unique_name("peer-refs");
     for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
       std::vector<Ref<long>> refs;
-      for (std::size_t i = 0; i < k; ++i) refs.push_back(stores.client.ref<long>(avout_refs + "/" + std::to_string(i), 1));
+      for (std::size_t i = 0; i < k; ++i)
+        refs.push_back(stores.client.ref<long>(avout_refs + "/" + std::to_string(i), 1));
       const std::string label = "ref-set in dosync, k=" + std::to_string(k) + ": ";
       row = summarize(label + "avout", measure_client(stores.client, n, [&] {
-        stores.client.dosync([&] {
-          for (auto& each : refs) each.ref_set(2);
-        });
-      }));
+                        stores.client.dosync([&] {
+                          for (auto& each : refs) each.ref_set(2);
+                        });
+                      }));
       row.floor_ms = floors.zookeeper_multi;
       row.floor_name = "zookeeper multi";
       rows.push_back(row);
-      row = summarize(label + "Avout 2011 recipe",
-                      measure_client(stores.client, k == 1 ? n : n / 4, [&] { recipe.ref_set(k); }));
+      row = summarize(label + "Avout 2011 recipe", measure_client(stores.client, k == 1 ? n : n / 4,
+                                                                  [&] { recipe.ref_set(k); }));
       row.floor_ms = floors.zookeeper_multi;
       row.floor_name = "zookeeper multi";
       rows.push_back(row);

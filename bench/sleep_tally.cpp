@@ -20,7 +20,8 @@ namespace {
 // Adds the time since `start` to this thread's tally.
 void add_since(std::chrono::steady_clock::time_point start) {
   avout::bench::slept += static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
 }
 }  // namespace
 
@@ -38,8 +39,8 @@ extern "C" int nanosleep(const timespec* duration, timespec* remaining) {
 // Deadline::sleep_for (the library's back-off) waits on a condition variable with a steady
 // clock deadline, which libstdc++ turns into pthread_cond_clockwait; replies are awaited on
 // futures (futexes), so on a caller's thread this wait is only ever a pause.
-extern "C" int pthread_cond_clockwait(pthread_cond_t* condition, pthread_mutex_t* mutex, clockid_t clock,
-                                      const timespec* until) {
+extern "C" int pthread_cond_clockwait(pthread_cond_t* condition, pthread_mutex_t* mutex,
+                                      clockid_t clock, const timespec* until) {
   using Real = int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
   static const Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "pthread_cond_clockwait"));
   const auto start = std::chrono::steady_clock::now();

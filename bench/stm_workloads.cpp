@@ -15,10 +15,12 @@ namespace avout::bench {
 namespace {
 
 // Refs named prefix/0..k-1, placed at `where` (a store's name or "mixed": see Stores::index).
-std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int k, const std::string& where) {
+std::vector<Ref<long>> make_refs(Stores& stores, const std::string& prefix, int k,
+                                 const std::string& where) {
   std::vector<Ref<long>> refs;
   for (int i = 0; i < k; ++i) {
-    refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(where, i)));
+    refs.push_back(
+        stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000, stores.store(where, i)));
   }
   return refs;
 }
@@ -35,7 +37,8 @@ void print_store_calls(Stores& stores, int commits) {
       TimingStore timed(stores.store(where), tally);
       const std::string prefix = unique_name("store-calls-" + where);
       std::vector<Ref<long>> refs;
-      for (int i = 0; i < k; ++i) refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 0, timed));
+      for (int i = 0; i < k; ++i)
+        refs.push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 0, timed));
       auto commit = [&] {
         stores.client.dosync([&] {
           for (auto& ref : refs) ref.alter([](long v) { return v + 1; });
@@ -52,14 +55,17 @@ void print_store_calls(Stores& stores, int commits) {
       tally.reset();
       const auto started = std::chrono::steady_clock::now();
       for (int i = 0; i < commits; ++i) commit();
-      const std::chrono::duration<double, std::milli> committing = std::chrono::steady_clock::now() - started;
-      settle(static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(commits));  // one trimmed per ref
+      const std::chrono::duration<double, std::milli> committing =
+          std::chrono::steady_clock::now() - started;
+      settle(static_cast<std::uint64_t>(k) *
+             static_cast<std::uint64_t>(commits));  // one trimmed per ref
       const double n = commits;
-      std::printf("%-28s %10.3f %10.2f %10.3f %12.2f %10.2f %10.3f %10.2f\n",
-                  ("k=" + std::to_string(k) + ", " + where).c_str(), committing.count() / n,
-                  static_cast<double>(tally.write_calls) / n, static_cast<double>(tally.write_ns) / 1e6 / n,
-                  static_cast<double>(tally.erase_calls) / n, static_cast<double>(tally.erases) / n,
-                  static_cast<double>(tally.erase_ns) / 1e6 / n, static_cast<double>(tally.reads) / n);
+      std::printf(
+          "%-28s %10.3f %10.2f %10.3f %12.2f %10.2f %10.3f %10.2f\n",
+          ("k=" + std::to_string(k) + ", " + where).c_str(), committing.count() / n,
+          static_cast<double>(tally.write_calls) / n, static_cast<double>(tally.write_ns) / 1e6 / n,
+          static_cast<double>(tally.erase_calls) / n, static_cast<double>(tally.erases) / n,
+          static_cast<double>(tally.erase_ns) / 1e6 / n, static_cast<double>(tally.reads) / n);
     }
   }
 }
@@ -83,10 +89,13 @@ void print_fresh_reads(const Servers& servers, Stores& stores, const Floors& flo
       });
       const auto start = std::chrono::steady_clock::now();
       total += read();
-      latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      latencies.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
     }
     if (total <= 0) throw std::logic_error("bench: fresh reads summed to " + std::to_string(total));
-    Result row = summarize("read-only txn, k=8, just changed elsewhere: " + how + ", redis", latencies);
+    Result row =
+        summarize("read-only txn, k=8, just changed elsewhere: " + how + ", redis", latencies);
     row.floor_ms = floors.zookeeper_get;
     row.floor_name = "zookeeper get";
     rows.push_back(row);
@@ -100,7 +109,8 @@ void print_fresh_reads(const Servers& servers, Stores& stores, const Floors& flo
   });
   time_reads("deref_all", [&] {
     return stores.client.dosync([&] {
-      const auto values = deref_all(mine[0], mine[1], mine[2], mine[3], mine[4], mine[5], mine[6], mine[7]);
+      const auto values =
+          deref_all(mine[0], mine[1], mine[2], mine[3], mine[4], mine[5], mine[6], mine[7]);
       return std::apply([](auto... v) { return (v + ...); }, values);
     });
   });

@@ -11,8 +11,9 @@ class Stopwatch {
  public:
   explicit Stopwatch(std::atomic<std::uint64_t>& into) : into_(into) {}
   ~Stopwatch() {
-    into_ += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+    into_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - start_)
+                                            .count());
   }
   Stopwatch(const Stopwatch&) = delete;
   Stopwatch& operator=(const Stopwatch&) = delete;
@@ -31,7 +32,8 @@ void counted_erases(StoreTally& tally, std::size_t values) {
 
 class TimingData : public ReferenceData {
  public:
-  TimingData(std::unique_ptr<ReferenceData> inner, StoreTally& tally) : inner(std::move(inner)), tally_(tally) {}
+  TimingData(std::unique_ptr<ReferenceData> inner, StoreTally& tally)
+      : inner(std::move(inner)), tally_(tally) {}
   std::string name() const override { return inner->name(); }
   void set(Bytes value, const Point& point) override {
     Stopwatch watch(tally_.write_ns);

@@ -15,7 +15,8 @@ void warm_up_servers(const Settings& settings, const Servers& servers) {
   const std::string prefix = "/bench-warm-up";
   std::vector<Ref<long>> refs;
   for (std::size_t i = 0; i < stores.handles.size(); ++i) {
-    refs.push_back(stores.client.ref<long>(prefix + "/ref-" + std::to_string(i), 0, *stores.handles[i]));
+    refs.push_back(
+        stores.client.ref<long>(prefix + "/ref-" + std::to_string(i), 0, *stores.handles[i]));
   }
   auto& session = stores.client.session();
   session.create_recursive(prefix + "/node");
@@ -34,10 +35,13 @@ void warm_up_servers(const Settings& settings, const Servers& servers) {
     session.set(prefix + "/node", data, node.stat.version);
     ++rounds;
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("(warm-up: %ld transactions over every store and %llu ZooKeeper requests in %.1f s, before "
-              "anything is measured)\n",
-              rounds, static_cast<unsigned long long>(session.statistics().requests - before.requests), seconds);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "(warm-up: %ld transactions over every store and %llu ZooKeeper requests in %.1f s, before "
+      "anything is measured)\n",
+      rounds, static_cast<unsigned long long>(session.statistics().requests - before.requests),
+      seconds);
 }
 
 }  // namespace avout::bench

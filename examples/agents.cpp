@@ -59,9 +59,11 @@ int main() {
   const std::string zookeeper = env("AVOUT_ZOOKEEPER");
   const std::string redis_url = env("AVOUT_REDIS");
   if (zookeeper.empty() || redis_url.empty()) {
-    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port avout_example_agents\n"
-                 "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination and the send queues)\n"
-                 "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db] (the log agent's value)\n";
+    std::cerr
+        << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port avout_example_agents\n"
+           "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination and the send queues)\n"
+           "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db] (the log "
+           "agent's value)\n";
     return 2;
   }
   // Fresh names for every run, so the initial values below are the ones used.

@@ -43,17 +43,19 @@ int main() {
   const std::string zookeeper = env("AVOUT_ZOOKEEPER");
   const std::string redis_url = env("AVOUT_REDIS");
   if (zookeeper.empty() || redis_url.empty()) {
-    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port avout_example_atoms\n"
-                 "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination, and one atom's value)\n"
-                 "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db] (the other atom's value)\n";
+    std::cerr
+        << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port avout_example_atoms\n"
+           "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination, and one atom's value)\n"
+           "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db] (the other "
+           "atom's value)\n";
     return 2;
   }
   // Fresh names for every run, so the initial values below are the ones used.
   const std::string run = "/examples/atoms-" + std::to_string(std::random_device{}());
 
   try {
-    avout::Client client(zookeeper);           // one ZooKeeper session
-    avout::redis::Store redis(redis_url);      // connects on first use
+    avout::Client client(zookeeper);       // one ZooKeeper session
+    avout::redis::Store redis(redis_url);  // connects on first use
 
     // An atom whose value lives in ZooKeeper, created with 0 if new.
     auto counter = client.atom<long>(run + "/counter", 0);

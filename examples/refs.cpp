@@ -46,11 +46,12 @@ int main() {
   const std::string redis_url = env("AVOUT_REDIS");
   const std::string postgres_url = env("AVOUT_POSTGRES");
   if (zookeeper.empty() || redis_url.empty() || postgres_url.empty()) {
-    std::cerr << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port "
-                 "AVOUT_POSTGRES=postgresql://user@host:port/db avout_example_refs\n"
-                 "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination, and some refs' values)\n"
-                 "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db]\n"
-                 "  AVOUT_POSTGRES   PostgreSQL URI (avout creates its tables on first use)\n";
+    std::cerr
+        << "usage: AVOUT_ZOOKEEPER=host:port AVOUT_REDIS=redis://host:port "
+           "AVOUT_POSTGRES=postgresql://user@host:port/db avout_example_refs\n"
+           "  AVOUT_ZOOKEEPER  ZooKeeper connect string (coordination, and some refs' values)\n"
+           "  AVOUT_REDIS      Redis URL, redis://[[user]:password@]host:port[/db]\n"
+           "  AVOUT_POSTGRES   PostgreSQL URI (avout creates its tables on first use)\n";
     return 2;
   }
   // Fresh names for every run, so the initial values below are the ones used.
@@ -62,10 +63,10 @@ int main() {
     avout::postgres::Store postgres(postgres_url);
 
     // client.ref<T>(name, initial[, store]): the initial value is used only if the ref is new.
-    auto checking = client.ref<long>(run + "/checking", 100);             // in ZooKeeper
-    auto savings = client.ref<long>(run + "/savings", 50, redis);         // in Redis
-    auto transfers = client.ref<long>(run + "/transfers", 0, postgres);   // in PostgreSQL
-    auto limit = client.ref<long>(run + "/limit", 30);                    // in ZooKeeper
+    auto checking = client.ref<long>(run + "/checking", 100);            // in ZooKeeper
+    auto savings = client.ref<long>(run + "/savings", 50, redis);        // in Redis
+    auto transfers = client.ref<long>(run + "/transfers", 0, postgres);  // in PostgreSQL
+    auto limit = client.ref<long>(run + "/limit", 30);                   // in ZooKeeper
     std::cout << "refs under " << run << ": checking 100 (ZooKeeper), savings 50 (Redis), "
               << "transfers 0 (PostgreSQL), limit 30 (ZooKeeper)\n";
 

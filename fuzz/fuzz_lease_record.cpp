@@ -11,9 +11,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const avout::Bytes bytes(data, data + size);
   try {
     const auto record = avout::detail::decode_lease_record(bytes, "/fuzz/lease");
-    const auto again = avout::detail::decode_lease_record(avout::detail::encode_lease_record(record), "/fuzz/lease");
-    if (again.held != record.held || again.token != record.token || again.duration != record.duration ||
-        again.holder != record.holder) {
+    const auto again = avout::detail::decode_lease_record(
+        avout::detail::encode_lease_record(record), "/fuzz/lease");
+    if (again.held != record.held || again.token != record.token ||
+        again.duration != record.duration || again.holder != record.holder) {
       __builtin_trap();
     }
   } catch (const avout::CodecError&) {

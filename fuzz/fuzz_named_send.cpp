@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto send = avout::detail::decode_named_send(bytes, "/fuzz/send");
     // The format has one encoding per send: what decodes encodes back to the same bytes.
-    const auto encoded = avout::detail::encode_named_send(send.action, send.arguments, send.blocking);
+    const auto encoded =
+        avout::detail::encode_named_send(send.action, send.arguments, send.blocking);
     if (encoded != bytes) __builtin_trap();
     const auto again = avout::detail::decode_named_send(encoded, "/fuzz/send");
     if (again.action != send.action || again.arguments != send.arguments ||

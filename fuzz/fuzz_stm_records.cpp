@@ -9,14 +9,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const avout::Bytes bytes(data, data + size);
   try {
     const auto head = avout::detail::decode_head(bytes, "/fuzz/head");
-    if (!(avout::detail::decode_head(avout::detail::encode_head(head), "/fuzz/head").newest == head.newest)) {
+    if (!(avout::detail::decode_head(avout::detail::encode_head(head), "/fuzz/head").newest ==
+          head.newest)) {
       __builtin_trap();
     }
   } catch (const avout::CodecError&) {
   }
   try {
     if (auto tag = avout::detail::decode_tag(bytes, "/fuzz/tag")) {
-      if (!(avout::detail::decode_tag(avout::detail::encode_tag(*tag), "/fuzz/tag") == tag)) __builtin_trap();
+      if (!(avout::detail::decode_tag(avout::detail::encode_tag(*tag), "/fuzz/tag") == tag))
+        __builtin_trap();
     }
   } catch (const avout::CodecError&) {
   }

@@ -26,8 +26,9 @@ long plus_one(long value) { return value + 1; }
 
 }  // namespace
 
-TEST_CASE("await with a stop token returns once the sends made before it ran, while other "
-          "threads keep sending") {
+TEST_CASE(
+    "await with a stop token returns once the sends made before it ran, while other "
+    "threads keep sending") {
   avout::Client client(options());
   auto agent = client.agent<long>(avout::testing::unique_name("/agent-await-test", "stream"), 0);
   std::atomic<bool> stop{false};
@@ -61,8 +62,9 @@ TEST_CASE("await with a stop token returns once the sends made before it ran, wh
   CHECK(agent.await_for(scaled(60s)));
 }
 
-TEST_CASE("await after a failed agent dropped some of the awaited actions unrun throws "
-          "AgentFailed with the agent's error") {
+TEST_CASE(
+    "await after a failed agent dropped some of the awaited actions unrun throws "
+    "AgentFailed with the agent's error") {
   avout::Client client(options());
   auto agent = client.agent<long>(avout::testing::unique_name("/agent-await-test", "failed"), 0);
   std::atomic<bool> release{false};

@@ -40,16 +40,17 @@ Log append(Log log, long value) {
 
 }  // namespace
 
-TEST_CASE("4 processes x 3 threads queued behind a slow action: each action runs once, in "
-          "order, and fewer commits than actions move the head") {
+TEST_CASE(
+    "4 processes x 3 threads queued behind a slow action: each action runs once, in "
+    "order, and fewer commits than actions move the head") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("queued");
   constexpr int processes = 4;
   constexpr int threads = 3;
   constexpr int rounds = 4;  // per thread: one send, then a dosync sending two
   constexpr long slow_id = 999999;
-  const auto directory =
-      std::filesystem::temp_directory_path() / ("avout-agent-batch-" + name.substr(name.rfind('-') + 1));
+  const auto directory = std::filesystem::temp_directory_path() /
+                         ("avout-agent-batch-" + name.substr(name.rfind('-') + 1));
   std::filesystem::create_directories(directory);
   {
     avout::Client setup(options());
@@ -119,8 +120,9 @@ TEST_CASE("4 processes x 3 threads queued behind a slow action: each action runs
   CHECK(static_cast<std::size_t>(head->version) < actions);
 }
 
-TEST_CASE("an action that throws inside a batch keeps the actions before it and drops those "
-          "after it") {
+TEST_CASE(
+    "an action that throws inside a batch keeps the actions before it and drops those "
+    "after it") {
   avout::Client client(options());
   auto agent = client.agent<Log>(unique_name("failing"), {});
   std::atomic<bool> release{false};
@@ -143,8 +145,7 @@ TEST_CASE("an action that throws inside a batch keeps the actions before it and 
   CHECK(agent.deref() == Log{0, 1, 2});
   // One at a time they would set the head four times (0, 1, 2, the failure). Batched: the
   // slow action's commit (with whichever sends had queued when it began) and one for the rest.
-  const auto head = client.session().exists(client.options().root + "/agents/heads" +
-                                            agent.name());
+  const auto head = client.session().exists(client.options().root + "/agents/heads" + agent.name());
   REQUIRE(head);
   CHECK(head->version <= 2);
 }

@@ -56,7 +56,6 @@ void outage_delays_actions(avout::Store& store, const std::function<void()>& sto
   CHECK_FALSE(agent.error());
 }
 
-
 // A named send of `sender` (through `relay`) lands while the relay drops ZooKeeper's replies
 // to it, and `runner` (another client that defined the name) runs it and deletes its node
 // before the sender can look for it, unless the sender found it first. What the sender's send
@@ -215,14 +214,15 @@ TEST_CASE("a send inside dosync whose commit reply was lost is found again and r
 TEST_CASE("an agent's actions wait out a Redis restart: none is lost, await waits for them") {
   avout::testing::RedisServer redis_server(true);  // durable: the value survives the restart
   avout::redis::Store redis(redis_server.url());
-  outage_delays_actions(redis, [&] { redis_server.stop(); }, [&] { redis_server.start(); });
+  outage_delays_actions(
+      redis, [&] { redis_server.stop(); }, [&] { redis_server.start(); });
 }
 
 TEST_CASE("an agent's actions wait out a PostgreSQL restart: none is lost, await waits for them") {
   avout::testing::PostgresServer postgres_server;
   avout::postgres::Store postgres(postgres_server.url());
-  outage_delays_actions(postgres, [&] { postgres_server.stop(); },
-                        [&] { postgres_server.start(); });
+  outage_delays_actions(
+      postgres, [&] { postgres_server.stop(); }, [&] { postgres_server.start(); });
 }
 
 TEST_CASE("a send that vanished with an expired session makes await throw, not succeed") {
@@ -263,8 +263,9 @@ TEST_CASE("a send that vanished with an expired session makes await throw, not s
   CHECK(agent.deref() == Log{-1, 2});
 }
 
-TEST_CASE("a named send whose deadline passed after its create went out never says Timeout: "
-          "another process may run it (OutcomeUnknown)") {
+TEST_CASE(
+    "a named send whose deadline passed after its create went out never says Timeout: "
+    "another process may run it (OutcomeUnknown)") {
   // The create goes out at once (the head is cached) and its reply never comes back in time.
   const auto sent = named_send_run_by_another_while_its_reply_is_lost(30ms);
   CAPTURE(sent.outcome);
@@ -272,8 +273,9 @@ TEST_CASE("a named send whose deadline passed after its create went out never sa
   CHECK(sent.outcome != "returned");
 }
 
-TEST_CASE("a named send whose create reply was lost and whose node another process ran "
-          "meanwhile is not sent again: it ran once, and the send said so or OutcomeUnknown") {
+TEST_CASE(
+    "a named send whose create reply was lost and whose node another process ran "
+    "meanwhile is not sent again: it ran once, and the send said so or OutcomeUnknown") {
   const auto sent = named_send_run_by_another_while_its_reply_is_lost(std::nullopt);
   CAPTURE(sent.outcome);
   CHECK(sent.runs == 1);
@@ -326,8 +328,9 @@ class ErasingHookStore : public avout::Store {
 
 }  // namespace
 
-TEST_CASE("a send made by an action whose create fails after the action committed is made "
-          "once ZooKeeper is back, not dropped") {
+TEST_CASE(
+    "a send made by an action whose create fails after the action committed is made "
+    "once ZooKeeper is back, not dropped") {
   auto& zookeeper = avout::testing::shared_zookeeper();
   avout::testing::TcpRelay relay(zookeeper.port());
   avout::redis::Store redis(avout::testing::shared_redis().url());

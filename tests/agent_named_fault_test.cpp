@@ -73,8 +73,9 @@ class TrippingStore : public avout::Store {
 
 }  // namespace
 
-TEST_CASE("a batch of two clients' named actions whose multi reply is lost runs each action "
-          "exactly once, in each sender's order") {
+TEST_CASE(
+    "a batch of two clients' named actions whose multi reply is lost runs each action "
+    "exactly once, in each sender's order") {
   constexpr long per_client = 5;
   avout::Client a(options());
   avout::Client b(options());

@@ -38,8 +38,9 @@ using Log = std::vector<long>;
 
 }  // namespace
 
-TEST_CASE("named actions sent from 3 processes each run once, in each sender's order, and "
-          "processes run one another's") {
+TEST_CASE(
+    "named actions sent from 3 processes each run once, in each sender's order, and "
+    "processes run one another's") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("three");
   constexpr int processes = 3;
@@ -113,8 +114,9 @@ TEST_CASE("named actions sent from 3 processes each run once, in each sender's o
   CHECK(run_by_another > 0);
 }
 
-TEST_CASE("sending a name the handle never defined throws UndefinedAction, and arguments that "
-          "do not fit the action throw CodecError; neither sends anything") {
+TEST_CASE(
+    "sending a name the handle never defined throws UndefinedAction, and arguments that "
+    "do not fit the action throw CodecError; neither sends anything") {
   avout::Client client(options());
   const std::string name = unique_name("undefined");
   auto agent = client.agent<long>(name, 1);
@@ -128,17 +130,17 @@ TEST_CASE("sending a name the handle never defined throws UndefinedAction, and a
   CHECK(agent.deref() == 5);
 }
 
-TEST_CASE("a named action that throws fails the agent as a closure would: the actions before "
-          "it stay, those after it are dropped, sends are refused until restart") {
+TEST_CASE(
+    "a named action that throws fails the agent as a closure would: the actions before "
+    "it stay, those after it are dropped, sends are refused until restart") {
   avout::Client client(options());
   auto agent = client.agent<Log>(unique_name("failing"), {});
   agent.define("append", [](Log log, long item) {
     log.push_back(item);
     return log;
   });
-  agent.define("fail", [](const Log&, const std::string& why) -> Log {
-    throw std::runtime_error(why);
-  });
+  agent.define("fail",
+               [](const Log&, const std::string& why) -> Log { throw std::runtime_error(why); });
   std::atomic<bool> release{false};
   agent.send([&release](Log log) {
     while (!release) std::this_thread::sleep_for(5ms);  // the sends below queue behind it
@@ -170,7 +172,8 @@ TEST_CASE("a process learns from one listing that another process's batch ran al
   avout::Client sender(options());
   auto by_runner = runner.agent<long>(name, 0);
   auto by_sender = sender.agent<long>(name, 0);
-  for (auto* agent : {&by_runner, &by_sender}) agent->define("add", [](long v, long d) { return v + d; });
+  for (auto* agent : {&by_runner, &by_sender})
+    agent->define("add", [](long v, long d) { return v + d; });
   // The runner's agent workers are all kept busy, so its first send waits in the queue
   // until the sender's have all been made behind it; then its batch runs them all.
   const unsigned workers = std::max(2u, std::thread::hardware_concurrency());
@@ -187,7 +190,8 @@ TEST_CASE("a process learns from one listing that another process's batch ran al
     });
   }
   const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
-  while (busy < workers && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  while (busy < workers && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
   REQUIRE(busy == workers);
   by_runner.send("add", 1000L);
   constexpr int sends = 50;
@@ -226,8 +230,9 @@ TEST_CASE("named sends of two clients, half with 1 KB arguments, each run once")
   CHECK(std::count(value.begin(), value.end(), 'a') == 5);
 }
 
-TEST_CASE("a named send whose node would not fit one ZooKeeper request throws ValueTooLarge at "
-          "once and sends nothing, in dosync and in an action too") {
+TEST_CASE(
+    "a named send whose node would not fit one ZooKeeper request throws ValueTooLarge at "
+    "once and sends nothing, in dosync and in an action too") {
   avout::Client client(options());
   const std::string name = unique_name("too-large");
   auto agent = client.agent<long>(name, 0);
@@ -262,8 +267,9 @@ TEST_CASE("a named send whose node would not fit one ZooKeeper request throws Va
   CHECK_FALSE(agent.error().has_value());
 }
 
-TEST_CASE("named sends made at once whose nodes together would not fit one request each run "
-          "once") {
+TEST_CASE(
+    "named sends made at once whose nodes together would not fit one request each run "
+    "once") {
   // Such a multi made the server drop the connection (the sends went through on a retry).
   // Declared before the client, whose listener counts into it until the client is gone.
   std::atomic<int> disconnects{0};

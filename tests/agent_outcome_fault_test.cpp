@@ -76,8 +76,9 @@ avout::testing::ZooKeeperFaultRates unresolvable() {
 
 }  // namespace
 
-TEST_CASE("an agent restart whose reply is lost while ZooKeeper stays unreachable throws "
-          "OutcomeUnknown, and it did land") {
+TEST_CASE(
+    "an agent restart whose reply is lost while ZooKeeper stays unreachable throws "
+    "OutcomeUnknown, and it did land") {
   avout::Client client(options());
   TrippingStore store(client.default_store());
   const std::string name = unique_name("restart");
@@ -87,7 +88,9 @@ TEST_CASE("an agent restart whose reply is lost while ZooKeeper stays unreachabl
   REQUIRE(agent.error().has_value());
 
   std::optional<avout::testing::FaultPlan> plan;
-  store.arm([&] { plan.emplace(1, unresolvable(), avout::testing::shared_zookeeper().connect_string()); });
+  store.arm([&] {
+    plan.emplace(1, unresolvable(), avout::testing::shared_zookeeper().connect_string());
+  });
   CHECK_THROWS_AS(agent.restart(5), avout::OutcomeUnknown);
   REQUIRE(plan.has_value());
   CHECK(avout::testing::FaultPlan::counts().reply_lost == 1);
@@ -97,13 +100,16 @@ TEST_CASE("an agent restart whose reply is lost while ZooKeeper stays unreachabl
   CHECK(agent.deref() == 5);
 }
 
-TEST_CASE("making an agent whose head create reply is lost while ZooKeeper stays unreachable "
-          "throws OutcomeUnknown, and making it again finds it") {
+TEST_CASE(
+    "making an agent whose head create reply is lost while ZooKeeper stays unreachable "
+    "throws OutcomeUnknown, and making it again finds it") {
   avout::Client client(options());
   TrippingStore store(client.default_store());
   const std::string name = unique_name("create");
   std::optional<avout::testing::FaultPlan> plan;
-  store.arm([&] { plan.emplace(1, unresolvable(), avout::testing::shared_zookeeper().connect_string()); });
+  store.arm([&] {
+    plan.emplace(1, unresolvable(), avout::testing::shared_zookeeper().connect_string());
+  });
   CHECK_THROWS_AS(client.agent<long>(name, 7, store), avout::OutcomeUnknown);
   REQUIRE(plan.has_value());
   CHECK(avout::testing::FaultPlan::counts().reply_lost == 1);
@@ -137,8 +143,9 @@ void renew_session(avout::Client& client) {
 
 }  // namespace
 
-TEST_CASE("an agent restart whose session is renewed between its value write and its commit "
-          "commits a value written in the new session") {
+TEST_CASE(
+    "an agent restart whose session is renewed between its value write and its commit "
+    "commits a value written in the new session") {
   avout::Client client(options());
   TrippingStore store(client.default_store());
   const std::string name = unique_name("restart-renewed");
@@ -156,8 +163,9 @@ TEST_CASE("an agent restart whose session is renewed between its value write and
   CHECK(head->point.id.substr(0, 16) == session_prefix(client.session().session_id()));
 }
 
-TEST_CASE("an agent batch whose session is renewed between its value write and its commit "
-          "stores nothing of the dead session") {
+TEST_CASE(
+    "an agent batch whose session is renewed between its value write and its commit "
+    "stores nothing of the dead session") {
   avout::Client client(options());
   TrippingStore store(client.default_store());
   const std::string name = unique_name("batch-renewed");

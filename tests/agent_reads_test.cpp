@@ -73,11 +73,8 @@ ReadReport read_while_sending(int store_index, std::chrono::milliseconds period)
                   case 0:
                     (void)stores.client.agent<long>(name, 0, stores.store(store_index));
                     break;
-                  case 1:
-                    agent.set_validator([](long value) { return value >= 0; });
-                    break;
-                  default:
-                    (void)agent.deref();
+                  case 1: agent.set_validator([](long value) { return value >= 0; }); break;
+                  default: (void)agent.deref();
                 }
               } catch (const std::exception& error) {
                 if (errors++ == 0) {
@@ -101,8 +98,9 @@ ReadReport read_while_sending(int store_index, std::chrono::milliseconds period)
 
 }  // namespace
 
-TEST_CASE("an agent read while another process sends never fails: deref, a new handle and "
-          "set_validator re-read a value erased under a newer head, on every store") {
+TEST_CASE(
+    "an agent read while another process sends never fails: deref, a new handle and "
+    "set_validator re-read a value erased under a newer head, on every store") {
   avout::testing::start_shared_servers();
   for (int store = 0; store < 3; ++store) {
     CAPTURE(avout::testing::shared_store_urls()[static_cast<std::size_t>(store)].name);

@@ -94,7 +94,8 @@ TEST_CASE("a malformed named send throws CodecError naming its node") {
   const Bytes good = encode_named_send("add", Bytes{9, 9}, true);
   const std::size_t header = 2 + 8 + 3;  // format, flag, name's length, name: then arguments
   for (std::size_t size = 0; size < header; ++size) {  // every cut before the arguments
-    const auto message = named_send_error(Bytes(good.begin(), good.begin() + static_cast<long>(size)));
+    const auto message =
+        named_send_error(Bytes(good.begin(), good.begin() + static_cast<long>(size)));
     CHECK(message.find("agent send /agents/queues/x/s-n1-0000000001") != std::string::npos);
   }
   Bytes other_format = good;

@@ -30,10 +30,13 @@ struct Outcomes {
 
 }  // namespace
 
-TEST_CASE("named sends, 300 without a deadline and 2 x 600 with deadlines of 50-750 us: a send that threw Timeout never runs, one "
-          "that returned runs once, OutcomeUnknown runs at most once") {
+TEST_CASE(
+    "named sends, 300 without a deadline and 2 x 600 with deadlines of 50-750 us: a send that "
+    "threw Timeout never runs, one "
+    "that returned runs once, OutcomeUnknown runs at most once") {
   avout::Client client(options());
-  auto agent = client.agent<long>(avout::testing::unique_name("/agent-send-outcome-test", "plus"), 0);
+  auto agent =
+      client.agent<long>(avout::testing::unique_name("/agent-send-outcome-test", "plus"), 0);
   agent.define("plus", [](long value, long step) { return value + step; });
   Outcomes patient;
   Outcomes hurried;

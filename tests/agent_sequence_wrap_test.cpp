@@ -40,7 +40,9 @@ Log append(Log log, long value) {
 
 }  // namespace
 
-TEST_CASE("sends of several threads and two clients across the sequence counter's wrap each run once, in order") {
+TEST_CASE(
+    "sends of several threads and two clients across the sequence counter's wrap each run once, in "
+    "order") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("order");
   // Each send's create and its removal move the counter by one each: with 2 x 2 x 25 sends

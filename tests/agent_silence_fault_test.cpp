@@ -33,7 +33,8 @@ int rounds_past_three_timeouts(avout::Client& client) {
   return static_cast<int>((client.session().negotiated_timeout() * 3 + 3s) / 100ms);
 }
 
-bool queue_empty_within(avout::Client& client, const std::string& name, std::chrono::milliseconds wait) {
+bool queue_empty_within(avout::Client& client, const std::string& name,
+                        std::chrono::milliseconds wait) {
   const auto queue = avout::inspect::agent_queue_path(client, name);
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (!client.session().children(queue).empty()) {
@@ -45,8 +46,9 @@ bool queue_empty_within(avout::Client& client, const std::string& name, std::chr
 
 }  // namespace
 
-TEST_CASE("a dosync's send whose commit ended in OutcomeUnknown, having landed, runs and never "
-          "blocks the agent") {
+TEST_CASE(
+    "a dosync's send whose commit ended in OutcomeUnknown, having landed, runs and never "
+    "blocks the agent") {
   avout::Client client(options());
   const std::string name = unique_name("dosync-unknown");
   auto agent = client.agent<long>(name, 0);
@@ -83,8 +85,9 @@ TEST_CASE("a dosync's send whose commit ended in OutcomeUnknown, having landed, 
   CHECK(queue_empty_within(client, name, scaled(10s)));
 }
 
-TEST_CASE("a named send whose create reply is lost runs once when ZooKeeper stays silent past "
-          "three session timeouts while the session lives") {
+TEST_CASE(
+    "a named send whose create reply is lost runs once when ZooKeeper stays silent past "
+    "three session timeouts while the session lives") {
   avout::Client client(options());
   const std::string name = unique_name("lost-create");
   auto agent = client.agent<long>(name, 0);

@@ -60,7 +60,8 @@ TEST_CASE("4 processes x 250 sends: every action runs once, in send order") {
   const std::string name = unique_name("order");
   constexpr int processes = 4;
   constexpr int sends = 250;
-  const auto directory = std::filesystem::temp_directory_path() / ("avout-agent-" + name.substr(name.rfind('-') + 1));
+  const auto directory =
+      std::filesystem::temp_directory_path() / ("avout-agent-" + name.substr(name.rfind('-') + 1));
   std::filesystem::create_directories(directory);
   {
     avout::Client setup(options());
@@ -105,7 +106,10 @@ TEST_CASE("4 processes x 250 sends: every action runs once, in send order") {
     }
   }
   // Global order: a send that returned before another began ran first.
-  struct Timed { long id; std::int64_t begin, end; };
+  struct Timed {
+    long id;
+    std::int64_t begin, end;
+  };
   std::vector<Timed> timed;
   for (int p = 0; p < processes; ++p) {
     std::ifstream in(directory / std::to_string(p));
@@ -114,7 +118,8 @@ TEST_CASE("4 processes x 250 sends: every action runs once, in send order") {
   }
   std::filesystem::remove_all(directory);
   REQUIRE(timed.size() == log.size());
-  std::sort(timed.begin(), timed.end(), [](const Timed& a, const Timed& b) { return a.begin < b.begin; });
+  std::sort(timed.begin(), timed.end(),
+            [](const Timed& a, const Timed& b) { return a.begin < b.begin; });
   std::size_t out_of_order = 0;
   std::int64_t latest_end = 0;
   long latest_id = -1;
@@ -237,7 +242,10 @@ TEST_CASE("sends inside dosync go out once, and only when the transaction commit
 TEST_CASE("a sender killed with SIGKILL loses only its own actions and blocks nobody") {
   start_servers();
   const std::string name = unique_name("killed");
-  { avout::Client setup(options()); (void)setup.agent<Log>(name, {}); }
+  {
+    avout::Client setup(options());
+    (void)setup.agent<Log>(name, {});
+  }
   avout::testing::StartSignal go;
   avout::testing::ChildProcess child(0, [&](int) {
     avout::Client client(options());

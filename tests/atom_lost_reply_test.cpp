@@ -30,8 +30,8 @@ TEST_CASE("a Redis atom swap whose command arrives after its read-back is applie
   avout::testing::ZooKeeperServer zookeeper;
   avout::testing::HoldingRelay relay(redis.port());
   avout::Client client(avout::ClientOptions{.hosts = zookeeper.connect_string()});
-  avout::redis::Store store(avout::redis::StoreOptions{.url = relay.url(),
-                                                       .command_timeout = 300ms});
+  avout::redis::Store store(
+      avout::redis::StoreOptions{.url = relay.url(), .command_timeout = 300ms});
   const std::string name = unique_name("counter");
   auto counter = client.atom<long>(name, 0, store);
 

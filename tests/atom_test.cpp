@@ -11,13 +11,13 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <set>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -47,8 +47,7 @@ struct Setup {
     if (kind == StoreKind::redis) {
       own_store = std::make_unique<avout::redis::Store>(avout::testing::shared_redis().url());
     } else if (kind == StoreKind::postgres) {
-      own_store =
-          std::make_unique<avout::postgres::Store>(avout::testing::shared_postgres().url());
+      own_store = std::make_unique<avout::postgres::Store>(avout::testing::shared_postgres().url());
     }
   }
   avout::Store& store() { return own_store ? *own_store : client.default_store(); }
@@ -134,7 +133,12 @@ TEST_CASE("reset, compare_and_set, swap_vals and reset_vals return what the atom
                          std::string("d")) == std::pair<std::string, std::string>{"c", "cd"});
     CHECK(text.reset_vals("z") == std::pair<std::string, std::string>{"cd", "z"});
     auto list = setup.client.atom<std::vector<int>>(unique_name("list"), {}, setup.store());
-    list.swap([](std::vector<int> v, int x) { v.push_back(x); return v; }, 7);
+    list.swap(
+        [](std::vector<int> v, int x) {
+          v.push_back(x);
+          return v;
+        },
+        7);
     CHECK(list.deref() == std::vector<int>{7});
   }
 }
@@ -189,9 +193,8 @@ TEST_CASE("a watch sees changes made by another process, with old and new values
     const std::vector<int> codes{child.wait(scaled(60s))};
     REQUIRE(codes == std::vector<int>{0});
     std::unique_lock lock(mutex);
-    REQUIRE(changed.wait_for(lock, scaled(10s), [&] {
-      return !seen.empty() && seen.back().second == 3;
-    }));
+    REQUIRE(changed.wait_for(lock, scaled(10s),
+                             [&] { return !seen.empty() && seen.back().second == 3; }));
     long previous = 0;
     for (auto [old_value, new_value] : seen) {  // coalesced or not, a chain from 0 to 3
       CHECK(old_value == previous);
@@ -241,9 +244,8 @@ TEST_CASE("names that are not absolute clean paths are InvalidName") {
 
 TEST_CASE("an atom whose ZooKeeper is down fails with ConnectionLoss, not a hang") {
   avout::testing::ZooKeeperServer server;
-  avout::Client client(avout::ClientOptions{.hosts = server.connect_string(),
-                                            .session_timeout = 2000ms,
-                                            .connect_timeout = 5000ms});
+  avout::Client client(avout::ClientOptions{
+      .hosts = server.connect_string(), .session_timeout = 2000ms, .connect_timeout = 5000ms});
   auto counter = client.atom<long>("/down-counter", 1);
   server.stop();
   const auto started = std::chrono::steady_clock::now();
@@ -305,15 +307,16 @@ TEST_CASE("atoms of two deployments sharing one Redis or PostgreSQL never see ea
     CAPTURE(store_kind);
     const std::string deployment = unique_name("deployment");
     auto client_of = [&](const std::string& root) {
-      return avout::Client(avout::ClientOptions{
-          .hosts = avout::testing::shared_zookeeper().connect_string(),
-          .session_timeout = 6000ms,
-          .root = deployment + root});
+      return avout::Client(
+          avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                               .session_timeout = 6000ms,
+                               .root = deployment + root});
     };
     Setup shared(kind);  // the one Redis or PostgreSQL both deployments use
     avout::Client first = client_of("/first");
     avout::Client second = client_of("/second");
-    avout::Store& first_store = kind == StoreKind::zookeeper ? first.default_store() : shared.store();
+    avout::Store& first_store =
+        kind == StoreKind::zookeeper ? first.default_store() : shared.store();
     avout::Store& second_store =
         kind == StoreKind::zookeeper ? second.default_store() : shared.store();
 

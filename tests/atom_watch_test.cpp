@@ -4,19 +4,19 @@
 #include <avout/redis.hpp>
 
 #include "base/callback_executor.hpp"  // white-box: a watcher over a value read from elsewhere
+#include "runtime/value_watcher.hpp"
 #include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/zookeeper_faults.hpp"
-#include "runtime/value_watcher.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
-#include <future>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -96,8 +96,8 @@ TEST_CASE("every process's watch ends on the newest value while several processe
     const auto codes = avout::testing::run_in_processes(
         processes,
         [&](int) {
-          avout::Client client(avout::ClientOptions{
-              .hosts = avout::testing::shared_zookeeper().connect_string()});
+          avout::Client client(
+              avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
           avout::redis::Store redis(avout::testing::shared_redis().url());
           auto counter = in_redis ? client.atom<long>(name, 0, redis) : client.atom<long>(name, 0);
           LastSeen seen(counter);
@@ -117,8 +117,8 @@ TEST_CASE("a change made while ZooKeeper is down reaches every watching process"
   const std::string name = unique_name("outage");
   const auto ready = make_directory();
   constexpr int watchers = 2;
-  auto options = avout::ClientOptions{.hosts = zookeeper.connect_string(),
-                                      .session_timeout = 20000ms};
+  auto options =
+      avout::ClientOptions{.hosts = zookeeper.connect_string(), .session_timeout = 20000ms};
   std::vector<avout::testing::ChildProcess> children;
   for (int index = 0; index < watchers; ++index) {
     children.emplace_back(index, [&](int i) {
@@ -148,8 +148,8 @@ TEST_CASE("a change made while ZooKeeper is down reaches every watching process"
 
 TEST_CASE("a change made while a watcher's session expires reaches it on the renewed session") {
   auto& zookeeper = avout::testing::shared_zookeeper();
-  const auto options = avout::ClientOptions{.hosts = zookeeper.connect_string(),
-                                            .session_timeout = 4000ms};
+  const auto options =
+      avout::ClientOptions{.hosts = zookeeper.connect_string(), .session_timeout = 4000ms};
   avout::Client watcher(options);
   avout::Client writer(options);
   const std::string name = unique_name("expiring");
@@ -171,12 +171,13 @@ TEST_CASE("a change made while a watcher's session expires reaches it on the ren
   CHECK(seen.reaches(2, scaled(10s)));
 }
 
-TEST_CASE("a change whose notice gets no reply on the writer's connection still reaches a watcher") {
+TEST_CASE(
+    "a change whose notice gets no reply on the writer's connection still reaches a watcher") {
   auto& zookeeper = avout::testing::shared_zookeeper();
   avout::testing::HoldingRelay relay(zookeeper.port());
   avout::Client watcher(avout::ClientOptions{.hosts = zookeeper.connect_string()});
-  avout::Client writer(avout::ClientOptions{.hosts = relay.connect_string(),
-                                            .session_timeout = 3000ms});
+  avout::Client writer(
+      avout::ClientOptions{.hosts = relay.connect_string(), .session_timeout = 3000ms});
   avout::redis::Store store(avout::testing::shared_redis().url());
   const std::string name = unique_name("unannounced");
   auto watched = watcher.atom<long>(name, 0, store);
@@ -193,15 +194,16 @@ TEST_CASE("a change whose notice gets no reply on the writer's connection still 
   relay.release();
 }
 
-TEST_CASE("a watch whose arm is slow to reach ZooKeeper still hears of a change right after its "
-          "first read") {
+TEST_CASE(
+    "a watch whose arm is slow to reach ZooKeeper still hears of a change right after its "
+    "first read") {
   // The value lives outside ZooKeeper (like a Redis-held atom's) and a notice node announces
   // its changes. A first read made before the server has the watch could miss a change
   // announced in between: nothing would fire, and the watch would stay on the older value.
   auto& zookeeper = avout::testing::shared_zookeeper();
   avout::testing::HoldingRelay relay(zookeeper.port());
-  avout::ZooKeeperSession watching(avout::SessionOptions{.hosts = relay.connect_string(),
-                                                         .session_timeout = 10000ms});
+  avout::ZooKeeperSession watching(
+      avout::SessionOptions{.hosts = relay.connect_string(), .session_timeout = 10000ms});
   avout::ZooKeeperSession writer(avout::SessionOptions{.hosts = zookeeper.connect_string()});
   const std::string notice = unique_name("notice");
   writer.create_recursive(notice);
@@ -221,8 +223,9 @@ TEST_CASE("a watch whose arm is slow to reach ZooKeeper still hears of a change 
   auto watcher = std::make_shared<avout::detail::ValueWatcher>(watching, notice, "a test value",
                                                                read, callbacks);
   relay.hold();
-  auto adding = std::async(std::launch::async,
-                           [&] { watcher->add("k", [](const avout::Bytes&, const avout::Bytes&) {}); });
+  auto adding = std::async(std::launch::async, [&] {
+    watcher->add("k", [](const avout::Bytes&, const avout::Bytes&) {});
+  });
   REQUIRE(relay.keeps(notice, scaled(5s)));  // the arm went out and waits in the relay
   (void)adding.wait_for(1000ms);             // old code: the first read is done by now
   {
@@ -262,8 +265,8 @@ TEST_CASE("watches whose value cannot be read keep the callback thread free betw
   for (int i = 0; i < watched; ++i) {
     const std::string notice = folder + "/" + std::to_string(i);
     session.create_recursive(notice);
-    watchers.push_back(std::make_shared<avout::detail::ValueWatcher>(session, notice, notice, read,
-                                                                     callbacks));
+    watchers.push_back(
+        std::make_shared<avout::detail::ValueWatcher>(session, notice, notice, read, callbacks));
     watchers.back()->add("k", [](const avout::Bytes&, const avout::Bytes&) {});
   }
   store_down = true;
@@ -272,7 +275,7 @@ TEST_CASE("watches whose value cannot be read keep the callback thread free betw
   while (failed_reads < 1 && std::chrono::steady_clock::now() < events_deadline) {
     std::this_thread::sleep_for(5ms);
   }
-  REQUIRE(failed_reads >= 1);  // the changes are being told
+  REQUIRE(failed_reads >= 1);          // the changes are being told
   std::this_thread::sleep_for(200ms);  // and all of them have reached the callback thread
   // A callback posted now runs about as soon as the failed reads ahead of it are done; with a
   // 100 ms sleep per failed read (the old code) it waited for about 10 s of them.
@@ -282,16 +285,18 @@ TEST_CASE("watches whose value cannot be read keep the callback thread free betw
   callbacks->post([ran] { ran->set_value(); });
   const bool in_time = done.wait_for(scaled(1s)) == std::future_status::ready;
   const auto waited = std::chrono::steady_clock::now() - posted;
-  INFO("the callback waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
-                              << " ms");
+  INFO("the callback waited "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms");
   CHECK(in_time);
   CHECK(failed_reads >= watched);  // every watch kept trying
   for (auto& watcher : watchers) watcher->remove("k");
   callbacks->stop();
 }
 
-TEST_CASE("remove_watch returns only once a running call of that watch has finished, and none follows") {
-  avout::Client client(avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
+TEST_CASE(
+    "remove_watch returns only once a running call of that watch has finished, and none follows") {
+  avout::Client client(
+      avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
   auto atom = client.atom<long>(unique_name("remove-while-running"), 0);
   std::atomic<bool> entered{false};
   std::atomic<bool> finished{false};
@@ -315,7 +320,8 @@ TEST_CASE("remove_watch returns only once a running call of that watch has finis
 }
 
 TEST_CASE("a watch may remove itself, and another watch, while it runs") {
-  avout::Client client(avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
+  avout::Client client(
+      avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string()});
   auto atom = client.atom<long>(unique_name("remove-self"), 0);
   std::atomic<int> calls{0};
   std::promise<void> removed;
@@ -333,8 +339,9 @@ TEST_CASE("a watch may remove itself, and another watch, while it runs") {
   CHECK(calls == 1);
 }
 
-TEST_CASE("a Redis-held atom's writer that dies between its write and its change notice still "
-          "brings watchers in other processes to the new value") {
+TEST_CASE(
+    "a Redis-held atom's writer that dies between its write and its change notice still "
+    "brings watchers in other processes to the new value") {
   const std::string name = unique_name("writer-dies");
   avout::redis::Store store{avout::testing::shared_redis().url()};
   const avout::ClientOptions options{.hosts = avout::testing::shared_zookeeper().connect_string(),

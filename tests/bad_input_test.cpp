@@ -56,7 +56,8 @@ TEST_CASE("names that are empty, relative or hold '..' are InvalidName for every
   CHECK_THROWS_AS(avout::Client{bad_retry}, avout::Error);
 }
 
-TEST_CASE("a PostgreSQL table altered underneath gives BackendError naming it, and changes nothing") {
+TEST_CASE(
+    "a PostgreSQL table altered underneath gives BackendError naming it, and changes nothing") {
   const std::string prefix = unique("altered_") + "_";
   avout::postgres::Store store(avout::postgres::StoreOptions{
       .url = avout::testing::shared_postgres().url(), .table_prefix = prefix});
@@ -76,7 +77,8 @@ TEST_CASE("a PostgreSQL table altered underneath gives BackendError naming it, a
   } catch (const avout::BackendError& error) {
     CHECK(std::string(error.what()).find(prefix) != std::string::npos);
   }
-  CHECK_THROWS_AS(client.dosync([&] { ref.alter([](long v) { return v + 1; }); }), avout::BackendError);
+  CHECK_THROWS_AS(client.dosync([&] { ref.alter([](long v) { return v + 1; }); }),
+                  avout::BackendError);
   {
     pqxx::connection admin(avout::testing::shared_postgres().url());
     pqxx::work work(admin);
@@ -88,26 +90,32 @@ TEST_CASE("a PostgreSQL table altered underneath gives BackendError naming it, a
   CHECK(ref.deref() == 7);
 }
 
-TEST_CASE("an unreachable store is BackendError for refs and agents too, and nothing is committed") {
+TEST_CASE(
+    "an unreachable store is BackendError for refs and agents too, and nothing is committed") {
   avout::Client client(options());
   avout::redis::Store nowhere(avout::redis::StoreOptions{
       .url = "tcp://127.0.0.1:" + std::to_string(avout::testing::free_port()),
       .connect_timeout = 300ms});
-  CHECK_THROWS_AS(client.ref<long>("/" + unique("unreachable-ref-"), 1, nowhere), avout::BackendError);
-  CHECK_THROWS_AS(client.agent<long>("/" + unique("unreachable-agent-"), 1, nowhere), avout::BackendError);
+  CHECK_THROWS_AS(client.ref<long>("/" + unique("unreachable-ref-"), 1, nowhere),
+                  avout::BackendError);
+  CHECK_THROWS_AS(client.agent<long>("/" + unique("unreachable-agent-"), 1, nowhere),
+                  avout::BackendError);
   // A transaction touching a reachable ref and writing nothing unreachable still commits.
   auto ok = client.ref<long>("/" + unique("reachable-"), 1);
   client.dosync([&] { ok.alter([](long v) { return v + 1; }); });
   CHECK(ok.deref() == 2);
 }
 
-TEST_CASE("values over a store's limit are ValueTooLarge for refs and agents, before anything is written") {
+TEST_CASE(
+    "values over a store's limit are ValueTooLarge for refs and agents, before anything is "
+    "written") {
   avout::Client client(options());
   const std::string huge(1100 * 1000, 'x');
   auto ref = client.ref<std::string>("/" + unique("big-ref-"), "small");
   CHECK_THROWS_AS(client.dosync([&] { ref.ref_set(huge); }), avout::ValueTooLarge);
   CHECK(ref.deref() == "small");
-  CHECK_THROWS_AS(client.agent<std::string>("/" + unique("big-agent-"), huge), avout::ValueTooLarge);
+  CHECK_THROWS_AS(client.agent<std::string>("/" + unique("big-agent-"), huge),
+                  avout::ValueTooLarge);
   auto agent = client.agent<std::string>("/" + unique("agent-"), "small");
   agent.send([&huge](const std::string&) { return huge; });
   agent.await(30s);
@@ -121,6 +129,7 @@ TEST_CASE("a ref read as the wrong type is CodecError, never a wrong value") {
   const std::string name = "/" + unique("typed-");
   auto text = client.ref<std::string>(name, "not a number");
   // The same ref asked for as another type is refused when the handle is made, by name.
-  CHECK_THROWS_WITH_AS(client.ref<long>(name, 0), doctest::Contains(name.c_str()), avout::CodecError);
+  CHECK_THROWS_WITH_AS(client.ref<long>(name, 0), doctest::Contains(name.c_str()),
+                       avout::CodecError);
   CHECK(text.deref() == "not a number");
 }

@@ -70,7 +70,8 @@ struct Bank {
       avout::Store& store = i % 3 == 0   ? client.default_store()
                             : i % 3 == 1 ? static_cast<avout::Store&>(redis)
                                          : static_cast<avout::Store&>(postgres);
-      accounts.push_back(client.ref<long>(prefix + "/account-" + std::to_string(i), initial, store));
+      accounts.push_back(
+          client.ref<long>(prefix + "/account-" + std::to_string(i), initial, store));
     }
   }
   avout::Ref<std::vector<long>> ledger(const std::string& prefix, int index) {
@@ -139,10 +140,12 @@ void run_client(const std::string& prefix, const std::filesystem::path& director
         bank->accounts[from].alter([](long v, long d) { return v - d; }, amount);
         bank->accounts[to].alter([](long v, long d) { return v + d; }, amount);
         // The ledger records the transfer itself: (id, from, to, amount).
-        ledger.alter([](std::vector<long> entries, long done, long source, long target, long sum) {
-          entries.insert(entries.end(), {done, source, target, sum});
-          return entries;
-        }, static_cast<long>(id), static_cast<long>(from), static_cast<long>(to), amount);
+        ledger.alter(
+            [](std::vector<long> entries, long done, long source, long target, long sum) {
+              entries.insert(entries.end(), {done, source, target, sum});
+              return entries;
+            },
+            static_cast<long>(id), static_cast<long>(from), static_cast<long>(to), amount);
       });
       return nlohmann::json(nullptr);
     });
@@ -210,8 +213,10 @@ class Workload {
     for (int i = 0; i < clients; ++i) start(i);
   }
   ~Workload() {
-    if (keep_) std::printf("histories kept in %s\n", directory_.c_str());
-    else std::filesystem::remove_all(directory_);
+    if (keep_)
+      std::printf("histories kept in %s\n", directory_.c_str());
+    else
+      std::filesystem::remove_all(directory_);
   }
 
   void start(int index) {
@@ -245,7 +250,8 @@ class Workload {
     std::vector<long> balances;
     std::vector<long> ledger_ids;
     int writers = 0;
-    for (const auto& [id, operation] : operations) writers = std::max(writers, static_cast<int>(id / 1000000) + 1);
+    for (const auto& [id, operation] : operations)
+      writers = std::max(writers, static_cast<int>(id / 1000000) + 1);
     bank->client.dosync([&] {
       balances.clear();
       ledger_ids.clear();
@@ -263,7 +269,8 @@ class Workload {
       if (operation.f == "transfer" && operation.outcome == "ok") ++acknowledged;
     }
     CHECK(acknowledged > 20);  // the workload made progress through the faults
-    for (const auto& problem : avout::testing::check_bank(operations, ledger_ids, balances, initial)) {
+    for (const auto& problem :
+         avout::testing::check_bank(operations, ledger_ids, balances, initial)) {
       FAIL_CHECK(problem);
       keep_ = true;
     }
@@ -284,7 +291,8 @@ class Workload {
     }
     CHECK(locked_total >= acknowledged_locked);
     CHECK(locked_total <= acknowledged_locked + unknown_locked);
-    const std::string waiting = avout::inspect::lock_path(bank->client, prefix_ + "/lock") + "/writers";
+    const std::string waiting =
+        avout::inspect::lock_path(bank->client, prefix_ + "/lock") + "/writers";
     const auto lock_deadline = std::chrono::steady_clock::now() + scaled(20s);
     while (!session.children(waiting).empty() && std::chrono::steady_clock::now() < lock_deadline) {
       std::this_thread::sleep_for(200ms);
@@ -303,7 +311,8 @@ class Workload {
 
   static std::filesystem::path make_directory() {
     static std::mt19937_64 random{std::random_device{}()};
-    auto path = std::filesystem::temp_directory_path() / ("avout-history-" + std::to_string(random()));
+    auto path =
+        std::filesystem::temp_directory_path() / ("avout-history-" + std::to_string(random()));
     std::filesystem::create_directories(path);
     return path;
   }

@@ -25,9 +25,7 @@ namespace {
 std::string hosts() { return avout::testing::shared_zookeeper().connect_string(); }
 
 avout::ClientOptions options(avout::BargingOptions barging = {}) {
-  return avout::ClientOptions{.hosts = hosts(),
-                              .session_timeout = 6000ms,
-                              .barging = barging};
+  return avout::ClientOptions{.hosts = hosts(), .session_timeout = 6000ms, .barging = barging};
 }
 
 // Claims after its first failed attempt, which is a usual one (a failed speculation does not
@@ -44,7 +42,8 @@ avout::ClientOptions claimant_options(const std::string& through = hosts()) {
 // attempt gives up by throwing once `begin_blip` has made ZooKeeper unreachable. The caller
 // ends the blip a while after the dosync has thrown, as a network would.
 void claim_then_give_up_in_a_blip(avout::Client& claimant, const std::string& name,
-                                  const std::function<void()>& begin_blip, bool claim_reply_lost = false) {
+                                  const std::function<void()>& begin_blip,
+                                  bool claim_reply_lost = false) {
   avout::Client meddler(options());
   auto mine = claimant.ref<long>(name, 0);
   auto theirs = meddler.ref<long>(name, 0);
@@ -54,9 +53,12 @@ void claim_then_give_up_in_a_blip(avout::Client& claimant, const std::string& na
   CHECK_THROWS_WITH_AS(claimant.dosync([&] {
     if (++attempts == 1) {
       mine.alter([](long v) { return v + 1; });
-      std::thread([&] { meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); }); }).join();
+      std::thread([&] {
+        meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); });
+      }).join();
       // The failed attempt's claim (barging.after = 1) follows its commit.
-      if (claim_reply_lost) lost.emplace(7, avout::testing::ZooKeeperFaultRates{.reply_lost = 1.0}, hosts());
+      if (claim_reply_lost)
+        lost.emplace(7, avout::testing::ZooKeeperFaultRates{.reply_lost = 1.0}, hosts());
       return;
     }
     if (claim_reply_lost) CHECK(FaultPlan::counts().reply_lost >= 1);
@@ -66,14 +68,18 @@ void claim_then_give_up_in_a_blip(avout::Client& claimant, const std::string& na
     REQUIRE(owner->session == claimant.session().session_id());
     begin_blip();
     throw std::runtime_error("the claimant gives up");
-  }), "the claimant gives up", std::runtime_error);
+  }),
+                       "the claimant gives up", std::runtime_error);
   CHECK(attempts == 2);
 }
 
-// A blip of every ZooKeeper request of this process failing early, for `claim_then_give_up_in_a_blip`.
+// A blip of every ZooKeeper request of this process failing early, for
+// `claim_then_give_up_in_a_blip`.
 struct FailingRequests {
   std::optional<FaultPlan> plan;
-  void begin() { plan.emplace(11, avout::testing::ZooKeeperFaultRates{.fail_early = 1.0}, hosts()); }
+  void begin() {
+    plan.emplace(11, avout::testing::ZooKeeperFaultRates{.fail_early = 1.0}, hosts());
+  }
   void end() {
     std::this_thread::sleep_for(500ms);
     CHECK(FaultPlan::counts().fail_early >= 1);
@@ -101,7 +107,9 @@ std::uint64_t newcomer_retries(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("a claim whose release meets a blip ends once ZooKeeper answers again, and nobody yields to it") {
+TEST_CASE(
+    "a claim whose release meets a blip ends once ZooKeeper answers again, and nobody yields to "
+    "it") {
   avout::testing::start_shared_servers();
   const std::string name = avout::testing::unique_name("/barging-release", "blip");
   avout::Client claimant(claimant_options());
@@ -118,7 +126,8 @@ TEST_CASE("a claim whose reply was lost and whose release meets a blip ends all 
   const std::string name = avout::testing::unique_name("/barging-release", "lost-claim");
   avout::Client claimant(claimant_options());
   FailingRequests blip;
-  claim_then_give_up_in_a_blip(claimant, name, [&] { blip.begin(); }, true);
+  claim_then_give_up_in_a_blip(
+      claimant, name, [&] { blip.begin(); }, true);
   blip.end();
   avout::Client observer(options());
   CHECK(claim_ends(observer, name));

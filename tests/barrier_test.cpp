@@ -46,9 +46,8 @@ std::string folder_of(avout::Client& client, const std::string& name) {
 // The participant nodes in the barrier's folder.
 std::size_t participants_queued(avout::Client& client, const std::string& name) {
   const auto children = client.session().children(folder_of(client, name));
-  return static_cast<std::size_t>(std::count_if(children.begin(), children.end(), [](const auto& c) {
-    return c.starts_with("p-");
-  }));
+  return static_cast<std::size_t>(std::count_if(children.begin(), children.end(),
+                                                [](const auto& c) { return c.starts_with("p-"); }));
 }
 
 std::int64_t now_us() {
@@ -63,7 +62,8 @@ struct Moments {
 
 // The checker: no enter returned before the last arrival, no leave before the last leaving.
 void check_never_early(const std::vector<Moments>& all) {
-  std::int64_t last_arrival = 0, first_entered = INT64_MAX, last_leaving = 0, first_left = INT64_MAX;
+  std::int64_t last_arrival = 0, first_entered = INT64_MAX, last_leaving = 0,
+               first_left = INT64_MAX;
   for (const auto& m : all) {
     last_arrival = std::max(last_arrival, m.arrive);
     first_entered = std::min(first_entered, m.entered);
@@ -113,8 +113,8 @@ TEST_CASE("4 threads: none passes enter before all arrived, nor leave before all
 TEST_CASE("4 processes meet at the barrier; their moments show nobody passed early") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("processes");
-  const auto file = std::filesystem::temp_directory_path() /
-                    ("avout-barrier" + name.substr(name.rfind('-')));
+  const auto file =
+      std::filesystem::temp_directory_path() / ("avout-barrier" + name.substr(name.rfind('-')));
   constexpr int n = 4;
   const auto codes = avout::testing::run_in_processes(
       n,
@@ -158,10 +158,12 @@ TEST_CASE("an entrant past its deadline leaves nothing behind; the next N still 
   auto second = client.barrier(name, 2);
   CHECK_THROWS_AS(second.enter(avout::Deadline::after(300ms)), avout::Timeout);
   CHECK(participants_queued(client, name) == 0);
-  auto other = std::async(std::launch::async, [&] { second.enter(avout::Deadline::after(scaled(20s))); });
+  auto other =
+      std::async(std::launch::async, [&] { second.enter(avout::Deadline::after(scaled(20s))); });
   first.enter(avout::Deadline::after(scaled(20s)));  // the timed-out object takes part again
   other.get();
-  auto leaving = std::async(std::launch::async, [&] { second.leave(avout::Deadline::after(scaled(20s))); });
+  auto leaving =
+      std::async(std::launch::async, [&] { second.leave(avout::Deadline::after(scaled(20s))); });
   first.leave(avout::Deadline::after(scaled(20s)));
   leaving.get();
   CHECK(participants_queued(client, name) == 0);
@@ -182,13 +184,15 @@ TEST_CASE("a member SIGKILLed after entering makes the others' leave throw Barri
   auto a = client.barrier(name, 3);
   auto b = client.barrier(name, 3);
   go.release();
-  auto entered = std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
+  auto entered =
+      std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
   b.enter(avout::Deadline::after(scaled(20s)));
   entered.get();
   member.signal(SIGKILL);
   (void)member.wait(scaled(10s));
   const auto start = Clock::now();
-  auto other = std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(30s))); });
+  auto other =
+      std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(30s))); });
   CHECK_THROWS_AS(b.leave(avout::Deadline::after(scaled(30s))), avout::BarrierBroken);
   CHECK_THROWS_AS(other.get(), avout::BarrierBroken);
   // The session timeout (2 s) ends the dead one's session; then it is seen at once.
@@ -196,9 +200,11 @@ TEST_CASE("a member SIGKILLed after entering makes the others' leave throw Barri
   CHECK(participants_queued(client, name) == 0);
   CHECK(client.session().children(folder_of(client, name)).empty());
   // The name is ready for the next round.
-  auto later = std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
+  auto later =
+      std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
   auto c = client.barrier(name, 3);
-  auto third = std::async(std::launch::async, [&] { c.enter(avout::Deadline::after(scaled(20s))); });
+  auto third =
+      std::async(std::launch::async, [&] { c.enter(avout::Deadline::after(scaled(20s))); });
   b.enter(avout::Deadline::after(scaled(20s)));
   later.get();
   third.get();
@@ -211,7 +217,8 @@ TEST_CASE("a member whose session expired after entering: its leave and the othe
   avout::Client doomed(options());
   auto mine = client.barrier(name, 2);
   auto theirs = doomed.barrier(name, 2);
-  auto entered = std::async(std::launch::async, [&] { theirs.enter(avout::Deadline::after(scaled(20s))); });
+  auto entered =
+      std::async(std::launch::async, [&] { theirs.enter(avout::Deadline::after(scaled(20s))); });
   mine.enter(avout::Deadline::after(scaled(20s)));
   entered.get();
   doomed.session().expire_for_testing();  // its node goes; the client renews the session
@@ -226,7 +233,8 @@ TEST_CASE("a session renewed while waiting in enter: the entrant arrives again, 
   avout::Client client(options());
   avout::Client renewed(options());
   auto waiting = renewed.barrier(name, 2);
-  auto entered = std::async(std::launch::async, [&] { waiting.enter(avout::Deadline::after(scaled(20s))); });
+  auto entered =
+      std::async(std::launch::async, [&] { waiting.enter(avout::Deadline::after(scaled(20s))); });
   while (participants_queued(client, name) < 1) std::this_thread::sleep_for(10ms);
   renewed.session().expire_for_testing();
   // Its old node went with the session, and it queues a new one on the renewed session.
@@ -234,7 +242,8 @@ TEST_CASE("a session renewed while waiting in enter: the entrant arrives again, 
   mine.enter(avout::Deadline::after(scaled(20s)));
   entered.get();
   CHECK(participants_queued(client, name) == 2);
-  auto leaving = std::async(std::launch::async, [&] { waiting.leave(avout::Deadline::after(scaled(20s))); });
+  auto leaving =
+      std::async(std::launch::async, [&] { waiting.leave(avout::Deadline::after(scaled(20s))); });
   mine.leave(avout::Deadline::after(scaled(20s)));
   leaving.get();
 }
@@ -252,13 +261,15 @@ TEST_CASE("a create whose reply was lost counts once") {
   CHECK(participants_queued(client, name) == 0);
   auto other = client.barrier(name, 2);
   avout::testing::fail_next(avout::testing::ZooKeeperCall::create, folder, 1, true);
-  auto entered = std::async(std::launch::async, [&] { alone.enter(avout::Deadline::after(scaled(20s))); });
+  auto entered =
+      std::async(std::launch::async, [&] { alone.enter(avout::Deadline::after(scaled(20s))); });
   while (participants_queued(client, name) < 1) std::this_thread::sleep_for(10ms);
   other.enter(avout::Deadline::after(scaled(20s)));
   entered.get();
   CHECK(avout::testing::failures_to_come() == 0);
   CHECK(participants_queued(client, name) == 2);
-  auto leaving = std::async(std::launch::async, [&] { alone.leave(avout::Deadline::after(scaled(20s))); });
+  auto leaving =
+      std::async(std::launch::async, [&] { alone.leave(avout::Deadline::after(scaled(20s))); });
   other.leave(avout::Deadline::after(scaled(20s)));
   leaving.get();
 }
@@ -274,10 +285,12 @@ TEST_CASE("a close, the leaving records and the reopening whose replies were los
     // Every multi of the round applies with its reply lost: the close, the two records of
     // leaving and the reopening; each is resolved by what a later look shows.
     avout::testing::fail_next(avout::testing::ZooKeeperCall::multi, folder, 4, true);
-    auto entered = std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
+    auto entered =
+        std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
     b.enter(avout::Deadline::after(scaled(20s)));
     entered.get();
-    auto leaving = std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(20s))); });
+    auto leaving =
+        std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(20s))); });
     b.leave(avout::Deadline::after(scaled(20s)));
     leaving.get();
     CHECK(avout::testing::failures_to_come() == 0);  // one member at least reopens
@@ -291,7 +304,8 @@ TEST_CASE("a leave past its deadline withdraws the member: the others' leave bre
   avout::Client client(options());
   auto patient = client.barrier(name, 2);
   auto hasty = client.barrier(name, 2);
-  auto entered = std::async(std::launch::async, [&] { patient.enter(avout::Deadline::after(scaled(20s))); });
+  auto entered =
+      std::async(std::launch::async, [&] { patient.enter(avout::Deadline::after(scaled(20s))); });
   hasty.enter(avout::Deadline::after(scaled(20s)));
   entered.get();
   // The other member has not come to leave: the deadline passes.
@@ -309,19 +323,23 @@ TEST_CASE("rounds: a participant arriving once N are in waits for the next round
   auto b = client.barrier(name, 2);
   auto late = client.barrier(name, 2);
   auto d = client.barrier(name, 2);
-  auto entered = std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
+  auto entered =
+      std::async(std::launch::async, [&] { a.enter(avout::Deadline::after(scaled(20s))); });
   b.enter(avout::Deadline::after(scaled(20s)));
   entered.get();
   // The round under way is full: the third waits, and is not counted with the first two.
-  auto waiting = std::async(std::launch::async, [&] { late.enter(avout::Deadline::after(scaled(20s))); });
+  auto waiting =
+      std::async(std::launch::async, [&] { late.enter(avout::Deadline::after(scaled(20s))); });
   CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
-  auto leaving = std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(20s))); });
+  auto leaving =
+      std::async(std::launch::async, [&] { a.leave(avout::Deadline::after(scaled(20s))); });
   b.leave(avout::Deadline::after(scaled(20s)));
   leaving.get();
   CHECK(waiting.wait_for(300ms) == std::future_status::timeout);  // a round needs 2
   d.enter(avout::Deadline::after(scaled(20s)));
   waiting.get();
-  leaving = std::async(std::launch::async, [&] { late.leave(avout::Deadline::after(scaled(20s))); });
+  leaving =
+      std::async(std::launch::async, [&] { late.leave(avout::Deadline::after(scaled(20s))); });
   d.leave(avout::Deadline::after(scaled(20s)));
   leaving.get();
   CHECK(client.session().children(folder_of(client, name)).empty());
@@ -338,12 +356,14 @@ TEST_CASE("no herd: an early entrant is not woken by each later arrival") {
   std::vector<avout::Barrier> later;
   for (int i = 1; i < n; ++i) later.push_back(others.barrier(name, n));
   std::vector<std::future<void>> runs;
-  runs.push_back(std::async(std::launch::async, [&] { early.enter(avout::Deadline::after(scaled(30s))); }));
+  runs.push_back(
+      std::async(std::launch::async, [&] { early.enter(avout::Deadline::after(scaled(30s))); }));
   while (participants_queued(observer, name) < 1) std::this_thread::sleep_for(5ms);
   std::this_thread::sleep_for(50ms);  // its first look and watch are done
   const auto before = early_client.session().statistics().requests;
   for (int i = 0; i + 1 < n - 1; ++i) {  // all but the last arrive, one by one
-    runs.push_back(std::async(std::launch::async, [&, i] { later[i].enter(avout::Deadline::after(scaled(30s))); }));
+    runs.push_back(std::async(std::launch::async,
+                              [&, i] { later[i].enter(avout::Deadline::after(scaled(30s))); }));
     while (participants_queued(observer, name) < static_cast<std::size_t>(i) + 2) {
       std::this_thread::sleep_for(5ms);
     }
@@ -352,12 +372,15 @@ TEST_CASE("no herd: an early entrant is not woken by each later arrival") {
   // every 2 s may add one or two.
   const auto spent = early_client.session().statistics().requests - before;
   CHECK(spent <= 8);
-  runs.push_back(std::async(std::launch::async, [&] { later.back().enter(avout::Deadline::after(scaled(30s))); }));
+  runs.push_back(std::async(std::launch::async,
+                            [&] { later.back().enter(avout::Deadline::after(scaled(30s))); }));
   for (auto& run : runs) run.get();
   runs.clear();
-  runs.push_back(std::async(std::launch::async, [&] { early.leave(avout::Deadline::after(scaled(30s))); }));
+  runs.push_back(
+      std::async(std::launch::async, [&] { early.leave(avout::Deadline::after(scaled(30s))); }));
   for (auto& barrier : later) {
-    runs.push_back(std::async(std::launch::async, [&] { barrier.leave(avout::Deadline::after(scaled(30s))); }));
+    runs.push_back(std::async(std::launch::async,
+                              [&] { barrier.leave(avout::Deadline::after(scaled(30s))); }));
   }
   for (auto& run : runs) run.get();
   CHECK(observer.session().children(folder_of(observer, name)).empty());

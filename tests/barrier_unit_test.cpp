@@ -34,8 +34,9 @@ TEST_CASE("the folder record round-trips open and closed rounds, and rejects oth
         after_broken);
   const BarrierRecord closed{2, {7, true, std::nullopt, {a, b}, false}};
   CHECK(avout::detail::decode_record(avout::detail::encode_record(closed), "/b") == closed);
-  for (const char* bad : {"", "x open 0 -", "0 open 0 -", "2 closed 1 " /* no members */,
-                          "2 open 1 12x", "2 open 1 - extra", "2 open 1 - broke x", "1 closed 0 not-a-node"}) {
+  for (const char* bad :
+       {"", "x open 0 -", "0 open 0 -", "2 closed 1 " /* no members */, "2 open 1 12x",
+        "2 open 1 - extra", "2 open 1 - broke x", "1 closed 0 not-a-node"}) {
     CHECK_THROWS_AS(avout::detail::decode_record(avout::to_bytes(bad), "/b"), avout::CodecError);
   }
   CHECK_THROWS_AS(avout::detail::decode_record(avout::to_bytes("3 closed 0 " + a + " " + b), "/b"),
@@ -50,8 +51,8 @@ TEST_CASE("an open round counts participants after the last round's members, in 
 }
 
 TEST_CASE("closing takes the first N; the next round opens after the last member") {
-  const auto closed = avout::detail::closed_round(BarrierRound{4, false, std::nullopt, {}, false},
-                                                  {a, b, c}, 2);
+  const auto closed =
+      avout::detail::closed_round(BarrierRound{4, false, std::nullopt, {}, false}, {a, b, c}, 2);
   CHECK(closed == BarrierRound{4, true, std::nullopt, {a, b}, false});
   CHECK(avout::detail::next_round(closed, false) == BarrierRound{5, false, 2, {}, false});
   CHECK(avout::detail::next_round(closed, true) == BarrierRound{5, false, 2, {}, true});

@@ -13,8 +13,8 @@
 
 namespace {
 
-using avout::detail::BackOff;
 using avout::detail::back_off_pause;
+using avout::detail::BackOff;
 using std::chrono::microseconds;
 
 // The pauses back_off_pause gives for `attempt` over many draws.

@@ -31,7 +31,8 @@ struct Run {
 // Runs the tool with `arguments` (already shell-quoted where needed), with the variable
 // assignments `environment` ("NAME=value ...") in its environment; stdout and stderr.
 Run avout_tool(const std::string& arguments, const std::string& environment = "") {
-  const std::string command = environment + " " + std::string(AVOUT_TOOL_PATH) + " " + arguments + " 2>&1";
+  const std::string command =
+      environment + " " + std::string(AVOUT_TOOL_PATH) + " " + arguments + " 2>&1";
   Run run;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -208,7 +209,8 @@ TEST_CASE("avout reads ZooKeeper's address from AVOUT_ZOOKEEPER") {
     avout::redis::Store redis(redis_url);
     (void)client.ref<long>("/in-redis", 31, redis);
   }
-  auto run = avout_tool("--root " + root + " show ref /in-redis --store " + redis_url, "AVOUT_ZOOKEEPER=" + zookeeper);
+  auto run = avout_tool("--root " + root + " show ref /in-redis --store " + redis_url,
+                        "AVOUT_ZOOKEEPER=" + zookeeper);
   INFO(run.output);
   CHECK(run.code == 0);
   CHECK(run.output.find("31") != std::string::npos);
@@ -245,7 +247,8 @@ TEST_CASE("avout set refuses a value that does not parse as its type before crea
   CHECK(client.atom<bool>("/flag", false).deref());
 }
 
-TEST_CASE("avout -o json prints lists and reports as JSON, with the type read from the stored bytes") {
+TEST_CASE(
+    "avout -o json prints lists and reports as JSON, with the type read from the stored bytes") {
   const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
   const std::string root = unique_root();
   const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
@@ -260,7 +263,8 @@ TEST_CASE("avout -o json prints lists and reports as JSON, with the type read fr
   CHECK(report["kind"] == "atom");
   CHECK(report["type"] == "a string");
   CHECK(report["value"] == "\"hello\"");
-  const auto ref = nlohmann::json::parse(avout_tool("-o json " + connect + " show ref /list").output);
+  const auto ref =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show ref /list").output);
   CHECK(ref["type"] == "a list");
   CHECK(ref["history"].is_array());
   const auto names = nlohmann::json::parse(avout_tool("-o json " + connect + " list atoms").output);
@@ -333,14 +337,16 @@ TEST_CASE("avout delete removes a ZooKeeper atom and a free lock, and refuses a 
   CHECK(avout_tool(connect + " delete ref /anything").code == 2);  // not deletable safely
 }
 
-TEST_CASE("avout lock runs a command holding the lock, passes its fencing token and exits with its status") {
+TEST_CASE(
+    "avout lock runs a command holding the lock, passes its fencing token and exits with its "
+    "status") {
   const std::string root = unique_root();
   const std::string connect =
       "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + root;
   // The command looks at the lock from outside while it runs, then exits with status 7.
   const std::string inner = std::string(AVOUT_TOOL_PATH) + " " + connect + " show lock /deploy";
-  auto run = avout_tool(connect + " lock /deploy -- sh -c 'echo token=$AVOUT_FENCING_TOKEN; " + inner +
-                        "; exit 7'");
+  auto run = avout_tool(connect + " lock /deploy -- sh -c 'echo token=$AVOUT_FENCING_TOKEN; " +
+                        inner + "; exit 7'");
   INFO(run.output);
   CHECK(run.code == 7);
   CHECK(run.output.find("token=") != std::string::npos);
@@ -414,18 +420,21 @@ TEST_CASE("avout --store takes the URL of a Redis or a PostgreSQL store") {
   CHECK(in_postgres.code == 0);
   CHECK(in_postgres.output.find("43") != std::string::npos);
   CHECK(avout_tool(connect + " set atom /pg-counter 5 --store '" + postgres_url + "'").code == 0);
-  CHECK(avout_tool(connect + " show atom /pg-counter --store '" + postgres_url + "'").output.find("5") !=
-        std::string::npos);
+  CHECK(avout_tool(connect + " show atom /pg-counter --store '" + postgres_url + "'")
+            .output.find("5") != std::string::npos);
   avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
   avout::postgres::Store postgres(postgres_url);
   CHECK(client.atom<long>("/pg-counter", 0, postgres).deref() == 5);
   CHECK(avout_tool(connect + " show atom /pg-counter --store zookeeper:").code == 3);
 }
 
-TEST_CASE("avout refuses a store URL of an unregistered scheme with exit code 2, naming the registered schemes but no password") {
-  const std::string connect =
-      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + unique_root();
-  auto run = avout_tool(connect + " show ref /x --store 'mongodb://admin:s3cret-pw@127.0.0.1:27017/db'");
+TEST_CASE(
+    "avout refuses a store URL of an unregistered scheme with exit code 2, naming the registered "
+    "schemes but no password") {
+  const std::string connect = "--zookeeper " + avout::testing::shared_zookeeper().connect_string() +
+                              " --root " + unique_root();
+  auto run =
+      avout_tool(connect + " show ref /x --store 'mongodb://admin:s3cret-pw@127.0.0.1:27017/db'");
   INFO(run.output);
   CHECK(run.code == 2);
   CHECK(run.output.find("mongodb") != std::string::npos);
@@ -439,12 +448,15 @@ TEST_CASE("avout refuses a store URL of an unregistered scheme with exit code 2,
   CHECK(gc.output.find("s3cret") == std::string::npos);
 }
 
-TEST_CASE("avout refuses an unregistered store scheme with exit code 2 at once even when ZooKeeper is down") {
+TEST_CASE(
+    "avout refuses an unregistered store scheme with exit code 2 at once even when ZooKeeper is "
+    "down") {
   // Port 1: nothing listens there, so a connection attempt would end in exit 1 after 5 s.
   const std::string unreachable = "--zookeeper 127.0.0.1:1 --command-timeout 20";
-  for (const std::string arguments : {" show ref /x --store 'mongodb://admin:s3cret-pw@127.0.0.1/db'",
-                                      " --stores 'mongodb://admin:s3cret-pw@127.0.0.1/db' gc",
-                                      " --stores 'mongodb://admin:s3cret-pw@127.0.0.1/db' bank"}) {
+  for (const std::string arguments :
+       {" show ref /x --store 'mongodb://admin:s3cret-pw@127.0.0.1/db'",
+        " --stores 'mongodb://admin:s3cret-pw@127.0.0.1/db' gc",
+        " --stores 'mongodb://admin:s3cret-pw@127.0.0.1/db' bank"}) {
     const auto started = std::chrono::steady_clock::now();
     auto run = avout_tool(unreachable + arguments);
     INFO(arguments, run.output);

@@ -29,19 +29,23 @@ avout::ClientOptions options() {
 // Makes this client believe its last commit set the clock at `version`.
 void pretend_clock_version(avout::Client& client, std::int32_t version) {
   client.dosync([&] {
-    avout::detail::Transaction::current()->runtime().nodes().pretend_clock_version_for_testing(version);
+    avout::detail::Transaction::current()->runtime().nodes().pretend_clock_version_for_testing(
+        version);
   });
 }
 
 }  // namespace
 
-TEST_CASE("commits keep working whatever version the clock has reached, at ZooKeeper's last version and wrapped past it") {
+TEST_CASE(
+    "commits keep working whatever version the clock has reached, at ZooKeeper's last version and "
+    "wrapped past it") {
   avout::testing::start_shared_servers();
   avout::Client client(options());
   auto counter = client.ref<long>(avout::testing::unique_name("/clock-version-test", "counter"), 0);
   client.dosync([&] { counter.alter([](long v) { return v + 1; }); });
   long expected = 1;
-  for (const std::int32_t version : {INT32_MAX, INT32_MAX - 1, std::int32_t{-2}, INT32_MIN, INT32_MIN + 1}) {
+  for (const std::int32_t version :
+       {INT32_MAX, INT32_MAX - 1, std::int32_t{-2}, INT32_MIN, INT32_MIN + 1}) {
     CAPTURE(version);
     for (int round = 0; round < 3; ++round) {
       pretend_clock_version(client, version);

@@ -51,9 +51,12 @@ std::string message_of(const auto& decode_it) {
 }  // namespace
 
 TEST_CASE("integers round-trip at their extremes") {
-  CHECK(round_trip(std::numeric_limits<std::int64_t>::min()) == std::numeric_limits<std::int64_t>::min());
-  CHECK(round_trip(std::numeric_limits<std::int64_t>::max()) == std::numeric_limits<std::int64_t>::max());
-  CHECK(round_trip(std::numeric_limits<std::uint64_t>::max()) == std::numeric_limits<std::uint64_t>::max());
+  CHECK(round_trip(std::numeric_limits<std::int64_t>::min()) ==
+        std::numeric_limits<std::int64_t>::min());
+  CHECK(round_trip(std::numeric_limits<std::int64_t>::max()) ==
+        std::numeric_limits<std::int64_t>::max());
+  CHECK(round_trip(std::numeric_limits<std::uint64_t>::max()) ==
+        std::numeric_limits<std::uint64_t>::max());
   CHECK(round_trip<std::int8_t>(-128) == -128);
   CHECK(round_trip<std::uint16_t>(65535) == 65535);
   CHECK(round_trip(0L) == 0L);
@@ -73,7 +76,8 @@ TEST_CASE("floating point values round-trip, special values included") {
   CHECK(round_trip(1.5f) == 1.5f);
   CHECK(std::signbit(round_trip(-0.0)));
   CHECK(std::isnan(round_trip(std::numeric_limits<double>::quiet_NaN())));
-  CHECK(round_trip(std::numeric_limits<double>::infinity()) == std::numeric_limits<double>::infinity());
+  CHECK(round_trip(std::numeric_limits<double>::infinity()) ==
+        std::numeric_limits<double>::infinity());
   CHECK_THROWS_AS(avout::decode<float>(avout::encode(1e300)), avout::CodecError);
 }
 
@@ -94,7 +98,8 @@ TEST_CASE("containers round-trip, nested and empty") {
   CHECK(round_trip(nested) == nested);
   CHECK_FALSE(round_trip(std::optional<long>{}).has_value());
   CHECK(round_trip(std::optional<std::string>{"x"}) == std::optional<std::string>{"x"});
-  const std::vector<std::optional<std::map<std::string, double>>> deep{std::nullopt, std::map<std::string, double>{{"k", 1.5}}};
+  const std::vector<std::optional<std::map<std::string, double>>> deep{
+      std::nullopt, std::map<std::string, double>{{"k", 1.5}}};
   CHECK(round_trip(deep) == deep);
 }
 
@@ -138,7 +143,8 @@ TEST_CASE("decoding a tuple, array or enum of the wrong shape is CodecError") {
 }
 
 TEST_CASE("a value of another kind is CodecError saying what was expected and what was found") {
-  const std::string text = message_of([] { (void)avout::decode<long>(avout::encode(std::string("hi"))); });
+  const std::string text =
+      message_of([] { (void)avout::decode<long>(avout::encode(std::string("hi"))); });
   CHECK(text.find("expected an integer, found a string") != std::string::npos);
   const std::string listed =
       message_of([] { (void)avout::decode<std::string>(avout::encode(std::vector<long>{1})); });
@@ -161,7 +167,8 @@ TEST_CASE("truncated encodings are CodecError at every length") {
   for (std::size_t length = 0; length < full.size(); ++length) {
     CAPTURE(length);
     const avout::Bytes cut(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(length));
-    CHECK_THROWS_AS((avout::decode<std::map<std::string, std::vector<long>>>(cut)), avout::CodecError);
+    CHECK_THROWS_AS((avout::decode<std::map<std::string, std::vector<long>>>(cut)),
+                    avout::CodecError);
   }
 }
 
@@ -229,19 +236,20 @@ TEST_CASE("random and mutated bytes either decode or give CodecError, never a cr
       const int edits = 1 + static_cast<int>(random() % 3);
       for (int e = 0; e < edits && !bytes.empty(); ++e) {
         const auto at = random() % bytes.size();
-        if (random() % 3 == 0) bytes.resize(at);
-        else bytes[at] = static_cast<std::uint8_t>(random());
+        if (random() % 3 == 0)
+          bytes.resize(at);
+        else
+          bytes[at] = static_cast<std::uint8_t>(random());
       }
     }
     decodes_or_rejects(outcomes, [&] { (void)avout::decode<long>(bytes); });
     decodes_or_rejects(outcomes, [&] { (void)avout::decode<std::string>(bytes); });
-    decodes_or_rejects(outcomes, [&] {
-      (void)avout::decode<std::vector<std::map<std::string, long>>>(bytes);
-    });
+    decodes_or_rejects(
+        outcomes, [&] { (void)avout::decode<std::vector<std::map<std::string, long>>>(bytes); });
     decodes_or_rejects(outcomes, [&] { (void)avout::decode<std::optional<double>>(bytes); });
     decodes_or_rejects(outcomes, [&] { (void)avout::codec::describe(bytes); });
   }
   CHECK(outcomes.decoded + outcomes.rejected == 5L * rounds);
-  CHECK(outcomes.decoded > 0);   // mutations of valid encodings sometimes stay valid
+  CHECK(outcomes.decoded > 0);  // mutations of valid encodings sometimes stay valid
   CHECK(outcomes.rejected > 0);
 }

@@ -63,7 +63,9 @@ std::string outcome_within(std::chrono::milliseconds limit, Call call) {
 
 }  // namespace
 
-TEST_CASE("an atom swap given 1 s while ZooKeeper answers nothing is Timeout within it and writes nothing") {
+TEST_CASE(
+    "an atom swap given 1 s while ZooKeeper answers nothing is Timeout within it and writes "
+    "nothing") {
   avout::testing::TcpRelay relay(zookeeper().port());
   avout::Client client(through(relay));
   const std::string name = "/outage-deadline/atom";
@@ -85,13 +87,15 @@ TEST_CASE("an atom compare_and_set given 1 s while ZooKeeper answers nothing ret
   avout::Client client(through(relay));
   auto flag = client.atom<long>("/outage-deadline/cas", 0);
   relay.isolate();
-  CHECK(outcome_within(1000ms, [&] { flag.compare_and_set(avout::Deadline::after(1000ms), 0, 1); }) ==
-        "Timeout");
+  CHECK(outcome_within(1000ms, [&] {
+          flag.compare_and_set(avout::Deadline::after(1000ms), 0, 1);
+        }) == "Timeout");
   relay.cut();
 }
 
-TEST_CASE("a Redis-held atom's swap given 1 s stores its value and is CommittedWithError within it "
-          "when ZooKeeper cannot take the change notice") {
+TEST_CASE(
+    "a Redis-held atom's swap given 1 s stores its value and is CommittedWithError within it "
+    "when ZooKeeper cannot take the change notice") {
   avout::testing::RedisServer redis;
   avout::redis::Store store{redis.url()};
   avout::testing::TcpRelay relay(zookeeper().port());
@@ -110,7 +114,9 @@ TEST_CASE("a Redis-held atom's swap given 1 s stores its value and is CommittedW
   CHECK(observer.atom<long>(name, 0, store).deref() == 2);
 }
 
-TEST_CASE("a dosync given 1 s while ZooKeeper answers nothing returns within it, and a Timeout wrote nothing") {
+TEST_CASE(
+    "a dosync given 1 s while ZooKeeper answers nothing returns within it, and a Timeout wrote "
+    "nothing") {
   avout::testing::TcpRelay relay(zookeeper().port());
   avout::Client client(through(relay));
   const std::string name = "/outage-deadline/ref";
@@ -119,13 +125,16 @@ TEST_CASE("a dosync given 1 s while ZooKeeper answers nothing returns within it,
 
   relay.isolate();
   const auto thrown = outcome_within(1000ms, [&] {
-    client.dosync(avout::Deadline::after(1000ms), [&] { account.alter([](long v) { return v + 1; }); });
+    client.dosync(avout::Deadline::after(1000ms),
+                  [&] { account.alter([](long v) { return v + 1; }); });
   });
   CHECK((thrown == "Timeout" || thrown == "OutcomeUnknown"));
   relay.cut();
 
   avout::Client observer(direct());
   const long value = observer.ref<long>(name, 0).deref();
-  if (thrown == "Timeout") CHECK(value == 1);
-  else CHECK((value == 1 || value == 2));
+  if (thrown == "Timeout")
+    CHECK(value == 1);
+  else
+    CHECK((value == 1 || value == 2));
 }

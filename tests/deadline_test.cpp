@@ -86,7 +86,8 @@ std::size_t lock_nodes(avout::Client& client, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("a dosync behind an older transaction's claim ends with Timeout in time and leaves no claim") {
+TEST_CASE(
+    "a dosync behind an older transaction's claim ends with Timeout in time and leaves no claim") {
   avout::Client older(options());
   avout::Client younger(options());
   avout::Client other(options());
@@ -104,8 +105,9 @@ TEST_CASE("a dosync behind an older transaction's claim ends with Timeout in tim
     older.dosync([&] {
       old_ref.alter([](long value) { return value + 1; });
       if (++attempt <= 3) {
-        std::thread([&] { other.dosync([&] { other_ref.alter([](long v) { return v + 10; }); }); })
-            .join();
+        std::thread([&] {
+          other.dosync([&] { other_ref.alter([](long v) { return v + 10; }); });
+        }).join();
         return;
       }
       if (attempt == 4) claimed.set_value();
@@ -127,7 +129,9 @@ TEST_CASE("a dosync behind an older transaction's claim ends with Timeout in tim
   CHECK(younger.session().get(younger.options().root + "/stm/tags" + name).data.empty());
 }
 
-TEST_CASE("Lock::lock with a deadline while another process holds the lock is Timeout and leaves no request node") {
+TEST_CASE(
+    "Lock::lock with a deadline while another process holds the lock is Timeout and leaves no "
+    "request node") {
   const std::string name = "/deadline-test/held";
   avout::testing::StartSignal done;
   avout::testing::ChildProcess holder(0, [&](int) {
@@ -239,18 +243,19 @@ TEST_CASE("an atom swap under endless contention ends at its deadline and writes
 
 TEST_CASE("a PostgreSQL statement running past the URL's statement_timeout is Timeout") {
   const std::string url = avout::testing::shared_postgres().url();
-  const std::string limited = url + (url.find('?') == std::string::npos ? "?" : "&") +
-                              "statement_timeout=300";
+  const std::string limited =
+      url + (url.find('?') == std::string::npos ? "?" : "&") + "statement_timeout=300";
   CHECK_THROWS_AS(avout::postgres::Store(url + (url.find('?') == std::string::npos ? "?" : "&") +
                                          "statement_timeout=soon"),
                   avout::InvalidName);
-  avout::postgres::Store store(avout::postgres::StoreOptions{.url = limited,
-                                                             .table_prefix = "deadline_"});
+  avout::postgres::Store store(
+      avout::postgres::StoreOptions{.url = limited, .table_prefix = "deadline_"});
   auto cell = store.atom_state("/deadline-test/statement");
   (void)cell->get();  // connected, tables created
   // Another session locks the table for three seconds: reads wait behind it.
   std::thread locker([&] {
-    const std::string command = "psql '" + url + "' -q -c \"BEGIN; LOCK TABLE deadline_atoms IN "
+    const std::string command = "psql '" + url +
+                                "' -q -c \"BEGIN; LOCK TABLE deadline_atoms IN "
                                 "ACCESS EXCLUSIVE MODE; SELECT pg_sleep(3); COMMIT;\" >/dev/null";
     CHECK(std::system(command.c_str()) == 0);
   });
@@ -284,8 +289,8 @@ TEST_CASE("Agent::await gives up at its deadline or on a stop request while an a
     std::this_thread::sleep_for(200ms);
     stop.request_stop();
   });
-  CHECK_THROWS_WITH_AS(agent.await(stop.get_token()), "agent /deadline-test/agent: await: cancelled",
-                       avout::Timeout);
+  CHECK_THROWS_WITH_AS(agent.await(stop.get_token()),
+                       "agent /deadline-test/agent: await: cancelled", avout::Timeout);
   canceller.join();
   agent.await(avout::Deadline::after(scaled(20s)));
   CHECK(agent.deref() == 1);
@@ -306,7 +311,9 @@ TEST_CASE("ClientOptions::operation_timeout bounds a plain Agent::await while an
   CHECK(agent.deref() == 1);
 }
 
-TEST_CASE("ClientOptions::operation_timeout bounds a plain Agent::send whose reply is lost, and removes its node") {
+TEST_CASE(
+    "ClientOptions::operation_timeout bounds a plain Agent::send whose reply is lost, and removes "
+    "its node") {
   avout::testing::TcpRelay relay(zookeeper().port());
   auto bounded = options();
   bounded.hosts = relay.connect_string();
@@ -317,7 +324,8 @@ TEST_CASE("ClientOptions::operation_timeout bounds a plain Agent::send whose rep
   auto agent = agent_with_cached_head(client, name);
 
   relay.lose_replies();  // the create lands, its reply never comes
-  const auto message = expect_timeout(500ms, [&] { agent.send([](long value) { return value + 10; }); });
+  const auto message =
+      expect_timeout(500ms, [&] { agent.send([](long value) { return value + 10; }); });
   CHECK(message == "agent " + name + ": send: deadline passed");
   CHECK(send_nodes(observer, name) == 1);  // the create landed
   relay.cut();  // the link comes back on the same session: the node is found and removed
@@ -344,7 +352,9 @@ TEST_CASE("Agent::send with an expired deadline is Timeout and leaves no send no
   CHECK(agent.deref() == 5);  // only the send that was made ran
 }
 
-TEST_CASE("a stop request cancels an Agent::send held up by a ZooKeeper outage, and nothing of it stays queued") {
+TEST_CASE(
+    "a stop request cancels an Agent::send held up by a ZooKeeper outage, and nothing of it stays "
+    "queued") {
   avout::testing::TcpRelay relay(zookeeper().port());
   auto through_relay = options();
   through_relay.hosts = relay.connect_string();
@@ -379,8 +389,9 @@ TEST_CASE("a stop request cancels an Agent::send held up by a ZooKeeper outage, 
   CHECK(agent.deref() == 101);  // the cancelled action never ran
 }
 
-TEST_CASE("a session or connect timeout that is zero or negative is InvalidDuration at once, for "
-          "a Client and a bare session") {
+TEST_CASE(
+    "a session or connect timeout that is zero or negative is InvalidDuration at once, for "
+    "a Client and a bare session") {
   using Options = avout::ClientOptions;
   const std::string hosts = zookeeper().connect_string();
   const auto started = std::chrono::steady_clock::now();
@@ -390,8 +401,9 @@ TEST_CASE("a session or connect timeout that is zero or negative is InvalidDurat
                     avout::InvalidDuration);
     CHECK_THROWS_AS(avout::Client(Options{.hosts = hosts, .connect_timeout = bad}),
                     avout::InvalidDuration);
-    CHECK_THROWS_AS(avout::ZooKeeperSession(avout::SessionOptions{.hosts = hosts, .session_timeout = bad}),
-                    avout::InvalidDuration);
+    CHECK_THROWS_AS(
+        avout::ZooKeeperSession(avout::SessionOptions{.hosts = hosts, .session_timeout = bad}),
+        avout::InvalidDuration);
   }
   // Before, each waited out the connect timeout (10 s) and threw ConnectionLoss.
   CHECK(std::chrono::steady_clock::now() - started < scaled(5s));
@@ -399,8 +411,9 @@ TEST_CASE("a session or connect timeout that is zero or negative is InvalidDurat
   CHECK(fine.session().connected());
 }
 
-TEST_CASE("a dosync whose Redis store stopped answering ends within one command timeout of its "
-          "deadline, and commits nothing") {
+TEST_CASE(
+    "a dosync whose Redis store stopped answering ends within one command timeout of its "
+    "deadline, and commits nothing") {
   avout::testing::RedisServer redis;
   avout::testing::TcpRelay relay(redis.port());
   constexpr auto command_timeout = 2000ms;
@@ -423,9 +436,9 @@ TEST_CASE("a dosync whose Redis store stopped answering ends within one command 
   const auto took = Clock::now() - started;
   // The value's write may take one command timeout past the deadline; before, erasing it
   // (the attempt had failed) took a second one.
-  CHECK_MESSAGE(took < deadline + command_timeout + scaled(1000ms),
-                "took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                        << " ms");
+  CHECK_MESSAGE(
+      took < deadline + command_timeout + scaled(1000ms),
+      "took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
 
   relay.set(avout::testing::TcpRelay::Mode::pass);
   const auto [redis_value, zookeeper_value] = avout::deref_all(in_redis, in_zookeeper);

@@ -72,7 +72,8 @@ TEST_CASE("8 processes incrementing a plain value under the lock end at the exac
 TEST_CASE("waiters acquire in arrival order, each woken by its predecessor only") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("fifo");
-  const auto order_file = std::filesystem::temp_directory_path() / ("avout-fifo" + name.substr(name.rfind('-')));
+  const auto order_file =
+      std::filesystem::temp_directory_path() / ("avout-fifo" + name.substr(name.rfind('-')));
   constexpr int waiters = 5;
   avout::testing::StartSignal go;
   std::vector<std::unique_ptr<avout::testing::ChildProcess>> children;
@@ -147,7 +148,7 @@ TEST_CASE("holds are reentrant per thread; other threads wait; timeouts leave no
   });
   const auto [next_got, next_token] = next.get();
   CHECK(next_got);
-  CHECK(next_token > token);  // fencing tokens strictly increase
+  CHECK(next_token > token);                        // fencing tokens strictly increase
   CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // a thread without a hold
 }
 
@@ -231,12 +232,13 @@ TEST_CASE("a lost session tells the holder: is_held false, callback, LockLost") 
   CHECK(told.get_future().wait_for(scaled(10s)) == std::future_status::ready);
   CHECK_FALSE(lock.is_held());
   CHECK_THROWS_AS(lock.ensure_held(), avout::LockLost);
-  CHECK_THROWS_AS(client.dosync(avout::guarded_by(lock), [&] { ref.alter([](long v) { return v + 1; }); }),
-                  avout::LockLost);
+  CHECK_THROWS_AS(
+      client.dosync(avout::guarded_by(lock), [&] { ref.alter([](long v) { return v + 1; }); }),
+      avout::LockLost);
   CHECK(ref.deref() == 1);
-  lock.unlock();  // drops the lost hold quietly
+  lock.unlock();                                    // drops the lost hold quietly
   CHECK_THROWS_AS(lock.unlock(), avout::LockLost);  // and it is gone
-  CHECK(lock.try_lock_for(scaled(10s)));  // and the lock works on the new session
+  CHECK(lock.try_lock_for(scaled(10s)));            // and the lock works on the new session
   lock.unlock();
 }
 
@@ -265,7 +267,8 @@ TEST_CASE("read-write lock: readers share, writers exclude, an upgrade throws") 
   CHECK(later_writer.get());
 }
 
-TEST_CASE("writer policies: hard blocks new readers, soft lets them in, timed_soft waits for quiet") {
+TEST_CASE(
+    "writer policies: hard blocks new readers, soft lets them in, timed_soft waits for quiet") {
   (void)avout::testing::shared_zookeeper();
   avout::Client client(options());
   auto observe = [&](avout::WriterPolicy policy) {
@@ -327,7 +330,7 @@ TEST_CASE("hard policy: successive writers keep a later reader out") {
     return std::pair{got, std::chrono::steady_clock::now() - started};
   });
   std::this_thread::sleep_for(200ms);  // the reader waits too
-  rw.unlock();                          // writer 2 must come before the reader
+  rw.unlock();                         // writer 2 must come before the reader
   CHECK(second_writer.get());
   const auto [reader_got, reader_waited] = reader.get();
   CHECK(reader_got);
@@ -387,16 +390,23 @@ TEST_CASE("unlock by a thread that holds nothing throws LockLost and frees nothi
 TEST_CASE("read-write lock: fencing tokens strictly increase across write and read holds") {
   (void)avout::testing::shared_zookeeper();
   avout::Client client(options());
-  for (auto policy : {avout::WriterPolicy::hard, avout::WriterPolicy::soft, avout::WriterPolicy::timed_soft}) {
+  for (auto policy :
+       {avout::WriterPolicy::hard, avout::WriterPolicy::soft, avout::WriterPolicy::timed_soft}) {
     auto rw = client.read_write_lock(unique_name("tokens"), policy, 10ms);
     std::uint64_t previous = 0;
     for (int step = 0; step < 6; ++step) {
       const bool write = step % 2 == 0;
-      if (write) rw.lock(); else rw.lock_shared();
+      if (write)
+        rw.lock();
+      else
+        rw.lock_shared();
       const auto token = write ? rw.write_lock().fencing_token() : rw.read_lock().fencing_token();
       CHECK(token > previous);
       previous = token;
-      if (write) rw.unlock(); else rw.unlock_shared();
+      if (write)
+        rw.unlock();
+      else
+        rw.unlock_shared();
     }
   }
 }
@@ -410,7 +420,8 @@ TEST_CASE("locks whose names nest inside each other both work, whichever comes f
       std::optional<avout::ReadWriteLock> outer, nested;
       if (outer_first) outer.emplace(client.read_write_lock(outer_name, avout::WriterPolicy::soft));
       nested.emplace(client.read_write_lock(outer_name + inner, avout::WriterPolicy::soft));
-      if (!outer_first) outer.emplace(client.read_write_lock(outer_name, avout::WriterPolicy::soft));
+      if (!outer_first)
+        outer.emplace(client.read_write_lock(outer_name, avout::WriterPolicy::soft));
       auto plain_outer = client.lock(outer_name);
       auto plain_nested = client.lock(outer_name + inner);
       nested->lock();

@@ -63,7 +63,8 @@ TEST_CASE("an injected delay holds the reply back and still delivers it") {
   avout::Client client(options());
   auto& session = client.session();
   const std::string path = client.options().root + "/delayed";
-  avout::testing::FaultPlan plan(1, {.delay = 1.0, .max_delay = 150ms}, zookeeper().connect_string());
+  avout::testing::FaultPlan plan(1, {.delay = 1.0, .max_delay = 150ms},
+                                 zookeeper().connect_string());
   const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < 5; ++i) session.exists(path);
   CHECK(std::chrono::steady_clock::now() - started >= 5ms);
@@ -124,8 +125,8 @@ TEST_CASE("a held relay, released while its client goes on sending, delivers wha
   const int client = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(client >= 0);
   const std::string relay_address = relay.connect_string();
-  sockaddr_in address =
-      avout::testing::loopback_address(std::stoi(relay_address.substr(relay_address.rfind(':') + 1)));
+  sockaddr_in address = avout::testing::loopback_address(
+      std::stoi(relay_address.substr(relay_address.rfind(':') + 1)));
   REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
   const std::string key = avout::testing::unique_name("relay-order", "key");
   auto send_line = [&](const std::string& line) {
@@ -145,7 +146,9 @@ TEST_CASE("a held relay, released while its client goes on sending, delivers wha
   auto read_until_lines = [&](std::size_t wanted) {
     auto lines = [&] {
       std::size_t count = 0;
-      for (auto at = replies.find("\r\n"); at != std::string::npos; at = replies.find("\r\n", at + 2)) ++count;
+      for (auto at = replies.find("\r\n"); at != std::string::npos;
+           at = replies.find("\r\n", at + 2))
+        ++count;
       return count;
     };
     while (lines() < wanted) {

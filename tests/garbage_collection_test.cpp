@@ -38,9 +38,10 @@ class CountingStore final : public avout::Store {
 
 TEST_CASE("gc sweeps a store named twice, or the default store named again, once") {
   avout::testing::start_shared_servers();
-  avout::Client client(avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
-                                            .session_timeout = 4000ms,
-                                            .root = avout::testing::unique_name("/gc-once", "root")});
+  avout::Client client(
+      avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                           .session_timeout = 4000ms,
+                           .root = avout::testing::unique_name("/gc-once", "root")});
   avout::redis::Store redis(avout::testing::shared_redis().url());
   CountingStore counting(redis);
   auto a = client.ref<long>("/a", 1, counting);
@@ -54,14 +55,16 @@ TEST_CASE("gc sweeps a store named twice, or the default store named again, once
   CHECK(a.deref() + b.deref() + c.deref() == 6);
 }
 
-TEST_CASE("a chroot written in the hosts is the deployment's chroot: gc of one deployment keeps "
-          "another's values") {
+TEST_CASE(
+    "a chroot written in the hosts is the deployment's chroot: gc of one deployment keeps "
+    "another's values") {
   avout::testing::start_shared_servers();
   const std::string hosts = avout::testing::shared_zookeeper().connect_string();
   const std::string chroot = avout::testing::unique_name("/gc-chroot", "c");
   const std::string root = avout::testing::unique_name("/gc-chroot", "root");
   avout::redis::Store redis(avout::testing::shared_redis().url());
-  avout::Client plain(avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root});
+  avout::Client plain(
+      avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root});
   plain.session().create_recursive(chroot);
   avout::Client chrooted(
       avout::ClientOptions{.hosts = hosts + chroot, .session_timeout = 4000ms, .root = root});
@@ -75,7 +78,8 @@ TEST_CASE("a chroot written in the hosts is the deployment's chroot: gc of one d
   (void)plain.gc({redis});
   CHECK(mine.deref() == 11);
   CHECK(theirs.deref() == 22);
-  avout::Client fresh(avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root});
+  avout::Client fresh(
+      avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root});
   CHECK(fresh.ref<long>("/x", 0, redis).deref() == 11);
 
   auto twice = avout::ClientOptions{.hosts = hosts + chroot, .root = root};
@@ -90,7 +94,8 @@ TEST_CASE("the chroot \"/\" is no chroot: the same nodes and the same store keys
   const std::string hosts = avout::testing::shared_zookeeper().connect_string();
   const std::string root = avout::testing::unique_name("/gc-slash", "root");
   avout::redis::Store redis(avout::testing::shared_redis().url());
-  avout::Client plain(avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root});
+  avout::Client plain(
+      avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root});
   auto options = avout::ClientOptions{.hosts = hosts, .session_timeout = 4000ms, .root = root};
   options.chroot = "/";
   avout::Client slash(options);

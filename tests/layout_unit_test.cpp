@@ -46,11 +46,12 @@ TEST_CASE("layout: atoms, agents, locks and leases each have their folder under 
 
 TEST_CASE("layout: the folders of different kinds never share a path") {
   const Layout layout("", "/d");
-  const std::set<std::string> folders{layout.stm_clock(),      layout.ref_heads(), layout.tags(),
-                                      layout.markers(),        layout.sessions(),  layout.atoms(),
-                                      layout.ref_values(""),   layout.atom_notices(), layout.agent_heads(),
-                                      layout.agent_queue(""),  layout.locks(),     layout.read_write_locks(),
-                                      layout.leases()};
+  const std::set<std::string> folders{
+      layout.stm_clock(),     layout.ref_heads(),    layout.tags(),
+      layout.markers(),       layout.sessions(),     layout.atoms(),
+      layout.ref_values(""),  layout.atom_notices(), layout.agent_heads(),
+      layout.agent_queue(""), layout.locks(),        layout.read_write_locks(),
+      layout.leases()};
   CHECK(folders.size() == 13);
 }
 
@@ -67,7 +68,8 @@ TEST_CASE("layout: store keys of different deployments, kinds or names never mee
   CHECK(layout.value_key("ref", "/x") != layout.value_key("agent", "/x"));
   CHECK(layout.value_key("ref", "/x") != layout.value_key("ref", "/y"));
   CHECK(Layout("", "/a%2Fb").value_key("ref", "/x") != Layout("", "/a/b").value_key("ref", "/x"));
-  CHECK(Layout("/one", "/avout").value_key("ref", "/x") != Layout("/two", "/avout").value_key("ref", "/x"));
+  CHECK(Layout("/one", "/avout").value_key("ref", "/x") !=
+        Layout("/two", "/avout").value_key("ref", "/x"));
 }
 
 TEST_CASE("layout: the same ZooKeeper nodes give the same store keys, however split") {

@@ -47,9 +47,9 @@ struct Contender {
   Contender(Kind kind, const std::string& name) {
     switch (kind) {
       case Kind::zookeeper:
-        client = std::make_unique<avout::Client>(avout::ClientOptions{
-            .hosts = avout::testing::shared_zookeeper().connect_string(),
-            .session_timeout = 6000ms});
+        client = std::make_unique<avout::Client>(
+            avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                                 .session_timeout = 6000ms});
         leases.emplace(client->lease_lock(name));
         break;
       case Kind::redis: {
@@ -88,8 +88,8 @@ void start_servers() {
 
 // A scratch directory shared by a test's processes, removed at the end.
 struct ScratchDirectory {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("avout-lease-test-" + random_suffix());
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("avout-lease-test-" + random_suffix());
   ScratchDirectory() { std::filesystem::create_directories(path); }
   ~ScratchDirectory() { std::filesystem::remove_all(path); }
 };
@@ -253,7 +253,9 @@ TEST_CASE("tokens keep increasing when PostgreSQL loses a key's row") {
   {
     pqxx::connection admin(avout::testing::shared_postgres().url());
     pqxx::work work(admin);
-    work.exec_params("DELETE FROM " + avout::postgres::StoreOptions{}.table_prefix + "leases WHERE name = $1", name);
+    work.exec_params(
+        "DELETE FROM " + avout::postgres::StoreOptions{}.table_prefix + "leases WHERE name = $1",
+        name);
     work.commit();
   }
   const auto after = leases.lock("job", {.duration = scaled(30s)});
@@ -345,9 +347,9 @@ TEST_CASE("bad keys, names and durations are typed errors and change nothing") {
     CAPTURE(store_kind);
     const std::string name = unique_name("invalid");
     Contender self(kind, name);
-    for (const std::string& bad : {std::string(), std::string("a/b"), std::string("with space"),
-                                  std::string("tab\t"), std::string("."), std::string(".."),
-                                  std::string(257, 'k'), std::string("caf\xc3\xa9")}) {
+    for (const std::string& bad :
+         {std::string(), std::string("a/b"), std::string("with space"), std::string("tab\t"),
+          std::string("."), std::string(".."), std::string(257, 'k'), std::string("caf\xc3\xa9")}) {
       CAPTURE(bad);
       CHECK_THROWS_AS(self->lock(bad), avout::InvalidName);
       CHECK_THROWS_AS(self->try_lock(bad, 1s), avout::InvalidName);
@@ -411,8 +413,8 @@ TEST_CASE("a SIGKILLed holder's lease frees after its duration, not before") {
     const bool surely_held = Clock::now() < before + duration;
     const auto early = survivor->try_lock("k", 1s);
     if (surely_held) CHECK_FALSE(early);
-    const auto lease = early ? *early
-                             : survivor->lock("k", {.duration = 1s, .max_wait = scaled(20s)});
+    const auto lease =
+        early ? *early : survivor->lock("k", {.duration = 1s, .max_wait = scaled(20s)});
     const auto acquired = Clock::now();
     CHECK(lease.token > dead_token);
     CHECK(acquired - before >= duration);
@@ -436,8 +438,7 @@ TEST_CASE("four processes racing for an expired lease: exactly one takes it") {
         go.wait();
         Contender self(kind, name);
         try {
-          const auto lease =
-              self->lock("k", {.duration = scaled(60s), .max_wait = scaled(2500ms)});
+          const auto lease = self->lock("k", {.duration = scaled(60s), .max_wait = scaled(2500ms)});
           write_text(scratch.path / ("won-" + std::to_string(me)), std::to_string(lease.token));
         } catch (const avout::Timeout&) {
           // Lost the race: the winner holds the key for the rest of the test.

@@ -29,7 +29,8 @@ avout::ClientOptions options() {
 
 }  // namespace
 
-TEST_CASE("a soft writer whose second look at the readers fails after closing its gate still holds") {
+TEST_CASE(
+    "a soft writer whose second look at the readers fails after closing its gate still holds") {
   avout::Client client(options());
   const std::string name = unique_name("gate");
   const std::string folder = avout::inspect::lock_path(client, name, true);
@@ -51,7 +52,9 @@ TEST_CASE("a soft writer whose second look at the readers fails after closing it
   }
 }
 
-TEST_CASE("a writer whose wait for readers to leave fails once without a disconnect takes the lock soon") {
+TEST_CASE(
+    "a writer whose wait for readers to leave fails once without a disconnect takes the lock "
+    "soon") {
   avout::Client client(options());
   const std::string name = unique_name("readers");
   const std::string folder = avout::inspect::lock_path(client, name, true);

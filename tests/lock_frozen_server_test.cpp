@@ -65,8 +65,8 @@ TEST_CASE("a lock attempt whose create gets no answer returns by its deadline an
     read_write = true;
     attempt = [&] { return rw.try_lock_shared_for(1s); };
   }
-  const std::string folder =
-      avout::inspect::lock_path(observer, name, read_write) + (read_write ? "/readers" : "/writers");
+  const std::string folder = avout::inspect::lock_path(observer, name, read_write) +
+                             (read_write ? "/readers" : "/writers");
   proxy.hold();  // from now on the server hears nothing of this client
   const auto start = std::chrono::steady_clock::now();
   const bool got = attempt();

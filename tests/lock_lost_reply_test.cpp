@@ -27,7 +27,9 @@ std::string unique_name(const std::string& stem) {
 // Nodes in the queue `folder` ("writers", "readers") of the lock `name`.
 std::size_t nodes_in(avout::Client& client, const std::string& name, bool read_write,
                      const std::string& folder) {
-  return client.session().children(avout::inspect::lock_path(client, name, read_write) + "/" + folder).size();
+  return client.session()
+      .children(avout::inspect::lock_path(client, name, read_write) + "/" + folder)
+      .size();
 }
 
 }  // namespace
@@ -35,8 +37,10 @@ std::size_t nodes_in(avout::Client& client, const std::string& name, bool read_w
 TEST_CASE("a writer whose create reply was lost finds its own node and holds, leaving no phantom") {
   auto& server = avout::testing::shared_zookeeper();
   avout::testing::TcpRelay proxy(server.port());
-  avout::Client client(avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 4000ms});
-  avout::Client observer(avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms});
+  avout::Client client(
+      avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 4000ms});
+  avout::Client observer(
+      avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms});
   const std::string name = unique_name("writer");
   auto lock = client.lock(name);
   proxy.set(avout::testing::TcpRelay::Mode::drop_replies);
@@ -63,8 +67,10 @@ TEST_CASE("a writer whose create reply was lost finds its own node and holds, le
 TEST_CASE("a reader whose create reply was lost leaves no phantom that blocks writers") {
   auto& server = avout::testing::shared_zookeeper();
   avout::testing::TcpRelay proxy(server.port());
-  avout::Client client(avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 4000ms});
-  avout::Client observer(avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms});
+  avout::Client client(
+      avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 4000ms});
+  avout::Client observer(
+      avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 4000ms});
   const std::string name = unique_name("reader");
   auto rw = client.read_write_lock(name);
   proxy.set(avout::testing::TcpRelay::Mode::drop_replies);
@@ -85,16 +91,20 @@ TEST_CASE("a reader whose create reply was lost leaves no phantom that blocks wr
   writer.unlock();
 }
 
-TEST_CASE("a holder cut off from its server reports the hold lost before the server can expire it") {
+TEST_CASE(
+    "a holder cut off from its server reports the hold lost before the server can expire it") {
   auto& server = avout::testing::shared_zookeeper();
   avout::testing::TcpRelay proxy(server.port());
-  avout::Client client(avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 2000ms});
-  avout::Client contender_client(avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 2000ms});
+  avout::Client client(
+      avout::ClientOptions{.hosts = proxy.connect_string(), .session_timeout = 2000ms});
+  avout::Client contender_client(
+      avout::ClientOptions{.hosts = server.connect_string(), .session_timeout = 2000ms});
   const std::string name = unique_name("partition");
   auto lock = client.lock(name);
   lock.lock();
   auto contender = contender_client.lock(name);
-  proxy.set(avout::testing::TcpRelay::Mode::drop_all);  // a silent partition: no reply, no ping gets through
+  proxy.set(avout::testing::TcpRelay::Mode::drop_all);  // a silent partition: no reply, no ping
+                                                        // gets through
   auto taken = std::async(std::launch::async, [&] {
     const bool got = contender.try_lock_for(scaled(15s));
     const auto at = std::chrono::steady_clock::now();

@@ -38,7 +38,9 @@ const char* name_of(avout::WriterPolicy policy) {
 
 }  // namespace
 
-TEST_CASE("opening a read-write lock with another writer policy than its creator's is refused with Mismatch") {
+TEST_CASE(
+    "opening a read-write lock with another writer policy than its creator's is refused with "
+    "Mismatch") {
   avout::Client creator(options()), other(options());
   const std::string name = unique_name("refused");
   auto hard = creator.read_write_lock(name, avout::WriterPolicy::hard);
@@ -63,7 +65,8 @@ TEST_CASE("opening a read-write lock with another writer policy than its creator
   same.unlock_shared();
 }
 
-TEST_CASE("clients opening one read-write lock at once with different policies agree on one of them") {
+TEST_CASE(
+    "clients opening one read-write lock at once with different policies agree on one of them") {
   const std::string name = unique_name("race");
   const std::vector<avout::WriterPolicy> policies{
       avout::WriterPolicy::hard, avout::WriterPolicy::soft, avout::WriterPolicy::timed_soft,

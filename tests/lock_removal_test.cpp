@@ -49,7 +49,9 @@ TEST_CASE("a held lock whose last handle goes is released even when the first de
   CHECK(other.session().children(writers).empty());
 }
 
-TEST_CASE("a hold released while disconnected is removed even when the deletes after the reconnect fail") {
+TEST_CASE(
+    "a hold released while disconnected is removed even when the deletes after the reconnect "
+    "fail") {
   auto& server = avout::testing::shared_zookeeper();
   avout::testing::TcpRelay proxy(server.port());
   avout::Client client(options(proxy.connect_string()));

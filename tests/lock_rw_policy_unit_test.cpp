@@ -11,9 +11,9 @@
 #include <vector>
 
 using avout::WriterPolicy;
+using avout::detail::lock_node_kind;
 using avout::detail::LockQueue;
 using avout::detail::ReadWritePolicy;
-using avout::detail::lock_node_kind;
 
 TEST_CASE("hard: readers wait for any queued writer; a writer closes no gate") {
   const auto& hard = ReadWritePolicy::of(WriterPolicy::hard);

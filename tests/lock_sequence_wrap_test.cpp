@@ -80,7 +80,8 @@ TEST_CASE("a waiter queued before the sequence counter wraps goes before one que
   CHECK(writers(holder_client, name).empty());
 }
 
-TEST_CASE("threads of several clients locking across the sequence counter's wrap exclude each other") {
+TEST_CASE(
+    "threads of several clients locking across the sequence counter's wrap exclude each other") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("exclusion");
   // Each lock and unlock moves the counter by two: the wrap comes within the first few rounds.

@@ -114,8 +114,9 @@ TEST_CASE("a session listener may remove itself and others while a session event
   session.add_listener([&](avout::SessionState) { ++later_calls; });
   session.expire_for_testing();
   const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
-  while (later_calls < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
-  CHECK(later_calls >= 2);     // disconnected, expired, connected: the others still hear them
+  while (later_calls < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  CHECK(later_calls >= 2);    // disconnected, expired, connected: the others still hear them
   CHECK(removed_calls == 0);  // removed before its turn: never called
 }
 
@@ -124,7 +125,8 @@ TEST_CASE("a session listener may remove itself and others while a session event
 // only later. The hold must not be reported as held in between.
 TEST_CASE("a holder frozen past its session timeout is not held when it resumes") {
   const std::string name = unique_name("frozen");
-  const auto held_file = std::filesystem::temp_directory_path() / ("avout-frozen-" + name.substr(name.rfind('-') + 1));
+  const auto held_file =
+      std::filesystem::temp_directory_path() / ("avout-frozen-" + name.substr(name.rfind('-') + 1));
   avout::testing::ChildProcess holder(0, [&](int) {
     avout::Client client(options());
     auto lock = client.lock(name);
@@ -139,7 +141,9 @@ TEST_CASE("a holder frozen past its session timeout is not held when it resumes"
       const bool held = lock.is_held();
       // The first check begun after a long stop: the process was frozen before it.
       if (started - previous > 1500ms) {
-        if (held) throw std::runtime_error("is_held() was true right after a freeze that outlasted the session");
+        if (held)
+          throw std::runtime_error(
+              "is_held() was true right after a freeze that outlasted the session");
         return;
       }
       previous = started;

@@ -49,8 +49,10 @@ TEST_CASE("a process holding 200 locks runs fewer than 20 more threads than befo
   }
   for (int i = 0; i < read_write_locks; ++i) {
     read_write.push_back(client.read_write_lock(unique_name("rw-" + std::to_string(i))));
-    if (i % 2 == 0) read_write.back().lock();
-    else read_write.back().lock_shared();
+    if (i % 2 == 0)
+      read_write.back().lock();
+    else
+      read_write.back().lock_shared();
   }
   const auto holding = thread_count();
   int held = 0;
@@ -64,8 +66,10 @@ TEST_CASE("a process holding 200 locks runs fewer than 20 more threads than befo
   CHECK(holding - before < 20);
   for (auto& lock : locks) lock.unlock();
   for (int i = 0; i < read_write_locks; ++i) {
-    if (i % 2 == 0) read_write[i].unlock();
-    else read_write[i].unlock_shared();
+    if (i % 2 == 0)
+      read_write[i].unlock();
+    else
+      read_write[i].unlock_shared();
   }
   for (const auto& lock : locks) CHECK_FALSE(lock.is_held());
 }

@@ -58,9 +58,9 @@ int unused_port() {
 // Tries for `how_long` to connect to a ZooKeeper that is not there.
 void connect_to_nothing(avout::Logger logger, std::chrono::milliseconds how_long) {
   try {
-    avout::Client client(avout::ClientOptions{
-        .hosts = "127.0.0.1:" + std::to_string(unused_port()), .connect_timeout = how_long,
-        .logger = std::move(logger)});
+    avout::Client client(avout::ClientOptions{.hosts = "127.0.0.1:" + std::to_string(unused_port()),
+                                              .connect_timeout = how_long,
+                                              .logger = std::move(logger)});
   } catch (const avout::ConnectionLoss&) {
     return;  // expected: no server
   }
@@ -130,8 +130,9 @@ class CapturedLog {
 
 }  // namespace
 
-TEST_CASE("with a logger set, the ZooKeeper client's retries while no server listens reach "
-          "the logger and nothing reaches stderr") {
+TEST_CASE(
+    "with a logger set, the ZooKeeper client's retries while no server listens reach "
+    "the logger and nothing reaches stderr") {
   const std::string written = stderr_of_child([] {
     CapturedLog log;
     connect_to_nothing(log.logger(), 3s);
@@ -151,8 +152,9 @@ TEST_CASE("without a logger, a client retrying a server that is down prints a fe
   for (const auto& line : lines) CHECK(line.rfind("avout: ", 0) == 0);
 }
 
-TEST_CASE("the default logger prints warnings and errors, drops the rest and keeps one kind "
-          "of message to a few lines") {
+TEST_CASE(
+    "the default logger prints warnings and errors, drops the rest and keeps one kind "
+    "of message to a few lines") {
   const std::string written = stderr_of_child([] {
     const auto logger = avout::default_logger();
     logger(avout::LogLevel::info, "an info line");
@@ -173,12 +175,11 @@ TEST_CASE("the default logger prints warnings and errors, drops the rest and kee
 TEST_CASE("a watch callback that throws is reported through the client's logger") {
   auto& zookeeper = avout::testing::shared_zookeeper();
   CapturedLog log;
-  avout::Client client(avout::ClientOptions{.hosts = zookeeper.connect_string(),
-                                            .logger = log.logger()});
+  avout::Client client(
+      avout::ClientOptions{.hosts = zookeeper.connect_string(), .logger = log.logger()});
   auto atom = client.atom<long>(unique_name("throwing-watch"), 0);
-  atom.add_watch("thrower", [](const long&, const long&) {
-    throw std::runtime_error("boom from a watch");
-  });
+  atom.add_watch("thrower",
+                 [](const long&, const long&) { throw std::runtime_error("boom from a watch"); });
   atom.reset(1);
   CHECK_MESSAGE(log.heard(avout::LogLevel::error, "boom from a watch", scaled(10s)), log.dump());
 }
@@ -198,12 +199,13 @@ TEST_CASE("a session callback that throws is reported through the session's logg
                 log.dump());
 }
 
-TEST_CASE("an agent action held up by its store is reported as a warning through the client's "
-          "logger, and runs once the store is back") {
+TEST_CASE(
+    "an agent action held up by its store is reported as a warning through the client's "
+    "logger, and runs once the store is back") {
   auto& zookeeper = avout::testing::shared_zookeeper();
   CapturedLog log;
-  avout::Client client(avout::ClientOptions{.hosts = zookeeper.connect_string(),
-                                            .logger = log.logger()});
+  avout::Client client(
+      avout::ClientOptions{.hosts = zookeeper.connect_string(), .logger = log.logger()});
   // Values outside ZooKeeper: a ZooKeeper-held value is created by the batch's multi itself.
   avout::redis::Store redis(avout::testing::shared_redis().url());
   avout::testing::FaultyStore store(redis, 1, {.fail_early = 1.0});

@@ -41,7 +41,8 @@ std::string new_marker(avout::Client& client, const std::string& root,
   const auto deadline = std::chrono::steady_clock::now() + scaled(20s);
   while (std::chrono::steady_clock::now() < deadline) {
     for (const auto& child : client.session().children(folder)) {
-      if (std::find(before.begin(), before.end(), child) == before.end()) return folder + "/" + child;
+      if (std::find(before.begin(), before.end(), child) == before.end())
+        return folder + "/" + child;
     }
     std::this_thread::sleep_for(20ms);
   }
@@ -83,7 +84,9 @@ void partition_commit(TcpRelay& relay, avout::Client& observer, const std::strin
 
 }  // namespace
 
-TEST_CASE("a commit whose owner is cut off past the marker grace while gc runs elsewhere is applied once and its refs stay readable") {
+TEST_CASE(
+    "a commit whose owner is cut off past the marker grace while gc runs elsewhere is applied once "
+    "and its refs stay readable") {
   avout::testing::start_shared_servers();
   avout::register_builtin_stores();
   const std::string root = avout::testing::unique_name("/marker-grace-test", "root");
@@ -119,7 +122,9 @@ TEST_CASE("a commit whose owner is cut off past the marker grace while gc runs e
   CHECK_NOTHROW(CHECK(stored.deref() == 1));
 }
 
-TEST_CASE("an agent batch whose worker is cut off past the marker grace while gc runs elsewhere runs once and the agent keeps working") {
+TEST_CASE(
+    "an agent batch whose worker is cut off past the marker grace while gc runs elsewhere runs "
+    "once and the agent keeps working") {
   avout::testing::start_shared_servers();
   avout::register_builtin_stores();
   const std::string root = avout::testing::unique_name("/marker-grace-test", "root");
@@ -156,7 +161,9 @@ TEST_CASE("an agent batch whose worker is cut off past the marker grace while gc
   CHECK_NOTHROW(CHECK(there.deref() == 2));
 }
 
-TEST_CASE("a marker's absence means not landed only within half the grace of sending; later only a head naming the commit says anything") {
+TEST_CASE(
+    "a marker's absence means not landed only within half the grace of sending; later only a head "
+    "naming the commit says anything") {
   avout::testing::start_shared_servers();
   avout::ZooKeeperSession session(avout::SessionOptions{
       .hosts = avout::testing::shared_zookeeper().connect_string(), .session_timeout = 6000ms});
@@ -167,17 +174,21 @@ TEST_CASE("a marker's absence means not landed only within half the grace of sen
   const auto now = std::chrono::steady_clock::now();
   const auto never = [] { return false; };
   const auto named = [] { return true; };
-  using avout::detail::resolve_commit;
   using avout::detail::Resolution;
+  using avout::detail::resolve_commit;
   CHECK(resolve_commit(session, Resolution{present, grace, never}, now - 10 * grace) == true);
   CHECK(resolve_commit(session, Resolution{folder + "/absent", grace, never}, now) == false);
   // Sent longer ago than half the grace: gc may have removed the marker.
-  CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace, never}, now - grace).has_value());
-  CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace}, now - grace).has_value());
+  CHECK_FALSE(resolve_commit(session, Resolution{folder + "/absent", grace, never}, now - grace)
+                  .has_value());
+  CHECK_FALSE(
+      resolve_commit(session, Resolution{folder + "/absent", grace}, now - grace).has_value());
   CHECK(resolve_commit(session, Resolution{folder + "/absent", grace, named}, now - grace) == true);
 }
 
-TEST_CASE("a lost commit reply whose resolution outlives the caller's deadline is unknown, never Timeout") {
+TEST_CASE(
+    "a lost commit reply whose resolution outlives the caller's deadline is unknown, never "
+    "Timeout") {
   // The caller's deadline passes while the resolution waits for ZooKeeper (silent here; under
   // load, a reply that comes late): the commit may have landed, so the answer is "unknown"
   // (dosync: OutcomeUnknown), not the Timeout of a wait that was cut short.

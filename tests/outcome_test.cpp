@@ -25,8 +25,8 @@ using avout::testing::scaled;
 namespace {
 
 avout::SessionOptions options_for(const std::string& hosts) {
-  return avout::SessionOptions{.hosts = hosts, .session_timeout = 4000ms,
-                               .connect_timeout = scaled(10000ms)};
+  return avout::SessionOptions{
+      .hosts = hosts, .session_timeout = 4000ms, .connect_timeout = scaled(10000ms)};
 }
 
 avout::SessionOptions options() {

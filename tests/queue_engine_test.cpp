@@ -27,7 +27,8 @@ namespace {
 
 avout::SessionOptions options() {
   return avout::SessionOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
-                               .session_timeout = 4000ms, .connect_timeout = scaled(10000ms)};
+                               .session_timeout = 4000ms,
+                               .connect_timeout = scaled(10000ms)};
 }
 
 std::string unique_folder(const std::string& stem) {
@@ -141,8 +142,8 @@ TEST_CASE("creates grouped in a caller's multi are found again after its reply w
   REQUIRE(first.has_value());
   REQUIRE(second.has_value());
   const auto line = queue.list(soon());
-  CHECK(*line == std::vector<std::string>{avout::detail::name_of(*first),
-                                          avout::detail::name_of(*second)});
+  CHECK(*line ==
+        std::vector<std::string>{avout::detail::name_of(*first), avout::detail::name_of(*second)});
 }
 
 TEST_CASE("a mutex waiter watches its predecessor only, and wakes when it is released") {
@@ -154,8 +155,10 @@ TEST_CASE("a mutex waiter watches its predecessor only, and wakes when it is rel
   std::atomic<int> woken_b{0}, woken_c{0};
   const auto mutex = HoldRule::first(1);
   CHECK(queue.turn(a, mutex, {}, soon())->holds);
-  const auto turn_b = queue.turn(b, mutex, [&](const avout::WatchEvent&) { ++woken_b; }, soon());
-  const auto turn_c = queue.turn(c, mutex, [&](const avout::WatchEvent&) { ++woken_c; }, soon());
+  const auto turn_b = queue.turn(
+      b, mutex, [&](const avout::WatchEvent&) { ++woken_b; }, soon());
+  const auto turn_c = queue.turn(
+      c, mutex, [&](const avout::WatchEvent&) { ++woken_c; }, soon());
   CHECK(turn_b->watch == std::vector<std::string>{a});
   CHECK(turn_c->watch == std::vector<std::string>{b});
   CHECK_THROWS_AS(queue.release(folder + "/" + a, 1, soon()), avout::BadVersion);

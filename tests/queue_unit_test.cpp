@@ -26,7 +26,7 @@ std::vector<std::string> names(std::initializer_list<const char*> list) {
 
 TEST_CASE("a queue node is <kind>-<id>-<sequence>, with the id its kind asks for") {
   CHECK(is_queue_node("w-0123456789abcdef-0000000007", writers));
-  CHECK(is_queue_node("w-0123456789abcdef--000000005", writers));   // a wrapped counter
+  CHECK(is_queue_node("w-0123456789abcdef--000000005", writers));  // a wrapped counter
   CHECK(is_queue_node("w-0123456789abcdef--2147483648", writers));
   CHECK_FALSE(is_queue_node("w-0123456789abcdeg-0000000007", writers));  // not hex
   CHECK_FALSE(is_queue_node("w-0123456789abcde-0000000007", writers));   // 15 digits
@@ -99,8 +99,8 @@ TEST_CASE("a semaphore of N: the first N hold, a waiter watches the N nodes righ
 
 TEST_CASE("a reader: only writers ahead count, and it watches the nearest") {
   const auto reader = HoldRule::no_writer_ahead("w");
-  const auto line = names({"r-1-0000000001", "w-2-0000000002", "r-3-0000000003", "w-4-0000000004",
-                           "r-5-0000000005"});
+  const auto line = names(
+      {"r-1-0000000001", "w-2-0000000002", "r-3-0000000003", "w-4-0000000004", "r-5-0000000005"});
   CHECK(reader.turn(line, 0).holds);
   CHECK(reader.turn(line, 2).watch == names({"w-2-0000000002"}));
   CHECK(reader.turn(line, 4).watch == names({"w-4-0000000004"}));
@@ -112,8 +112,8 @@ TEST_CASE("a reader: only writers ahead count, and it watches the nearest") {
 
 TEST_CASE("a turn among a raw listing: ordered, own found, or vanished") {
   using avout::detail::turn_among;
-  const auto children = names({"w-0123456789abcdef--2147483648", "gates",
-                               "w-fedcba9876543210-2147483647"});
+  const auto children =
+      names({"w-0123456789abcdef--2147483648", "gates", "w-fedcba9876543210-2147483647"});
   const auto mutex = HoldRule::first(1);
   CHECK(turn_among(children, "w-fedcba9876543210-2147483647", writers, mutex).holds);
   const auto behind = turn_among(children, "w-0123456789abcdef--2147483648", writers, mutex);

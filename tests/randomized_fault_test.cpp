@@ -15,7 +15,8 @@
 // ZooKeeper member and leader kill, a partition past the marker grace while gc runs), with
 // counters near their limits (lock queues' suffixes and the clock's version wrap during the
 // run) and blips at the barging tags while dosyncs release their claims (issue 36). Every
-// process records its history; the checkers of support/checkers.hpp judge them. Every run prints its seed; the environment selects:
+// process records its history; the checkers of support/checkers.hpp judge them. Every run prints
+// its seed; the environment selects:
 //   AVOUT_SEED=<n>            replay one seed (default: the CI seeds below)
 //   AVOUT_RUN_SECONDS=<n>     length of each seed's run (default 8)
 //   AVOUT_PROCESSES=<n>, AVOUT_THREADS=<n>   client processes (4) and threads in each (3)
@@ -139,7 +140,7 @@ struct Settings {
   std::chrono::seconds partition{6};
   bool counters = true;
   bool agent_queue_wrap = false;  // AVOUT_COUNTERS=all
-  Counters offsets;  // chosen per seed by run_seed when `counters`
+  Counters offsets;               // chosen per seed by run_seed when `counters`
   bool on(const std::string& primitive) const { return workload.contains(primitive); }
 };
 
@@ -149,20 +150,27 @@ Settings settings_for(std::uint64_t seed) {
   settings.length = std::chrono::seconds(std::stoi(environment("AVOUT_RUN_SECONDS", "8")));
   settings.processes = std::stoi(environment("AVOUT_PROCESSES", "4"));
   settings.threads = std::stoi(environment("AVOUT_THREADS", "3"));
-  settings.workload = words(environment("AVOUT_WORKLOAD", "refs,atoms,locks,leases,agents,watches"));
+  settings.workload =
+      words(environment("AVOUT_WORKLOAD", "refs,atoms,locks,leases,agents,watches"));
   settings.nemesis = words(environment("AVOUT_NEMESIS", "kill,freeze,member,leader,partition"));
-  settings.marker_grace = std::chrono::milliseconds(std::stoi(environment("AVOUT_MARKER_GRACE_MS", "3000")));
+  settings.marker_grace =
+      std::chrono::milliseconds(std::stoi(environment("AVOUT_MARKER_GRACE_MS", "3000")));
   settings.partition = std::chrono::seconds(std::stoi(environment("AVOUT_PARTITION_SECONDS", "6")));
   settings.counters = environment("AVOUT_COUNTERS", "on") != "off";
   settings.agent_queue_wrap = environment("AVOUT_COUNTERS", "on") == "all";
   settings.zookeeper_faults = avout::testing::zookeeper_fault_rates_from_env(
       {.reply_lost = 0.03, .fail_early = 0.02, .expire = 0.002, .delay = 0.05});
-  settings.store_faults = avout::testing::store_fault_rates_from_env({.reply_lost = 0.03, .fail_early = 0.03, .outage = 0.002});
+  settings.store_faults = avout::testing::store_fault_rates_from_env(
+      {.reply_lost = 0.03, .fail_early = 0.03, .outage = 0.002});
   return settings;
 }
 
-std::string ref_name(const std::string& prefix, int i) { return prefix + "/ref-" + std::to_string(i); }
-std::string atom_name(const std::string& prefix, int i) { return prefix + "/atom-" + std::to_string(i); }
+std::string ref_name(const std::string& prefix, int i) {
+  return prefix + "/ref-" + std::to_string(i);
+}
+std::string atom_name(const std::string& prefix, int i) {
+  return prefix + "/atom-" + std::to_string(i);
+}
 
 using List = std::vector<long>;
 
@@ -217,8 +225,10 @@ struct Node {
         relay(client.agent<List>(prefix + "/relay", {}, postgres_faulty)),
         sink(client.agent<List>(prefix + "/sink", {}, redis_faulty)),
         register_atom(client.atom<List>(prefix + "/register", {}, redis_faulty)) {
-    for (int i = 0; i < ref_count; ++i) refs.push_back(client.ref<List>(ref_name(prefix, i), {}, store(i)));
-    for (int i = 0; i < atom_count; ++i) atoms.push_back(client.atom<List>(atom_name(prefix, i), {}, store(i)));
+    for (int i = 0; i < ref_count; ++i)
+      refs.push_back(client.ref<List>(ref_name(prefix, i), {}, store(i)));
+    for (int i = 0; i < atom_count; ++i)
+      atoms.push_back(client.atom<List>(atom_name(prefix, i), {}, store(i)));
     // Every process defines the main agent's named action: any of them may run a named send.
     agent.define("append", [](List list, long value) { return appended(std::move(list), value); });
     leases.emplace("zookeeper", client.lease_lock(prefix + "/leases"));
@@ -226,7 +236,7 @@ struct Node {
     leases.emplace("postgres", avout::postgres::lease_lock(postgres, prefix + "/leases"));
   }
   avout::Store& store(int i) {
-    return i % 3 == 0 ? static_cast<avout::Store&>(zookeeper_faulty)
+    return i % 3 == 0   ? static_cast<avout::Store&>(zookeeper_faulty)
            : i % 3 == 1 ? static_cast<avout::Store&>(redis_faulty)
                         : static_cast<avout::Store&>(postgres_faulty);
   }
@@ -263,9 +273,11 @@ class NearLimits {
 // The history of one process, shared by its threads.
 class SharedHistory {
  public:
-  SharedHistory(const std::string& path, int process) : writer_(path, process), next_(std::int64_t{process} * 1000000) {}
+  SharedHistory(const std::string& path, int process)
+      : writer_(path, process), next_(std::int64_t{process} * 1000000) {}
   std::int64_t next_id() { return next_++; }
-  void record(const std::string& type, const std::string& f, std::int64_t id, const nlohmann::json& value = nullptr) {
+  void record(const std::string& type, const std::string& f, std::int64_t id,
+              const nlohmann::json& value = nullptr) {
     std::lock_guard lock(mutex_);
     writer_.record(type, f, id, value);
   }
@@ -281,8 +293,8 @@ class SharedHistory {
 // send, distributed_lock.hpp), ValidationError, AgentFailed (a refused send) or
 // RetryLimitExceeded: the checkers hold them to "fail".
 template <typename Call>
-void attempt(SharedHistory& history, const std::string& f, std::int64_t id, const nlohmann::json& argument,
-             Call&& call) {
+void attempt(SharedHistory& history, const std::string& f, std::int64_t id,
+             const nlohmann::json& argument, Call&& call) {
   history.record("invoke", f, id, argument);
   try {
     history.record("ok", f, id, call());
@@ -303,15 +315,16 @@ void attempt(SharedHistory& history, const std::string& f, std::int64_t id, cons
 }
 
 // Records a promise a call broke, seen inline (check_contracts reports every one).
-void broken(SharedHistory& history, const std::string& promise, const nlohmann::json& detail = nullptr) {
+void broken(SharedHistory& history, const std::string& promise,
+            const nlohmann::json& detail = nullptr) {
   const auto id = history.next_id();
   history.record("invoke", "contract", id, {{"promise", promise}});
   history.record("ok", "contract", id, {{"broken", promise}, {"detail", detail}});
 }
 
 // One random transaction over the refs: list-append micro-operations.
-void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& random, const Settings& settings,
-                        const std::string& prefix) {
+void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& random,
+                        const Settings& settings, const std::string& prefix) {
   const auto id = history.next_id();
   // Write skew: ensure two refs, append to one of them. Snapshot isolation alone lets two
   // of these commit crosswise; ensure must not (the checker's G2).
@@ -328,8 +341,10 @@ void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& ran
   for (int j = 0; j < size; ++j) {
     const int key = random() % 3 == 0 ? 0 : static_cast<int>(random() % ref_count);
     // Keys crowd on ref 0 so that its two handles often meet in one transaction.
-    if (random() % 2 == 0) plan.push_back({"append", "r" + std::to_string(key), id * 10 + j});
-    else plan.push_back({"r", "r" + std::to_string(key), nullptr});
+    if (random() % 2 == 0)
+      plan.push_back({"append", "r" + std::to_string(key), id * 10 + j});
+    else
+      plan.push_back({"r", "r" + std::to_string(key), nullptr});
   }
   bool write_only = true;
   for (const auto& micro : plan) write_only = write_only && micro[0] == "append";
@@ -350,7 +365,9 @@ void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& ran
     }
   }
   const auto send_id = send ? history.next_id() : 0;
-  if (send) history.record("invoke", "txn-send", send_id, {{"agent", "agent"}, {"value", send_id}, {"thread", nullptr}});
+  if (send)
+    history.record("invoke", "txn-send", send_id,
+                   {{"agent", "agent"}, {"value", send_id}, {"thread", nullptr}});
   std::string outcome = "info";
   attempt(history, "txn", id, plan, [&] {
     auto body = [&] {
@@ -359,24 +376,34 @@ void random_transaction(Node& node, SharedHistory& history, std::mt19937_64& ran
         const auto& micro = plan[j];
         const int key = std::stoi(micro[1].get<std::string>().substr(1));
         // Ref 0 through either of its two handles, mixed within one transaction.
-        auto& ref = key == 0 && (how & 1) && j % 2 == 1 ? node.second_handle : node.refs[static_cast<std::size_t>(key)];
+        auto& ref = key == 0 && (how & 1) && j % 2 == 1 ? node.second_handle
+                                                        : node.refs[static_cast<std::size_t>(key)];
         auto step = [&] {
           if (micro[0] == "append") {
             const long value = micro[2].get<long>();
-            if (commute) ref.commute(appended, value);
-            else if (how & 2) ref.ref_set(appended(ref.deref(), value));
-            else ref.alter(appended, value);
+            if (commute)
+              ref.commute(appended, value);
+            else if (how & 2)
+              ref.ref_set(appended(ref.deref(), value));
+            else
+              ref.alter(appended, value);
             done.push_back(micro);
           } else {
-            if (how & 2) done.push_back({"r", micro[1], ref.ensure(), "ensure"});
-            else done.push_back({"r", micro[1], ref.deref()});
+            if (how & 2)
+              done.push_back({"r", micro[1], ref.ensure(), "ensure"});
+            else
+              done.push_back({"r", micro[1], ref.deref()});
           }
         };
-        if (nested && j == plan.size() - 1) node.client.dosync(step);
-        else step();
+        if (nested && j == plan.size() - 1)
+          node.client.dosync(step);
+        else
+          step();
       }
       if (send) node.agent.send(appended, static_cast<long>(send_id));
-      if (blip && ++attempts > 2) avout::testing::fail_next(avout::testing::ZooKeeperCall::set, "/stm/tags" + prefix + "/", 4);
+      if (blip && ++attempts > 2)
+        avout::testing::fail_next(avout::testing::ZooKeeperCall::set, "/stm/tags" + prefix + "/",
+                                  4);
       if (abort) throw Abort();
       return done;
     };
@@ -406,7 +433,8 @@ void plain_read(Node& node, SharedHistory& history, std::mt19937_64& random) {
   try {
     history.record("ok", "ref-read", id, node.refs[static_cast<std::size_t>(key)].deref());
   } catch (const avout::BackendError& error) {
-    const bool missing = std::string(error.what()).find("missing from its store") != std::string::npos;
+    const bool missing =
+        std::string(error.what()).find("missing from its store") != std::string::npos;
     history.record(missing ? "fail" : "info", "ref-read", id, error.what());
   } catch (const avout::Error& error) {
     history.record("info", "ref-read", id, error.what());
@@ -415,16 +443,18 @@ void plain_read(Node& node, SharedHistory& history, std::mt19937_64& random) {
 
 // An append to atom `name` through swap (plain, with a deadline, or swap_vals, whose pair
 // must be the value before and after its own append). A Timeout leaves nothing (attempt).
-void atom_append(avout::Atom<List>& atom, SharedHistory& history, const std::string& name, std::int64_t id,
-                 int how, std::chrono::milliseconds limit) {
+void atom_append(avout::Atom<List>& atom, SharedHistory& history, const std::string& name,
+                 std::int64_t id, int how, std::chrono::milliseconds limit) {
   attempt(history, "atom-append", id, {{"atom", name}, {"value", id}, {"how", how}}, [&] {
     const auto value = static_cast<long>(id);
     if (how == 0) return nlohmann::json(atom.swap(appended, value));
     if (how == 1) return nlohmann::json(atom.swap(avout::Deadline::after(limit), appended, value));
-    const auto [before, after] = how == 2 ? atom.swap_vals(appended, value)
-                                          : atom.swap_vals(avout::Deadline::after(limit), appended, value);
+    const auto [before, after] =
+        how == 2 ? atom.swap_vals(appended, value)
+                 : atom.swap_vals(avout::Deadline::after(limit), appended, value);
     if (after != appended(before, value)) {
-      broken(history, "atom.hpp swap_vals: returns {old value, new value}", {{"old", before}, {"new", after}, {"value", value}});
+      broken(history, "atom.hpp swap_vals: returns {old value, new value}",
+             {{"old", before}, {"new", after}, {"value", value}});
     }
     return nlohmann::json(after);
   });
@@ -433,45 +463,56 @@ void atom_append(avout::Atom<List>& atom, SharedHistory& history, const std::str
 // A handle of its own with a validator that refuses negative values: a current value that
 // fails a validator is refused (set_validator throws ValidationError, installs nothing), and
 // a swap the validator rejects writes nothing (ValidationError: "fail", never in the list).
-void atom_refused(Node& node, SharedHistory& history, const std::string& prefix, int index, std::int64_t id) {
+void atom_refused(Node& node, SharedHistory& history, const std::string& prefix, int index,
+                  std::int64_t id) {
   auto handle = node.client.atom<List>(atom_name(prefix, index), {}, node.store(index));
   try {
     handle.set_validator([](const List&) { return false; });
-    broken(history, "atom.hpp set_validator: throws ValidationError when the current value fails it");
+    broken(history,
+           "atom.hpp set_validator: throws ValidationError when the current value fails it");
   } catch (const avout::ValidationError&) {
   }
-  handle.set_validator([](const List& list) { return std::none_of(list.begin(), list.end(), [](long v) { return v < 0; }); });
+  handle.set_validator([](const List& list) {
+    return std::none_of(list.begin(), list.end(), [](long v) { return v < 0; });
+  });
   const auto name = "a" + std::to_string(index);
   const long refused = -static_cast<long>(id) - 1;  // negative for process 0's first id too
-  attempt(history, "atom-append", id, {{"atom", name}, {"value", refused}, {"how", "refused"}}, [&] {
-    auto stored = handle.swap(appended, refused);
-    broken(history, "atom.hpp: the validator rejected the new value, nothing was written", {{"atom", name}});
-    return nlohmann::json(stored);
-  });
+  attempt(history, "atom-append", id, {{"atom", name}, {"value", refused}, {"how", "refused"}},
+          [&] {
+            auto stored = handle.swap(appended, refused);
+            broken(history, "atom.hpp: the validator rejected the new value, nothing was written",
+                   {{"atom", name}});
+            return nlohmann::json(stored);
+          });
 }
 
 // A watch added for one write and removed: a call of it that begins after remove_watch
 // returned, or is still running then, breaks the removal (issue 35 item 12).
-void atom_watch_once(avout::Atom<List>& atom, SharedHistory& history, const std::string& name, std::int64_t id) {
+void atom_watch_once(avout::Atom<List>& atom, SharedHistory& history, const std::string& name,
+                     std::int64_t id) {
   struct Seen {
     std::atomic<bool> removed{false}, running{false};
   };
   auto seen = std::make_shared<Seen>();
   const auto key = "once-" + std::to_string(id);
   atom.add_watch(key, [seen, &history, name](const List&, const List&) {
-    if (seen->removed) broken(history, "atom.hpp remove_watch: no call of a removed watch begins once it returned", name);
+    if (seen->removed)
+      broken(history, "atom.hpp remove_watch: no call of a removed watch begins once it returned",
+             name);
     seen->running = true;
     std::this_thread::sleep_for(2ms);
     seen->running = false;
   });
   atom_append(atom, history, name, id, 0, 0ms);
   atom.remove_watch(key);
-  if (seen->running) broken(history, "atom.hpp remove_watch: returns once no call of the watch runs", name);
+  if (seen->running)
+    broken(history, "atom.hpp remove_watch: returns once no call of the watch runs", name);
   seen->removed = true;
 }
 
 // Returns the name of the operation chosen.
-std::string random_atom_operation(Node& node, SharedHistory& history, std::mt19937_64& random, const std::string& prefix) {
+std::string random_atom_operation(Node& node, SharedHistory& history, std::mt19937_64& random,
+                                  const std::string& prefix) {
   const int index = static_cast<int>(random() % atom_count);
   auto& atom = node.atoms[static_cast<std::size_t>(index)];
   const auto name = "a" + std::to_string(index);
@@ -494,47 +535,57 @@ std::string random_atom_operation(Node& node, SharedHistory& history, std::mt199
       }
       attempt(history, "atom-cas", id, {{"atom", name}, {"value", id}}, [&] {
         const auto next = appended(seen, static_cast<long>(id));
-        return nlohmann::json(how < 2 ? atom.compare_and_set(seen, next)
-                                      : atom.compare_and_set(avout::Deadline::after(limit), seen, next));
+        return nlohmann::json(
+            how < 2 ? atom.compare_and_set(seen, next)
+                    : atom.compare_and_set(avout::Deadline::after(limit), seen, next));
       });
       return "atom-cas " + name;
     }
     case 5:
     case 6:
-      attempt(history, "atom-read", id, {{"atom", name}}, [&] { return nlohmann::json(how % 2 == 0 ? atom.deref() : *atom); });
+      attempt(history, "atom-read", id, {{"atom", name}},
+              [&] { return nlohmann::json(how % 2 == 0 ? atom.deref() : *atom); });
       return "atom-read " + name;
     case 7:
       // The register: every reset replaces exactly one earlier value (check_register).
-      attempt(history, "register-reset", id, {{"value", id}, {"how", how}}, [&]() -> nlohmann::json {
-        const List mine{static_cast<long>(id)};
-        if (how == 0) return {{"old", node.register_atom.reset_vals(mine).first}};
-        if (how == 1) return {{"old", node.register_atom.reset_vals(avout::Deadline::after(limit), mine).first}};
-        const auto stored = how == 2 ? node.register_atom.reset(mine) : node.register_atom.reset(avout::Deadline::after(limit), mine);
-        if (stored != mine) broken(history, "atom.hpp reset: returns the value it set", {{"returned", stored}});
-        return {{"old", nullptr}};
-      });
+      attempt(
+          history, "register-reset", id, {{"value", id}, {"how", how}}, [&]() -> nlohmann::json {
+            const List mine{static_cast<long>(id)};
+            if (how == 0) return {{"old", node.register_atom.reset_vals(mine).first}};
+            if (how == 1)
+              return {{"old",
+                       node.register_atom.reset_vals(avout::Deadline::after(limit), mine).first}};
+            const auto stored = how == 2
+                                    ? node.register_atom.reset(mine)
+                                    : node.register_atom.reset(avout::Deadline::after(limit), mine);
+            if (stored != mine)
+              broken(history, "atom.hpp reset: returns the value it set", {{"returned", stored}});
+            return {{"old", nullptr}};
+          });
       return "register-reset how " + std::to_string(how);
-    case 8:
-      atom_refused(node, history, prefix, index, id);
-      return "atom-refused " + name;
-    default:
-      atom_watch_once(atom, history, name, id);
-      return "atom-watch-once " + name;
+    case 8: atom_refused(node, history, prefix, index, id); return "atom-refused " + name;
+    default: atom_watch_once(atom, history, name, id); return "atom-watch-once " + name;
   }
 }
 
-std::string counter_key(const std::string& prefix, const std::string& lock) { return "avout-test" + prefix + "/counter-" + lock; }
+std::string counter_key(const std::string& prefix, const std::string& lock) {
+  return "avout-test" + prefix + "/counter-" + lock;
+}
 
 // A plain read-modify-write of the lock's counter in Redis, as the holder of `token`.
-void fenced_increment(SharedHistory& history, avout::testing::FencedCounter& counter, const std::string& lock,
-                      std::uint64_t token, std::chrono::milliseconds pause) {
-  attempt(history, "increment", history.next_id(), {{"lock", lock}, {"token", token}}, [&]() -> nlohmann::json {
-    const auto seen = counter.read(token);
-    if (!seen) throw Abort("the counter had seen a later token before this read");
-    std::this_thread::sleep_for(pause);  // widens the window a second holder would fall into
-    if (!counter.write(token, seen->count + 1)) throw Abort("the counter saw a later token before this write");
-    return {{"count", seen->count + 1}, {"previous_token", seen->previous_token}};
-  });
+void fenced_increment(SharedHistory& history, avout::testing::FencedCounter& counter,
+                      const std::string& lock, std::uint64_t token,
+                      std::chrono::milliseconds pause) {
+  attempt(
+      history, "increment", history.next_id(), {{"lock", lock}, {"token", token}},
+      [&]() -> nlohmann::json {
+        const auto seen = counter.read(token);
+        if (!seen) throw Abort("the counter had seen a later token before this read");
+        std::this_thread::sleep_for(pause);  // widens the window a second holder would fall into
+        if (!counter.write(token, seen->count + 1))
+          throw Abort("the counter saw a later token before this write");
+        return {{"count", seen->count + 1}, {"previous_token", seen->previous_token}};
+      });
 }
 
 // One thread's own objects: lock handles and counter connections.
@@ -545,15 +596,20 @@ struct ThreadObjects {
 };
 
 avout::WriterPolicy policy_of(const std::string& kind, int process) {
-  static const avout::WriterPolicy policies[] = {avout::WriterPolicy::hard, avout::WriterPolicy::soft,
-                                                 avout::WriterPolicy::timed_soft};
+  static const avout::WriterPolicy policies[] = {
+      avout::WriterPolicy::hard, avout::WriterPolicy::soft, avout::WriterPolicy::timed_soft};
   if (kind == "mixed") return policies[process % 3];
-  return kind == "hard" ? avout::WriterPolicy::hard : kind == "soft" ? avout::WriterPolicy::soft : avout::WriterPolicy::timed_soft;
+  return kind == "hard"   ? avout::WriterPolicy::hard
+         : kind == "soft" ? avout::WriterPolicy::soft
+                          : avout::WriterPolicy::timed_soft;
 }
 
-avout::testing::FencedCounter& counter_of(ThreadObjects& objects, const std::string& prefix, const std::string& kind) {
+avout::testing::FencedCounter& counter_of(ThreadObjects& objects, const std::string& prefix,
+                                          const std::string& kind) {
   auto& counter = objects.counters[kind];
-  if (!counter) counter = std::make_unique<avout::testing::FencedCounter>(cluster().redis.url(), counter_key(prefix, kind));
+  if (!counter)
+    counter = std::make_unique<avout::testing::FencedCounter>(cluster().redis.url(),
+                                                              counter_key(prefix, kind));
   return *counter;
 }
 
@@ -595,29 +651,41 @@ bool acquire(avout::Lock& lock, avout::ReadWriteLock* rw, bool write, int how) {
 // What a hold promises inline (distributed_lock.hpp): the views and names are what they were
 // made as; a nested hold of the same thread is granted at once with the same token; a reader
 // asking to write is refused with Error.
-void check_hold(SharedHistory& history, avout::Lock& lock, avout::ReadWriteLock* rw, const std::string& name,
-                const std::string& kind, int process, bool write, bool nested, std::uint64_t token) {
-  if (lock.name() != name) broken(history, "distributed_lock.hpp name(): the lock's name", {{"name", lock.name()}, {"expected", name}});
-  if (lock.read_side() == write) broken(history, "distributed_lock.hpp read_side(): true for the read side", kind);
-  if (rw != nullptr && rw->policy() != policy_of(kind, process)) broken(history, "distributed_lock.hpp policy(): the policy this lock was made with", kind);
+void check_hold(SharedHistory& history, avout::Lock& lock, avout::ReadWriteLock* rw,
+                const std::string& name, const std::string& kind, int process, bool write,
+                bool nested, std::uint64_t token) {
+  if (lock.name() != name)
+    broken(history, "distributed_lock.hpp name(): the lock's name",
+           {{"name", lock.name()}, {"expected", name}});
+  if (lock.read_side() == write)
+    broken(history, "distributed_lock.hpp read_side(): true for the read side", kind);
+  if (rw != nullptr && rw->policy() != policy_of(kind, process))
+    broken(history, "distributed_lock.hpp policy(): the policy this lock was made with", kind);
   if (rw != nullptr && !write && lock.is_held()) {
     try {
       const bool took = rw->try_lock();
       if (took) rw->unlock();
       // A read hold lost meanwhile is no read hold: asking to write is then no upgrade.
-      if (lock.is_held()) broken(history, "distributed_lock.hpp: asking to write while only reading throws Error", {{"lock", kind}, {"took", took}});
+      if (lock.is_held())
+        broken(history, "distributed_lock.hpp: asking to write while only reading throws Error",
+               {{"lock", kind}, {"took", took}});
     } catch (const avout::Error&) {
     }
   }
   if (!nested || !write) return;
-  if (!lock.try_lock()) return broken(history, "distributed_lock.hpp: holds are per thread and reentrant (a nested try_lock)", kind);
+  if (!lock.try_lock())
+    return broken(history,
+                  "distributed_lock.hpp: holds are per thread and reentrant (a nested try_lock)",
+                  kind);
   const auto again = lock.fencing_token();
   lock.unlock();
-  if (again != token) broken(history, "distributed_lock.hpp fencing_token: one token per hold, nested holds share it", {{"lock", kind}, {"token", token}, {"nested", again}});
+  if (again != token)
+    broken(history, "distributed_lock.hpp fencing_token: one token per hold, nested holds share it",
+           {{"lock", kind}, {"token", token}, {"nested", again}});
 }
 
-void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random, const std::string& prefix,
-                 ThreadObjects& objects, int process) {
+void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random,
+                 const std::string& prefix, ThreadObjects& objects, int process) {
   const auto& kind = lock_kinds[random() % lock_kinds.size()];
   const bool write = kind == "mutex" || random() % 2 == 0;
   // Drawn before the hold: whether it succeeds must not shift this thread's later choices.
@@ -636,52 +704,64 @@ void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random, co
   if (kind != "mutex") {
     name = prefix + "/rw-" + kind;
     auto& made = objects.read_write[kind];
-    if (!made) made = std::make_unique<avout::ReadWriteLock>(node.client.read_write_lock(name, policy_of(kind, process)));
+    if (!made)
+      made = std::make_unique<avout::ReadWriteLock>(
+          node.client.read_write_lock(name, policy_of(kind, process)));
     rw = made.get();
     lock = write ? &rw->write_lock() : &rw->read_lock();
   }
   const auto id = history.next_id();
-  attempt(history, "hold", id, {{"lock", kind}, {"side", write ? "write" : "read"}, {"how", how}}, [&]() -> nlohmann::json {
-    if (!acquire(*lock, rw, write, how)) return "timeout";
-    // Released on every path: a hold left behind when fencing_token() throws would make this
-    // thread's later holds reentrant holds of the old one (same token, no real acquisition).
-    struct Release {
-      avout::Lock* lock;
-      bool done = false;
-      ~Release() {
-        if (done) return;
-        try {
-          lock->unlock();
-        } catch (const avout::Error&) {
-        }
-      }
-    } release{lock};
-    const auto entered = avout::testing::monotonic_ns();
-    const auto token = lock->fencing_token();
-    check_hold(history, *lock, rw, name, kind, process, write, nested, token);
-    if (write) fenced_increment(history, counter, kind, token, pause);
-    else std::this_thread::sleep_for(pause);
-    bool held = lock->is_held();
-    try {
-      lock->ensure_held();
-    } catch (const avout::Error&) {
-      held = false;
-    }
-    const auto left = avout::testing::monotonic_ns();
-    release.done = true;
-    if (rw != nullptr && write) rw->unlock();
-    else if (rw != nullptr) rw->unlock_shared();
-    else lock->unlock();
-    if (misuse) {
-      try {
-        lock->unlock();
-        broken(history, "distributed_lock.hpp unlock(): throws LockLost when this thread holds nothing", kind);
-      } catch (const avout::LockLost&) {
-      }
-    }
-    if (!held) return "lost";
-    return {{"token", token}, {"entered_ns", entered}, {"left_ns", left}};
-  });
+  attempt(history, "hold", id, {{"lock", kind}, {"side", write ? "write" : "read"}, {"how", how}},
+          [&]() -> nlohmann::json {
+            if (!acquire(*lock, rw, write, how)) return "timeout";
+            // Released on every path: a hold left behind when fencing_token() throws would make
+            // this thread's later holds reentrant holds of the old one (same token, no real
+            // acquisition).
+            struct Release {
+              avout::Lock* lock;
+              bool done = false;
+              ~Release() {
+                if (done) return;
+                try {
+                  lock->unlock();
+                } catch (const avout::Error&) {
+                }
+              }
+            } release{lock};
+            const auto entered = avout::testing::monotonic_ns();
+            const auto token = lock->fencing_token();
+            check_hold(history, *lock, rw, name, kind, process, write, nested, token);
+            if (write)
+              fenced_increment(history, counter, kind, token, pause);
+            else
+              std::this_thread::sleep_for(pause);
+            bool held = lock->is_held();
+            try {
+              lock->ensure_held();
+            } catch (const avout::Error&) {
+              held = false;
+            }
+            const auto left = avout::testing::monotonic_ns();
+            release.done = true;
+            if (rw != nullptr && write)
+              rw->unlock();
+            else if (rw != nullptr)
+              rw->unlock_shared();
+            else
+              lock->unlock();
+            if (misuse) {
+              try {
+                lock->unlock();
+                broken(
+                    history,
+                    "distributed_lock.hpp unlock(): throws LockLost when this thread holds nothing",
+                    kind);
+              } catch (const avout::LockLost&) {
+              }
+            }
+            if (!held) return "lost";
+            return {{"token", token}, {"entered_ns", entered}, {"left_ns", left}};
+          });
 }
 
 // One lease hold of key "k" in one store, fenced like a lock's (its counter is the store's),
@@ -689,8 +769,8 @@ void random_hold(Node& node, SharedHistory& history, std::mt19937_64& random, co
 // nothing, an unlock of a released lease returns false. The hold counts for check_locks
 // from lock's return to the renew that confirmed it (a lease that could not be renewed had
 // ended: "lost").
-void random_lease(Node& node, SharedHistory& history, std::mt19937_64& random, const std::string& prefix,
-                  ThreadObjects& objects) {
+void random_lease(Node& node, SharedHistory& history, std::mt19937_64& random,
+                  const std::string& prefix, ThreadObjects& objects) {
   const auto& store = lease_stores[random() % lease_stores.size()];
   const bool try_only = random() % 2 == 0;
   const auto pause = std::chrono::milliseconds(random() % 20);
@@ -698,27 +778,37 @@ void random_lease(Node& node, SharedHistory& history, std::mt19937_64& random, c
   auto& counter = counter_of(objects, prefix, kind);
   auto& leases = node.leases.at(store);
   const auto id = history.next_id();
-  attempt(history, "hold", id, {{"lock", kind}, {"side", "write"}, {"how", try_only ? "try_lock" : "lock"}}, [&]() -> nlohmann::json {
-    std::optional<avout::Lease> lease;
-    try {
-      lease = try_only ? leases.try_lock("k", 2000ms) : leases.lock("k", {.duration = 2000ms, .max_wait = 300ms});
-    } catch (const avout::Timeout&) {
-    }
-    if (!lease) return "timeout";
-    const auto entered = avout::testing::monotonic_ns();
-    if (lease->key != "k" || lease->token == 0) broken(history, "lease_lock.hpp Lease: the key held and a token never 0", {{"key", lease->key}, {"token", lease->token}});
-    fenced_increment(history, counter, kind, lease->token, pause);
-    avout::Lease stale = *lease;
-    stale.token -= 1;
-    if (leases.unlock(stale)) broken(history, "lease_lock.hpp unlock: another hold's token frees nothing", {{"lease", kind}, {"token", lease->token}});
-    const auto left = avout::testing::monotonic_ns();
-    const bool renewed = leases.renew(*lease, 2000ms);
-    if (renewed && !lease->running()) broken(history, "lease_lock.hpp renew: moves lease.expires to `duration` from now", kind);
-    const bool released = leases.unlock(*lease);
-    if (released && leases.unlock(*lease)) broken(history, "lease_lock.hpp unlock: false once the lease was released", kind);
-    if (!renewed) return "lost";
-    return {{"token", lease->token}, {"entered_ns", entered}, {"left_ns", left}};
-  });
+  attempt(history, "hold", id,
+          {{"lock", kind}, {"side", "write"}, {"how", try_only ? "try_lock" : "lock"}},
+          [&]() -> nlohmann::json {
+            std::optional<avout::Lease> lease;
+            try {
+              lease = try_only ? leases.try_lock("k", 2000ms)
+                               : leases.lock("k", {.duration = 2000ms, .max_wait = 300ms});
+            } catch (const avout::Timeout&) {
+            }
+            if (!lease) return "timeout";
+            const auto entered = avout::testing::monotonic_ns();
+            if (lease->key != "k" || lease->token == 0)
+              broken(history, "lease_lock.hpp Lease: the key held and a token never 0",
+                     {{"key", lease->key}, {"token", lease->token}});
+            fenced_increment(history, counter, kind, lease->token, pause);
+            avout::Lease stale = *lease;
+            stale.token -= 1;
+            if (leases.unlock(stale))
+              broken(history, "lease_lock.hpp unlock: another hold's token frees nothing",
+                     {{"lease", kind}, {"token", lease->token}});
+            const auto left = avout::testing::monotonic_ns();
+            const bool renewed = leases.renew(*lease, 2000ms);
+            if (renewed && !lease->running())
+              broken(history, "lease_lock.hpp renew: moves lease.expires to `duration` from now",
+                     kind);
+            const bool released = leases.unlock(*lease);
+            if (released && leases.unlock(*lease))
+              broken(history, "lease_lock.hpp unlock: false once the lease was released", kind);
+            if (!renewed) return "lost";
+            return {{"token", lease->token}, {"entered_ns", entered}, {"left_ns", left}};
+          });
 }
 
 // Restarts the relay when it is failed, recording which action's failure the restart clears
@@ -736,8 +826,8 @@ void restart_relay(Node& node, SharedHistory& history) {
   if (const auto at = error->find(mark); at != std::string::npos) {
     failed_by = std::stoll(error->substr(at + mark.size()));
   }
-  attempt(history, "agent-restart", history.next_id(), {{"agent", "relay"}, {"failed_by", failed_by}, {"error", *error}},
-          [&] {
+  attempt(history, "agent-restart", history.next_id(),
+          {{"agent", "relay"}, {"failed_by", failed_by}, {"error", *error}}, [&] {
             node.relay.restart(List{});
             return nlohmann::json(nullptr);
           });
@@ -804,16 +894,24 @@ void agent_send(Node& node, SharedHistory& history, std::mt19937_64& random, int
     const bool short_deadline = how == 1 || (burst && i % 2 == 0);
     const auto id = history.next_id();
     const auto micros = std::chrono::microseconds(50 + random() % 701);
-    nlohmann::json argument{{"agent", "agent"}, {"value", id}, {"thread", thread_id}, {"named", named}, {"send_off", off}};
+    nlohmann::json argument{{"agent", "agent"},
+                            {"value", id},
+                            {"thread", thread_id},
+                            {"named", named},
+                            {"send_off", off}};
     if (short_deadline) argument["deadline_us"] = micros.count();
     attempt(history, "send", id, argument, [&] {
       const auto deadline = short_deadline ? avout::Deadline::after(micros) : avout::Deadline{};
       const auto value = static_cast<long>(id);
       try {
-        if (named && off) node.agent.send_off(deadline, "append", value);
-        else if (named) node.agent.send(deadline, "append", value);
-        else if (off) node.agent.send_off(deadline, appended, value);
-        else node.agent.send(deadline, appended, value);
+        if (named && off)
+          node.agent.send_off(deadline, "append", value);
+        else if (named)
+          node.agent.send(deadline, "append", value);
+        else if (off)
+          node.agent.send_off(deadline, appended, value);
+        else
+          node.agent.send(deadline, appended, value);
       } catch (const avout::OutcomeUnknown&) {
         throw;
       } catch (const avout::ConnectionLoss& error) {
@@ -858,47 +956,59 @@ void agent_await(Node& node, SharedHistory& history, std::mt19937_64& random) {
     std::lock_guard lock(node.sent_mutex);
     before = node.sent;
   }
-  attempt(history, "await-mid", history.next_id(), {{"agent", "agent"}, {"how", how}}, [&]() -> nlohmann::json {
-    std::stop_source stop;
-    switch (how) {
-      case 0: node.agent.await(2000ms); break;
-      case 1: node.agent.await(avout::Deadline::after(2000ms)); break;
-      case 2: node.agent.await(avout::Deadline::after(2000ms).with_stop(stop.get_token())); break;
-      default:
-        if (!node.agent.await_for(2000ms)) return "timeout";
-    }
-    nlohmann::json result{{"waited", before}};
-    try {
-      result["seen"] = node.agent.deref();
-    } catch (const avout::BackendError& error) {
-      if (lost_value(error)) result["read_error"] = error.what();
-      else result["seen"] = nullptr;
-    }
-    return result;
-  });
+  attempt(history, "await-mid", history.next_id(), {{"agent", "agent"}, {"how", how}},
+          [&]() -> nlohmann::json {
+            std::stop_source stop;
+            switch (how) {
+              case 0: node.agent.await(2000ms); break;
+              case 1: node.agent.await(avout::Deadline::after(2000ms)); break;
+              case 2:
+                node.agent.await(avout::Deadline::after(2000ms).with_stop(stop.get_token()));
+                break;
+              default:
+                if (!node.agent.await_for(2000ms)) return "timeout";
+            }
+            nlohmann::json result{{"waited", before}};
+            try {
+              result["seen"] = node.agent.deref();
+            } catch (const avout::BackendError& error) {
+              if (lost_value(error))
+                result["read_error"] = error.what();
+              else
+                result["seen"] = nullptr;
+            }
+            return result;
+          });
 }
 
 // The agent calls a user makes now and then while others send: a new handle (its kind check
 // reads the value), set_validator (reads it too; one the value fails is refused with
 // ValidationError, installing nothing), error() (the main agent never fails), name().
-void agent_calls(Node& node, SharedHistory& history, std::mt19937_64& random, const std::string& prefix) {
+void agent_calls(Node& node, SharedHistory& history, std::mt19937_64& random,
+                 const std::string& prefix) {
   const auto how = static_cast<int>(random() % 3);
   const auto id = history.next_id();
   history.record("invoke", "agent-handle", id, {{"agent", "agent"}, {"how", how}});
   try {
     if (how == 0) {
       auto handle = node.client.agent<List>(prefix + "/agent", {}, node.zookeeper_faulty);
-      if (handle.name() != node.agent.name()) broken(history, "agent.hpp name(): the agent's name", handle.name());
+      if (handle.name() != node.agent.name())
+        broken(history, "agent.hpp name(): the agent's name", handle.name());
     } else if (how == 1) {
       try {
         node.agent.set_validator([](const List&) { return false; });
-        broken(history, "agent.hpp set_validator: throws ValidationError (installing nothing) when the current value fails it");
+        broken(history,
+               "agent.hpp set_validator: throws ValidationError (installing nothing) when the "
+               "current value fails it");
       } catch (const avout::ValidationError&) {
       }
       node.agent.set_validator([](const List&) { return true; });
       node.agent.set_validator({});
     } else if (const auto error = node.agent.error()) {
-      broken(history, "agent.hpp error(): nullopt unless an action failed the agent (the main agent's never throw)", *error);
+      broken(history,
+             "agent.hpp error(): nullopt unless an action failed the agent (the main agent's never "
+             "throw)",
+             *error);
     }
     history.record("ok", "agent-handle", id);
   } catch (const avout::BackendError& error) {
@@ -919,7 +1029,8 @@ struct Workload {
 
 // One random operation of an enabled primitive, every choice drawn from this thread's
 // `random` alone; `chose` names it (for the replay test), also when it throws.
-void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, int thread, std::string& chose) {
+void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, int thread,
+                 std::string& chose) {
   switch (random() % 4) {
     case 0:
       if (!w.settings.on("refs")) return void(chose = "none");
@@ -947,19 +1058,11 @@ void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, i
       switch (random() % 14) {
         case 0:
         case 1:
-        case 2:
-          chose = "action-send";
-          return action_send(w.node, w.history, random);
+        case 2: chose = "action-send"; return action_send(w.node, w.history, random);
         case 10:
-        case 11:
-          chose = "agent-read";
-          return agent_read(w.node, w.history, random);
-        case 12:
-          chose = "await-mid";
-          return agent_await(w.node, w.history, random);
-        case 13:
-          chose = "agent-handle";
-          return agent_calls(w.node, w.history, random, w.prefix);
+        case 11: chose = "agent-read"; return agent_read(w.node, w.history, random);
+        case 12: chose = "await-mid"; return agent_await(w.node, w.history, random);
+        case 13: chose = "agent-handle"; return agent_calls(w.node, w.history, random, w.prefix);
         default:
           chose = "send";
           return agent_send(w.node, w.history, random, w.process * 10 + thread);
@@ -969,23 +1072,30 @@ void random_step(Workload& w, std::mt19937_64& random, ThreadObjects& objects, i
 
 // The fault stream of one logical operation: a function of the seed, the process, the
 // thread and the operation's number in it, and of nothing another thread does.
-std::uint64_t operation_stream(std::uint64_t seed, int process, int thread, std::uint64_t operation) {
+std::uint64_t operation_stream(std::uint64_t seed, int process, int thread,
+                               std::uint64_t operation) {
   using avout::testing::mix_keys;
-  return mix_keys(mix_keys(mix_keys(seed, static_cast<std::uint64_t>(process)), static_cast<std::uint64_t>(thread)), operation);
+  return mix_keys(mix_keys(mix_keys(seed, static_cast<std::uint64_t>(process)),
+                           static_cast<std::uint64_t>(thread)),
+                  operation);
 }
 
 // The choices of one workload thread of process `process`.
 std::mt19937_64 thread_choices(std::uint64_t seed, int process, int thread) {
-  return std::mt19937_64(avout::testing::mix_keys(avout::testing::mix_keys(seed, static_cast<std::uint64_t>(process)),
-                                                  0x74687265616400ULL + static_cast<std::uint64_t>(thread)));
+  return std::mt19937_64(
+      avout::testing::mix_keys(avout::testing::mix_keys(seed, static_cast<std::uint64_t>(process)),
+                               0x74687265616400ULL + static_cast<std::uint64_t>(thread)));
 }
 
 // Runs one operation of a workload thread on its own fault stream; returns what it chose
 // and which faults it met. A failure to make a handle is one of its outcomes.
-std::pair<std::string, std::vector<std::string>> workload_operation(Workload& w, std::mt19937_64& random,
-                                                                    ThreadObjects& objects, int thread,
+std::pair<std::string, std::vector<std::string>> workload_operation(Workload& w,
+                                                                    std::mt19937_64& random,
+                                                                    ThreadObjects& objects,
+                                                                    int thread,
                                                                     std::uint64_t operation) {
-  avout::testing::name_fault_stream(operation_stream(w.settings.seed, w.process, thread, operation));
+  avout::testing::name_fault_stream(
+      operation_stream(w.settings.seed, w.process, thread, operation));
   std::string chose;
   try {
     random_step(w, random, objects, thread, chose);
@@ -1005,7 +1115,8 @@ class Partitions {
   Partitions(const Settings& settings, const fs::path& directory, int index) {
     if (!settings.nemesis.contains("partition")) return;
     for (int member = 0; member < 3; ++member) {
-      relays_.push_back(std::make_unique<avout::testing::TcpRelay>(cluster().zookeeper.port(member)));
+      relays_.push_back(
+          std::make_unique<avout::testing::TcpRelay>(cluster().zookeeper.port(member)));
       hosts_ += (member == 0 ? "" : ",") + relays_.back()->connect_string();
     }
     watcher_ = std::thread([this, flag = directory / ("partition-" + std::to_string(index))] {
@@ -1026,7 +1137,9 @@ class Partitions {
   Partitions(const Partitions&) = delete;
   Partitions& operator=(const Partitions&) = delete;
   /// The connect string the process's client uses.
-  std::string hosts() const { return relays_.empty() ? cluster().zookeeper.connect_string() : hosts_; }
+  std::string hosts() const {
+    return relays_.empty() ? cluster().zookeeper.connect_string() : hosts_;
+  }
 
  private:
   std::vector<std::unique_ptr<avout::testing::TcpRelay>> relays_;
@@ -1036,9 +1149,11 @@ class Partitions {
 };
 
 // The body of one client process.
-void run_client(const std::string& prefix, const fs::path& directory, const Settings& settings, int index) {
+void run_client(const std::string& prefix, const fs::path& directory, const Settings& settings,
+                int index) {
   const auto process_seed = settings.seed * 1000 + static_cast<std::uint64_t>(index);
-  avout::testing::FaultPlan plan(process_seed, settings.zookeeper_faults, cluster().zookeeper.connect_string());
+  avout::testing::FaultPlan plan(process_seed, settings.zookeeper_faults,
+                                 cluster().zookeeper.connect_string());
   avout::testing::FaultPlan::enable(false);
   NearLimits near_limits(settings, prefix);
   SharedHistory history((directory / std::to_string(index)).string(), index);
@@ -1087,7 +1202,8 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
   // The session its claims name (run_seed's claims check), as no JSON: read_histories reads
   // every file of the directory.
   const auto done = directory / ("done-" + std::to_string(index));
-  std::ofstream(done.string() + ".new") << "session=" << node->client.session().session_id() << '\n';
+  std::ofstream(done.string() + ".new")
+      << "session=" << node->client.session().session_id() << '\n';
   fs::rename(done.string() + ".new", done);
   while (!fs::exists(directory / "final")) std::this_thread::sleep_for(50ms);
   if (settings.on("agents")) {
@@ -1101,10 +1217,14 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
     }
   }
   const auto injected = avout::testing::FaultPlan::counts();
-  std::printf("  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, %llu expiries, %llu delayed\n",
-              index, static_cast<unsigned long long>(injected.requests), static_cast<unsigned long long>(injected.reply_lost),
-              static_cast<unsigned long long>(injected.fail_early), static_cast<unsigned long long>(injected.expired),
-              static_cast<unsigned long long>(injected.delayed));
+  std::printf(
+      "  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, %llu expiries, "
+      "%llu delayed\n",
+      index, static_cast<unsigned long long>(injected.requests),
+      static_cast<unsigned long long>(injected.reply_lost),
+      static_cast<unsigned long long>(injected.fail_early),
+      static_cast<unsigned long long>(injected.expired),
+      static_cast<unsigned long long>(injected.delayed));
   std::fflush(stdout);
   if (settings.on("watches")) {
     std::this_thread::sleep_for(2s);
@@ -1127,7 +1247,8 @@ bool ended(int pid) {
 
 fs::path make_directory(std::uint64_t seed) {
   static std::mt19937_64 random{std::random_device{}()};
-  auto path = fs::temp_directory_path() / ("avout-random-" + std::to_string(seed) + "-" + std::to_string(random() % 100000));
+  auto path = fs::temp_directory_path() /
+              ("avout-random-" + std::to_string(seed) + "-" + std::to_string(random() % 100000));
   fs::create_directories(path);
   return path;
 }
@@ -1138,17 +1259,20 @@ fs::path make_directory(std::uint64_t seed) {
 // resolves them (issue 35 item 7, issue 36 item 2); the checkers then judge what its
 // resolution did (a body applied twice: a duplicate; a value erased under a head: a read
 // that finds it missing).
-void partition_with_gc(const std::string& prefix, const fs::path& directory, const Settings& settings, int victim) {
+void partition_with_gc(const std::string& prefix, const fs::path& directory,
+                       const Settings& settings, int victim) {
   const auto flag = directory / ("partition-" + std::to_string(victim));
   std::ofstream(flag).put('\n');
-  std::printf("  nemesis: process %d partitioned for %lld s, gc running\n", victim, static_cast<long long>(settings.partition.count()));
+  std::printf("  nemesis: process %d partitioned for %lld s, gc running\n", victim,
+              static_cast<long long>(settings.partition.count()));
   std::fflush(stdout);
   Settings quiet = settings;
   quiet.store_faults = {};
   std::unique_ptr<Node> node;
   std::size_t markers = 0, points = 0;
   const auto until = std::chrono::steady_clock::now() + settings.partition;
-  const auto every = std::clamp<std::chrono::steady_clock::duration>(settings.marker_grace / 4, 1s, 10s);
+  const auto every =
+      std::clamp<std::chrono::steady_clock::duration>(settings.marker_grace / 4, 1s, 10s);
   while (std::chrono::steady_clock::now() < until) {
     try {
       if (!node) node = std::make_unique<Node>(prefix, quiet, 0);
@@ -1157,10 +1281,13 @@ void partition_with_gc(const std::string& prefix, const fs::path& directory, con
       points += report.points_erased;
     } catch (const avout::Error&) {
     }
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(every, until - std::chrono::steady_clock::now()));
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        every, until - std::chrono::steady_clock::now()));
   }
   fs::remove(flag);
-  std::printf("  nemesis: partition of process %d over; gc removed %zu markers, erased %zu values\n", victim, markers, points);
+  std::printf(
+      "  nemesis: partition of process %d over; gc removed %zu markers, erased %zu values\n",
+      victim, markers, points);
   std::fflush(stdout);
 }
 
@@ -1177,7 +1304,8 @@ Counters counters_for(std::uint64_t seed) {
   std::uint32_t real = 0;
   for (bool read = false; !read;) {  // a member may still be starting
     try {
-      avout::ZooKeeperSession zookeeper(avout::SessionOptions{.hosts = cluster().zookeeper.connect_string(), .session_timeout = 4000ms});
+      avout::ZooKeeperSession zookeeper(avout::SessionOptions{
+          .hosts = cluster().zookeeper.connect_string(), .session_timeout = 4000ms});
       const auto stat = zookeeper.exists("/avout/stm/clock");
       real = stat ? static_cast<std::uint32_t>(stat->version) : 0;
       read = true;
@@ -1185,19 +1313,23 @@ Counters counters_for(std::uint64_t seed) {
       std::this_thread::sleep_for(300ms);
     }
   }
-  counters.clock = static_cast<std::int32_t>(static_cast<std::uint32_t>(INT32_MAX) - real - commits);
+  counters.clock =
+      static_cast<std::int32_t>(static_cast<std::uint32_t>(INT32_MAX) - real - commits);
   return counters;
 }
 
 // Issue 36 item 3: once every dosync of the live processes has ended (the quiet phase, no
 // faults), no barging tag may still name one of their sessions for long: a claim ends with
 // its dosync, whatever blip met its release. Returns the claims left after 10 s.
-std::vector<avout::testing::ClaimLeft> claims_left(const std::string& prefix, const fs::path& directory,
-                                                   const std::vector<int>& processes, const Settings& settings) {
+std::vector<avout::testing::ClaimLeft> claims_left(const std::string& prefix,
+                                                   const fs::path& directory,
+                                                   const std::vector<int>& processes,
+                                                   const Settings& settings) {
   std::map<std::int64_t, int> sessions;
   for (const int index : processes) {
     std::string line;
-    if (std::getline(std::ifstream(directory / ("done-" + std::to_string(index))) >> std::ws, line) &&
+    if (std::getline(std::ifstream(directory / ("done-" + std::to_string(index))) >> std::ws,
+                     line) &&
         line.starts_with("session=")) {
       sessions[std::stoll(line.substr(8))] = index;
     }
@@ -1215,10 +1347,12 @@ std::vector<avout::testing::ClaimLeft> claims_left(const std::string& prefix, co
       for (int i = 0; i < ref_count; ++i) {
         const auto owner = avout::inspect::tag_owner(looker, ref_name(prefix, i));
         if (!owner || !sessions.contains(owner->session)) continue;
-        left.push_back({"r" + std::to_string(i), sessions.at(owner->session), owner->session, owner->first_read_point,
-                        owner->counter});
+        left.push_back({"r" + std::to_string(i), sessions.at(owner->session), owner->session,
+                        owner->first_read_point, owner->counter});
       }
-      if (first) std::printf("  claims: %zu refs claimed by live sessions once their dosyncs ended\n", left.size());
+      if (first)
+        std::printf("  claims: %zu refs claimed by live sessions once their dosyncs ended\n",
+                    left.size());
       first = false;
       if (!left.empty()) std::this_thread::sleep_for(100ms);
     } while (!left.empty() && std::chrono::steady_clock::now() < deadline);
@@ -1231,12 +1365,15 @@ std::vector<avout::testing::ClaimLeft> claims_left(const std::string& prefix, co
 // Runs one seed: processes, nemesis, checks. Returns the problems found.
 std::vector<std::string> run_seed(Settings settings) {
   std::mt19937_64 random(settings.seed);
-  const std::string prefix = "/random/" + std::to_string(settings.seed) + "-" + std::to_string(std::random_device{}() % 1000000);
+  const std::string prefix = "/random/" + std::to_string(settings.seed) + "-" +
+                             std::to_string(std::random_device{}() % 1000000);
   const auto directory = make_directory(settings.seed);
   if (settings.counters) settings.offsets = counters_for(settings.seed);
   NearLimits near_limits(settings, prefix);  // the parent's gc and final reads see them too
-  std::string describe_run = "seed " + std::to_string(settings.seed) + " (AVOUT_SEED=" + std::to_string(settings.seed) +
-                             "), zookeeper faults " + describe(settings.zookeeper_faults) + ", histories in " + directory.string();
+  std::string describe_run = "seed " + std::to_string(settings.seed) +
+                             " (AVOUT_SEED=" + std::to_string(settings.seed) +
+                             "), zookeeper faults " + describe(settings.zookeeper_faults) +
+                             ", histories in " + directory.string();
   std::printf("randomized workload: %s\n", describe_run.c_str());
   std::fflush(stdout);
 
@@ -1289,7 +1426,9 @@ std::vector<std::string> run_seed(Settings settings) {
       children.at(victim)->signal(SIGCONT);
     } else if (fault == "member" || fault == "leader") {
       const int leader = cluster().zookeeper.leader();
-      const int member = fault == "leader" ? leader : (std::max(leader, 0) + 1 + static_cast<int>(random() % 2)) % 3;
+      const int member = fault == "leader"
+                             ? leader
+                             : (std::max(leader, 0) + 1 + static_cast<int>(random() % 2)) % 3;
       if (member < 0) continue;
       cluster().zookeeper.kill(member);
       std::this_thread::sleep_for(std::chrono::milliseconds(1000 + random() % 2000));
@@ -1306,7 +1445,8 @@ std::vector<std::string> run_seed(Settings settings) {
       std::this_thread::sleep_for(50ms);
     }
     if (!fs::exists(directory / ("done-" + std::to_string(index))) && !ended(child->pid())) {
-      problems.push_back("process " + std::to_string(index) + " did not stop within 120 s (a hang)");
+      problems.push_back("process " + std::to_string(index) +
+                         " did not stop within 120 s (a hang)");
     }
   }
   std::vector<int> stopped;
@@ -1317,8 +1457,11 @@ std::vector<std::string> run_seed(Settings settings) {
   for (auto& [index, child] : children) {
     try {
       const int code = child->wait(scaled(90s));
-      if (code != 0) problems.push_back("process " + std::to_string(index) + " exited with " + std::to_string(code));
-    } catch (const std::runtime_error&) {  // killed by wait: its pending operations are listed below
+      if (code != 0)
+        problems.push_back("process " + std::to_string(index) + " exited with " +
+                           std::to_string(code));
+    } catch (
+        const std::runtime_error&) {  // killed by wait: its pending operations are listed below
       hung.insert(index);
     }
   }
@@ -1340,42 +1483,57 @@ std::vector<std::string> run_seed(Settings settings) {
   // A value erased under its head (issue 36 item 2) makes these reads throw BackendError.
   try {
     node->client.dosync([&] {
-      for (int i = 0; i < ref_count; ++i) ref_lists["r" + std::to_string(i)] = node->refs[static_cast<std::size_t>(i)].deref();
+      for (int i = 0; i < ref_count; ++i)
+        ref_lists["r" + std::to_string(i)] = node->refs[static_cast<std::size_t>(i)].deref();
     });
   } catch (const avout::BackendError& error) {
     problems.push_back(std::string("erased: the final read of the refs failed: ") + error.what());
   }
-  for (int i = 0; i < atom_count; ++i) atom_lists["a" + std::to_string(i)] = node->atoms[static_cast<std::size_t>(i)].deref();
+  for (int i = 0; i < atom_count; ++i)
+    atom_lists["a" + std::to_string(i)] = node->atoms[static_cast<std::size_t>(i)].deref();
   const List register_value = node->register_atom.deref();
   for (auto [name, agent] : {std::pair{"agent", &node->agent}, std::pair{"sink", &node->sink}}) {
     try {
       agent_lists[name] = agent->deref();
     } catch (const avout::BackendError& error) {
-      problems.push_back("erased: the final read of agent " + std::string(name) + " failed: " + error.what());
+      problems.push_back("erased: the final read of agent " + std::string(name) +
+                         " failed: " + error.what());
     }
   }
   std::map<std::string, long> final_counts;
   if (settings.on("locks")) {
     for (const auto& kind : lock_kinds) {
-      final_counts[kind] = avout::testing::FencedCounter(cluster().redis.url(), counter_key(prefix, kind)).count();
+      final_counts[kind] =
+          avout::testing::FencedCounter(cluster().redis.url(), counter_key(prefix, kind)).count();
     }
   }
   if (settings.on("leases")) {
     for (const auto& store : lease_stores) {
-      final_counts["lease-" + store] = avout::testing::FencedCounter(cluster().redis.url(), counter_key(prefix, "lease-" + store)).count();
+      final_counts["lease-" + store] =
+          avout::testing::FencedCounter(cluster().redis.url(),
+                                        counter_key(prefix, "lease-" + store))
+              .count();
     }
   }
-  std::printf("  final: %zu appends in refs, agent ran %zu actions, sink %zu%s\n",
-              [&] { std::size_t n = 0; for (const auto& [key, list] : ref_lists) n += list.size(); return n; }(),
-              agent_lists["agent"].size(), agent_lists["sink"].size(), node->agent.error() ? (", agent failed: " + *node->agent.error()).c_str() : "");
+  std::printf(
+      "  final: %zu appends in refs, agent ran %zu actions, sink %zu%s\n",
+      [&] {
+        std::size_t n = 0;
+        for (const auto& [key, list] : ref_lists) n += list.size();
+        return n;
+      }(),
+      agent_lists["agent"].size(), agent_lists["sink"].size(),
+      node->agent.error() ? (", agent failed: " + *node->agent.error()).c_str() : "");
 
   if (settings.counters) {  // as every process saw it: past INT32_MAX once the run wrapped it
-    avout::ZooKeeperSession zookeeper(avout::SessionOptions{.hosts = cluster().zookeeper.connect_string(), .session_timeout = 4000ms});
+    avout::ZooKeeperSession zookeeper(avout::SessionOptions{
+        .hosts = cluster().zookeeper.connect_string(), .session_timeout = 4000ms});
     const auto clock = zookeeper.exists("/avout/stm/clock");
     std::printf("  counters: lock queue suffixes from %d, the clock's version %d at the end\n",
                 static_cast<std::int32_t>(settings.offsets.sequence), clock ? clock->version : 0);
   }
-  const auto operations = avout::testing::pair_operations(avout::testing::read_histories(directory.string()));
+  const auto operations =
+      avout::testing::pair_operations(avout::testing::read_histories(directory.string()));
   std::map<std::string, int> counts;
   for (const auto& [id, operation] : operations) counts[operation.f + " " + operation.outcome]++;
   std::string summary;
@@ -1384,16 +1542,22 @@ std::vector<std::string> run_seed(Settings settings) {
   for (const int index : hung) {
     std::string pending;
     for (const auto& [id, operation] : operations) {
-      if (id / 1000000 == index && operation.completed_ns == 0) pending += "\n    op " + std::to_string(id) + " " + operation.f + " " + operation.argument.dump();
+      if (id / 1000000 == index && operation.completed_ns == 0)
+        pending +=
+            "\n    op " + std::to_string(id) + " " + operation.f + " " + operation.argument.dump();
     }
-    problems.push_back("hang: process " + std::to_string(index) + " did not end; operations it never completed:" + pending);
+    problems.push_back("hang: process " + std::to_string(index) +
+                       " did not end; operations it never completed:" + pending);
   }
-  auto add = [&](std::vector<std::string> found) { problems.insert(problems.end(), found.begin(), found.end()); };
+  auto add = [&](std::vector<std::string> found) {
+    problems.insert(problems.end(), found.begin(), found.end());
+  };
   if (settings.on("refs")) add(avout::testing::check_list_append(operations, ref_lists));
   if (settings.on("atoms")) add(avout::testing::check_atoms(operations, atom_lists));
   if (settings.on("atoms")) add(avout::testing::check_register(operations, register_value));
   if (settings.on("locks") || settings.on("leases")) add(avout::testing::check_locks(operations));
-  if (settings.on("locks") || settings.on("leases")) add(avout::testing::check_counters(operations, final_counts));
+  if (settings.on("locks") || settings.on("leases"))
+    add(avout::testing::check_counters(operations, final_counts));
   if (settings.on("agents")) add(avout::testing::check_agents(operations, agent_lists));
   if (settings.on("agents")) add(avout::testing::check_agent_reads(operations, agent_lists));
   add(avout::testing::check_contracts(operations));
@@ -1404,8 +1568,10 @@ std::vector<std::string> run_seed(Settings settings) {
     std::printf("ANOMALIES for %s:\n", describe_run.c_str());
     for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
   }
-  if (keep) std::printf("  histories kept in %s\n", directory.c_str());
-  else fs::remove_all(directory);
+  if (keep)
+    std::printf("  histories kept in %s\n", directory.c_str());
+  else
+    fs::remove_all(directory);
   std::fflush(stdout);
   return problems;
 }
@@ -1421,7 +1587,8 @@ TEST_CASE("randomized workloads under injected faults show no anomaly for any se
   (void)cluster();
   for (const auto seed : seeds()) {
     const auto problems = run_seed(settings_for(seed));
-    CHECK_MESSAGE(problems.empty(), "seed " << seed << ": " << problems.size() << " anomalies (see above)");
+    CHECK_MESSAGE(problems.empty(),
+                  "seed " << seed << ": " << problems.size() << " anomalies (see above)");
   }
 }
 
@@ -1431,7 +1598,9 @@ TEST_CASE("randomized workloads under injected faults show no anomaly for any se
 // failures before sending, delays and session expiries meet them; an agent's actions and the
 // atoms run beside them. The other seeds' four processes make speculation rare (it fails and
 // backs off), this one makes it the rule.
-TEST_CASE("speculative commits of a client committing mostly alone show no anomaly under injected faults") {
+TEST_CASE(
+    "speculative commits of a client committing mostly alone show no anomaly under injected "
+    "faults") {
   (void)cluster();
   for (const auto seed : seeds()) {
     Settings settings = settings_for(seed + 100);
@@ -1440,7 +1609,8 @@ TEST_CASE("speculative commits of a client committing mostly alone show no anoma
     settings.workload = {"refs", "atoms", "agents"};
     settings.nemesis = {};
     const auto problems = run_seed(settings);
-    CHECK_MESSAGE(problems.empty(), "seed " << settings.seed << ": " << problems.size() << " anomalies (see above)");
+    CHECK_MESSAGE(problems.empty(),
+                  "seed " << settings.seed << ": " << problems.size() << " anomalies (see above)");
   }
 }
 
@@ -1457,11 +1627,14 @@ using ThreadSequences = std::vector<std::vector<std::pair<std::string, std::vect
 ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, int operations) {
   Settings settings = settings_for(seed);
   settings.workload = {"refs", "atoms", "locks"};
-  settings.zookeeper_faults = {.reply_lost = 0.05, .fail_early = 0.05, .delay = 0.05, .max_delay = 20ms};
+  settings.zookeeper_faults = {
+      .reply_lost = 0.05, .fail_early = 0.05, .delay = 0.05, .max_delay = 20ms};
   settings.store_faults = {.reply_lost = 0.05, .fail_early = 0.05};
-  const std::string prefix = "/replay/" + std::to_string(seed) + "-" + std::to_string(std::random_device{}() % 1000000);
+  const std::string prefix =
+      "/replay/" + std::to_string(seed) + "-" + std::to_string(std::random_device{}() % 1000000);
   const auto directory = make_directory(seed);
-  avout::testing::FaultPlan plan(seed, settings.zookeeper_faults, cluster().zookeeper.connect_string());
+  avout::testing::FaultPlan plan(seed, settings.zookeeper_faults,
+                                 cluster().zookeeper.connect_string());
   avout::testing::FaultPlan::enable(false);
   ThreadSequences sequences(order.size());
   {
@@ -1473,7 +1646,8 @@ ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, 
     // a transaction makes may depend on what the refs hold, which earlier threads changed.
     std::vector<std::unique_ptr<Node>> nodes(order.size());
     std::vector<std::string> prefixes;
-    for (std::size_t thread = 0; thread < order.size(); ++thread) prefixes.push_back(prefix + "/t" + std::to_string(thread));
+    for (std::size_t thread = 0; thread < order.size(); ++thread)
+      prefixes.push_back(prefix + "/t" + std::to_string(thread));
     for (std::size_t thread = 0; thread < order.size(); ++thread) {
       auto& made = nodes[thread];
       while (!made) {  // its stores inject faults from the start
@@ -1486,12 +1660,13 @@ ThreadSequences replay_slice(std::uint64_t seed, const std::vector<int>& order, 
     for (auto& node : nodes) node->faults(true);
     for (const int thread : order) {
       std::thread([&] {
-        Workload workload{*nodes[static_cast<std::size_t>(thread)], history, settings, prefixes[static_cast<std::size_t>(thread)], 0};
+        Workload workload{*nodes[static_cast<std::size_t>(thread)], history, settings,
+                          prefixes[static_cast<std::size_t>(thread)], 0};
         auto random = thread_choices(seed, 0, thread);
         ThreadObjects objects;
         for (int operation = 0; operation < operations; ++operation) {
-          sequences[static_cast<std::size_t>(thread)].push_back(
-              workload_operation(workload, random, objects, thread, static_cast<std::uint64_t>(operation)));
+          sequences[static_cast<std::size_t>(thread)].push_back(workload_operation(
+              workload, random, objects, thread, static_cast<std::uint64_t>(operation)));
         }
       }).join();
     }

@@ -51,15 +51,18 @@ void for_garbage(const Bytes& seed, Check check) {
       bytes = seed;
       for (int edit = 0; edit < 3 && !bytes.empty(); ++edit) {
         const auto at = random() % bytes.size();
-        if (random() % 4 == 0) bytes.resize(at);
-        else bytes[at] = static_cast<std::uint8_t>(random());
+        if (random() % 4 == 0)
+          bytes.resize(at);
+        else
+          bytes[at] = static_cast<std::uint8_t>(random());
       }
     }
     check(bytes);
   }
 }
 
-AtomEnvelope envelope_of(std::uint64_t sequence, std::vector<std::uint64_t> writers, Bytes payload) {
+AtomEnvelope envelope_of(std::uint64_t sequence, std::vector<std::uint64_t> writers,
+                         Bytes payload) {
   AtomEnvelope envelope;
   envelope.sequence = sequence;
   envelope.recent_writers = std::move(writers);
@@ -98,20 +101,25 @@ TEST_CASE("wire: fixed-width fields are little-endian, text is length then bytes
 
 TEST_CASE("wire: reading past the end or failing is CodecError naming the record") {
   const Bytes seven{1, 2, 3, 4, 5, 6, 7};
-  CHECK(rejection([&] { WireReader(seven, "test record").u64(); }) == "test record: malformed (truncated)");
-  CHECK(rejection([&] { WireReader(Bytes{}, "test record").u8(); }) == "test record: malformed (truncated)");
-  CHECK(rejection([&] { WireReader(seven, "test record").fail("why"); }) == "test record: malformed (why)");
+  CHECK(rejection([&] { WireReader(seven, "test record").u64(); }) ==
+        "test record: malformed (truncated)");
+  CHECK(rejection([&] { WireReader(Bytes{}, "test record").u8(); }) ==
+        "test record: malformed (truncated)");
+  CHECK(rejection([&] { WireReader(seven, "test record").fail("why"); }) ==
+        "test record: malformed (why)");
   // A text claiming 2^64 - 1 bytes in a 9-byte input: rejected before anything is allocated.
   Bytes lying(8, 0xff);
   lying.push_back('x');
-  CHECK(rejection([&] { WireReader(lying, "test record").text(); }) == "test record: malformed (truncated)");
+  CHECK(rejection([&] { WireReader(lying, "test record").text(); }) ==
+        "test record: malformed (truncated)");
 }
 
 TEST_CASE("atom envelope: round trips with 0 to 8 writer ids and any payload") {
   for (std::size_t writers = 0; writers <= kept_writers; ++writers) {
     CAPTURE(writers);
     std::vector<std::uint64_t> ids;
-    for (std::size_t i = 0; i < writers; ++i) ids.push_back(std::numeric_limits<std::uint64_t>::max() - i);
+    for (std::size_t i = 0; i < writers; ++i)
+      ids.push_back(std::numeric_limits<std::uint64_t>::max() - i);
     for (const Bytes& payload : {Bytes{}, Bytes{0}, avout::encode(std::string("value"))}) {
       const auto envelope = envelope_of(writers * 1000 + 1, ids, payload);
       CHECK(same(decode_envelope(encode_envelope(envelope), "/a"), envelope));
@@ -173,8 +181,8 @@ TEST_CASE("lease record: round trips at the edges of every field") {
 
 TEST_CASE("lease record: the bytes are format 1, held, token, duration in ms, holder") {
   const Bytes bytes = encode_lease_record(LeaseRecord{true, 2, milliseconds(300), "h"});
-  CHECK(bytes == Bytes{1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0x2c, 1, 0, 0, 0, 0, 0, 0,
-                       1, 0, 0, 0, 0, 0, 0, 0, 'h'});
+  CHECK(bytes == Bytes{1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0x2c, 1, 0,  0,
+                       0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,    0, 'h'});
 }
 
 TEST_CASE("lease record: truncated, trailing, unknown and out-of-range input is CodecError") {
@@ -198,7 +206,8 @@ TEST_CASE("lease record: truncated, trailing, unknown and out-of-range input is 
   };
   const auto longest = milliseconds(longest_lease_duration).count();
   CHECK(decode_lease_record(with_duration(longest), "/leases/k").duration.count() == longest);
-  for (const std::int64_t ms : {longest + 1, std::int64_t{-1}, std::numeric_limits<std::int64_t>::min()}) {
+  for (const std::int64_t ms :
+       {longest + 1, std::int64_t{-1}, std::numeric_limits<std::int64_t>::min()}) {
     CAPTURE(ms);
     CHECK(rejection([&] { decode_lease_record(with_duration(ms), "/leases/k"); }) ==
           "zookeeper lease node /leases/k: malformed (duration out of range)");
@@ -206,13 +215,15 @@ TEST_CASE("lease record: truncated, trailing, unknown and out-of-range input is 
 }
 
 TEST_CASE("lease record: garbage decodes to a record that round-trips, or is CodecError") {
-  for_garbage(encode_lease_record(LeaseRecord{true, 9, milliseconds(2000), "holder"}), [](const Bytes& bytes) {
-    try {
-      const auto record = decode_lease_record(bytes, "/leases/k");
-      CHECK(same(decode_lease_record(encode_lease_record(record), "/leases/k"), record));
-    } catch (const CodecError&) {
-    }
-  });
+  for_garbage(
+      encode_lease_record(LeaseRecord{true, 9, milliseconds(2000), "holder"}),
+      [](const Bytes& bytes) {
+        try {
+          const auto record = decode_lease_record(bytes, "/leases/k");
+          CHECK(same(decode_lease_record(encode_lease_record(record), "/leases/k"), record));
+        } catch (const CodecError&) {
+        }
+      });
 }
 
 TEST_CASE("lock policy record: each policy is its name in plain text") {
@@ -231,7 +242,8 @@ TEST_CASE("lock policy record: any bytes decode as they are, for the mismatch to
 }
 
 TEST_CASE("describe: malformed values are CodecError at every cut and on bad tags or flags") {
-  const auto full = avout::encode(std::map<std::string, std::optional<bool>>{{"k", true}, {"n", {}}});
+  const auto full =
+      avout::encode(std::map<std::string, std::optional<bool>>{{"k", true}, {"n", {}}});
   CHECK(avout::codec::describe(full) == "{\"k\": true, \"n\": nil}");
   for (std::size_t length = 0; length < full.size(); ++length) {
     CAPTURE(length);
@@ -239,18 +251,25 @@ TEST_CASE("describe: malformed values are CodecError at every cut and on bad tag
   }
   Bytes trailing = full;
   trailing.push_back(0);
-  CHECK(rejection([&] { avout::codec::describe(trailing); }) == "codec: trailing bytes after the value");
-  CHECK(rejection([&] { avout::codec::describe(Bytes{0x04, 2}); }) == "codec: a bool byte must be 0 or 1");
-  CHECK(rejection([&] { avout::codec::describe(Bytes{0x09, 2}); }) ==
-        "codec: an optional's flag must be 0 or 1");
+  CHECK(rejection([&] { avout::codec::describe(trailing); }) ==
+        "codec: trailing bytes after the value");
+  CHECK(rejection([&] {
+          avout::codec::describe(Bytes{0x04, 2});
+        }) == "codec: a bool byte must be 0 or 1");
+  CHECK(rejection([&] {
+          avout::codec::describe(Bytes{0x09, 2});
+        }) == "codec: an optional's flag must be 0 or 1");
   CHECK(rejection([&] { avout::codec::describe(Bytes{0x00}); }) == "codec: unknown tag 0");
   CHECK(rejection([&] { avout::codec::describe(Bytes{0x0b}); }) == "codec: unknown tag 11");
 }
 
 TEST_CASE("describe: strings are quoted with quotes, backslashes and control bytes escaped") {
-  CHECK(avout::codec::describe(avout::encode(std::string("a\"b\\c\x01\x7f"))) == "\"a\\\"b\\\\c\\x01\\x7f\"");
-  CHECK(avout::codec::describe(avout::encode(std::uint64_t{18446744073709551615u})) == "18446744073709551615");
+  CHECK(avout::codec::describe(avout::encode(std::string("a\"b\\c\x01\x7f"))) ==
+        "\"a\\\"b\\\\c\\x01\\x7f\"");
+  CHECK(avout::codec::describe(avout::encode(std::uint64_t{18446744073709551615u})) ==
+        "18446744073709551615");
   CHECK(avout::codec::describe(avout::encode(-5L)) == "-5");
   CHECK(avout::codec::describe(avout::encode(0.5)) == "0.5");
-  CHECK(avout::codec::describe(avout::encode(std::vector<std::vector<int>>{{}, {1}})) == "[[], [1]]");
+  CHECK(avout::codec::describe(avout::encode(std::vector<std::vector<int>>{{}, {1}})) ==
+        "[[], [1]]");
 }

@@ -80,7 +80,9 @@ class GatedStore final : public avout::Store {
 
 }  // namespace
 
-TEST_CASE("a ref created with a lost reply keeps its value when another process commits to it before the creator resolves") {
+TEST_CASE(
+    "a ref created with a lost reply keeps its value when another process commits to it before the "
+    "creator resolves") {
   // Started before the fork, so the other process only connects.
   (void)avout::testing::shared_zookeeper();
   (void)avout::testing::shared_redis();

@@ -36,7 +36,8 @@ avout::SessionOptions session_options(std::optional<std::string> digest) {
 void every_node(avout::ZooKeeperSession& session, const std::string& path,
                 std::vector<std::string>& nodes) {
   nodes.push_back(path);
-  for (const auto& child : session.children(path)) every_node(session, avout::join_path(path, child), nodes);
+  for (const auto& child : session.children(path))
+    every_node(session, avout::join_path(path, child), nodes);
 }
 
 }  // namespace
@@ -68,9 +69,10 @@ TEST_CASE("with digest credentials, sessions without them can read and change no
       CHECK_THROWS_AS(stranger.create(avout::join_path(node, "intruder"), {}), avout::NoAuth);
     }
     // A client without the credentials cannot even start on that root.
-    CHECK_THROWS_AS(avout::Client(options(root, *credentials ? std::optional<std::string>(credentials)
-                                                             : std::nullopt)),
-                    avout::NoAuth);
+    CHECK_THROWS_AS(
+        avout::Client(
+            options(root, *credentials ? std::optional<std::string>(credentials) : std::nullopt)),
+        avout::NoAuth);
   }
   // Nothing changed; a second process with the credentials sees everything.
   avout::Client alice_again(options(root, "alice:secret"));
@@ -83,7 +85,9 @@ TEST_CASE("with digest credentials, sessions without them can read and change no
 TEST_CASE("Redis AUTH: the password is used, required, and never printed") {
   avout::testing::RedisServer server;
   const std::string port = std::to_string(server.port());
-  REQUIRE(std::system(("redis-cli -p " + port + " CONFIG SET requirepass s3cret-pw >/dev/null").c_str()) == 0);
+  REQUIRE(std::system(
+              ("redis-cli -p " + port + " CONFIG SET requirepass s3cret-pw >/dev/null").c_str()) ==
+          0);
 
   avout::redis::Store with_password("tcp://:s3cret-pw@127.0.0.1:" + port);
   avout::Client client(options(unique_root("redis-auth"), std::nullopt));

@@ -27,9 +27,9 @@ TEST_CASE("sequence: the suffixes ZooKeeper prints with %010d parse, before and 
 }
 
 TEST_CASE("sequence: anything else is no sequence") {
-  for (const char* text : {"", "000000005", "000000000005", "00000000x5", "+000000005", " 000000005",
-                           "0000000005 ", "2147483648", "-2147483649", "99999999999", "----------",
-                           "0x00000005"}) {
+  for (const char* text :
+       {"", "000000005", "000000000005", "00000000x5", "+000000005", " 000000005", "0000000005 ",
+        "2147483648", "-2147483649", "99999999999", "----------", "0x00000005"}) {
     CAPTURE(text);
     CHECK_FALSE(parse_sequence(text).has_value());
   }

@@ -32,7 +32,8 @@ TEST_CASE("a server started by a process that is then killed stops with it") {
     Started started{server.port(), {}};
     const auto folder = std::filesystem::path(server.socket_path()).parent_path().string();
     folder.copy(started.folder, sizeof started.folder - 1);
-    if (write(pipe_ends[1], &started, sizeof started) != static_cast<ssize_t>(sizeof started)) return;
+    if (write(pipe_ends[1], &started, sizeof started) != static_cast<ssize_t>(sizeof started))
+      return;
     for (;;) pause();  // until killed: the server's destructor never runs
   });
   close(pipe_ends[1]);
@@ -108,6 +109,7 @@ TEST_CASE("a server whose port was taken while it was stopped fails at once, say
   }
   const auto waited = std::chrono::steady_clock::now() - started;
   CHECK_MESSAGE(error.find("Address already in use") != std::string::npos, "error: " << error);
-  CHECK_MESSAGE(waited < avout::testing::scaled(30s), "failed only after "
-                << std::chrono::duration_cast<std::chrono::seconds>(waited).count() << " s");
+  CHECK_MESSAGE(waited < avout::testing::scaled(30s),
+                "failed only after "
+                    << std::chrono::duration_cast<std::chrono::seconds>(waited).count() << " s");
 }

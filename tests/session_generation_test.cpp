@@ -23,34 +23,40 @@ avout::SessionOptions options() {
 
 }  // namespace
 
-TEST_CASE("a multi prepared on a session that has since been renewed is refused and nothing is sent") {
+TEST_CASE(
+    "a multi prepared on a session that has since been renewed is refused and nothing is sent") {
   avout::testing::start_shared_servers();
   avout::ZooKeeperSession session(options());
   const std::string base = avout::testing::unique_name("/session-generation-test", "renewed");
   session.create_recursive(base);
   const auto prepared_on = session.generation();
-  CHECK(session.multi({avout::op::Create{base + "/before", {}, avout::CreateMode::persistent}}, prepared_on)
+  CHECK(session
+            .multi({avout::op::Create{base + "/before", {}, avout::CreateMode::persistent}},
+                   prepared_on)
             .committed);
 
   session.expire_for_testing();  // returns once the expiry is seen, the renewal under way
   // While renewing and once renewed: never on the new session.
   const auto requests = session.statistics().requests;
-  CHECK_THROWS_AS(session.multi({avout::op::Create{base + "/expired", {}, avout::CreateMode::persistent}},
-                                prepared_on),
-                  avout::SessionExpired);
+  CHECK_THROWS_AS(
+      session.multi({avout::op::Create{base + "/expired", {}, avout::CreateMode::persistent}},
+                    prepared_on),
+      avout::SessionExpired);
   const auto deadline = std::chrono::steady_clock::now() + scaled(20s);
   while (session.generation() == prepared_on && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
   REQUIRE(session.generation() == prepared_on + 1);
-  CHECK_THROWS_AS(session.multi_async({avout::op::Create{base + "/renewed", {}, avout::CreateMode::persistent}},
-                                      prepared_on),
-                  avout::SessionExpired);
+  CHECK_THROWS_AS(
+      session.multi_async({avout::op::Create{base + "/renewed", {}, avout::CreateMode::persistent}},
+                          prepared_on),
+      avout::SessionExpired);
   CHECK(session.statistics().requests == requests);
   CHECK_FALSE(session.exists(base + "/expired").has_value());
   CHECK_FALSE(session.exists(base + "/renewed").has_value());
   // The new generation's multis go out as usual.
-  CHECK(session.multi({avout::op::Create{base + "/after", {}, avout::CreateMode::persistent}},
-                      session.generation())
+  CHECK(session
+            .multi({avout::op::Create{base + "/after", {}, avout::CreateMode::persistent}},
+                   session.generation())
             .committed);
 }

@@ -31,10 +31,14 @@ std::vector<std::string> describe(const std::vector<Operation>& operations) {
     std::visit(
         [&](const auto& one) {
           using T = std::decay_t<decltype(one)>;
-          if constexpr (std::is_same_v<T, op::Create>) out.push_back("create " + one.path);
-          else if constexpr (std::is_same_v<T, op::Remove>) out.push_back("remove " + one.path + " " + std::to_string(one.version));
-          else if constexpr (std::is_same_v<T, op::SetData>) out.push_back("set " + one.path + " " + std::to_string(one.version));
-          else out.push_back("check " + one.path + " " + std::to_string(one.version));
+          if constexpr (std::is_same_v<T, op::Create>)
+            out.push_back("create " + one.path);
+          else if constexpr (std::is_same_v<T, op::Remove>)
+            out.push_back("remove " + one.path + " " + std::to_string(one.version));
+          else if constexpr (std::is_same_v<T, op::SetData>)
+            out.push_back("set " + one.path + " " + std::to_string(one.version));
+          else
+            out.push_back("check " + one.path + " " + std::to_string(one.version));
         },
         operation);
   }
@@ -56,16 +60,19 @@ std::vector<std::string> ids(const std::vector<Point>& points) {
 
 }  // namespace
 
-TEST_CASE("commit role: written or ensured is fixed, commuted only is recomputed, read only is none") {
+TEST_CASE(
+    "commit role: written or ensured is fixed, commuted only is recomputed, read only is none") {
   CHECK(commit_role(true, false, false) == CommitRole::fixed);
   CHECK(commit_role(false, true, false) == CommitRole::fixed);
   CHECK(commit_role(true, false, true) == CommitRole::fixed);
-  CHECK(commit_role(false, true, true) == CommitRole::fixed);  // commutes on an ensured ref check its version
+  CHECK(commit_role(false, true, true) ==
+        CommitRole::fixed);  // commutes on an ensured ref check its version
   CHECK(commit_role(false, false, true) == CommitRole::commuted);
   CHECK(commit_role(false, false, false) == CommitRole::none);
 }
 
-TEST_CASE("commit multi: marker, fixed heads, commuted heads, tags, additions, values, clock, clean-up") {
+TEST_CASE(
+    "commit multi: marker, fixed heads, commuted heads, tags, additions, values, clock, clean-up") {
   CommitPlan plan;
   plan.marker = "/m/marker";
   plan.fixed = {{"/h/written", bytes("w"), 3}, {"/h/ensured", std::nullopt, 7}};
@@ -110,8 +117,8 @@ TEST_CASE("commit multi: a speculative clock version, gone clean-up left out, no
   plan.cleanup = {"/v/a", "/m/b", "/v/c"};
   plan.gone = {"/m/b"};
   const CommitMulti multi = lay_out_commit_multi(plan);
-  CHECK(describe(multi.operations) ==
-        std::vector<std::string>{"create /m/marker", "set /clock 41", "remove /v/a 0", "remove /v/c 0"});
+  CHECK(describe(multi.operations) == std::vector<std::string>{"create /m/marker", "set /clock 41",
+                                                               "remove /v/a 0", "remove /v/c 0"});
   CHECK(multi.first_commuted == 1);
   CHECK(multi.first_addition == 1);
   CHECK(multi.after_additions == 1);
@@ -119,15 +126,16 @@ TEST_CASE("commit multi: a speculative clock version, gone clean-up left out, no
   CHECK(multi.heads_set.empty());
 }
 
-TEST_CASE("history to keep: what the head kept, grown by misses from min_history, at most max_history") {
+TEST_CASE(
+    "history to keep: what the head kept, grown by misses from min_history, at most max_history") {
   CHECK(history_to_keep(0, 0, 0, 0, 10) == 0);
-  CHECK(history_to_keep(3, 0, 0, 0, 10) == 3);      // never shrinks by itself
-  CHECK(history_to_keep(0, 0, 0, 2, 10) == 2);      // at least min_history
-  CHECK(history_to_keep(0, 3, 0, 2, 10) == 5);      // this process's misses
-  CHECK(history_to_keep(0, 1, 8, 2, 10) == 6);      // other processes' misses: half the child version
-  CHECK(history_to_keep(0, 0, -4, 1, 10) == 1);     // a wrapped child version counts nothing
-  CHECK(history_to_keep(0, 50, 0, 2, 10) == 10);    // at most max_history
-  CHECK(history_to_keep(20, 0, 0, 0, 10) == 10);    // a head kept over a lowered max_history
+  CHECK(history_to_keep(3, 0, 0, 0, 10) == 3);    // never shrinks by itself
+  CHECK(history_to_keep(0, 0, 0, 2, 10) == 2);    // at least min_history
+  CHECK(history_to_keep(0, 3, 0, 2, 10) == 5);    // this process's misses
+  CHECK(history_to_keep(0, 1, 8, 2, 10) == 6);    // other processes' misses: half the child version
+  CHECK(history_to_keep(0, 0, -4, 1, 10) == 1);   // a wrapped child version counts nothing
+  CHECK(history_to_keep(0, 50, 0, 2, 10) == 10);  // at most max_history
+  CHECK(history_to_keep(20, 0, 0, 0, 10) == 10);  // a head kept over a lowered max_history
 }
 
 TEST_CASE("next head: the new point newest, the old newest first in history, the oldest trimmed") {
@@ -154,7 +162,8 @@ TEST_CASE("next head: keeping nothing trims the old newest; keeping more trims n
   CHECK(trimmed.empty());
 }
 
-TEST_CASE("speculation gate: open at first; each failure in a row closes it twice as long, up to 64") {
+TEST_CASE(
+    "speculation gate: open at first; each failure in a row closes it twice as long, up to 64") {
   SpeculationGate gate;
   CHECK(gate.try_enter());
   gate.failed();  // penalty 1
@@ -212,7 +221,8 @@ TEST_CASE("head record: round trip, and malformed bytes name the head") {
   CHECK_THROWS_AS(decode_head(Bytes{}, "/refs/x"), CodecError);
 }
 
-TEST_CASE("barging tag: round trip, empty is unclaimed, malformed throws; ages order oldest first") {
+TEST_CASE(
+    "barging tag: round trip, empty is unclaimed, malformed throws; ages order oldest first") {
   const TransactionAge age{10, 20, 30};
   CHECK(decode_tag(encode_tag(age), "/tags/x") == age);
   CHECK_FALSE(decode_tag(Bytes{}, "/tags/x").has_value());
@@ -227,7 +237,7 @@ TEST_CASE("barging tag: round trip, empty is unclaimed, malformed throws; ages o
 TEST_CASE("writer_of: the session a point id was written by, nullopt without a writer prefix") {
   CHECK(writer_of("00000000000000ff-0123") == 255);
   CHECK(writer_of("0123456789abcdef-x") == 0x0123456789abcdefLL);
-  CHECK_FALSE(writer_of("00000000000000ff").has_value());   // no '-' after the session
+  CHECK_FALSE(writer_of("00000000000000ff").has_value());    // no '-' after the session
   CHECK_FALSE(writer_of("00000000000000fX-1").has_value());  // not hex
   CHECK_FALSE(writer_of("").has_value());
 }

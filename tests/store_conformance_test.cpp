@@ -84,7 +84,8 @@ TEST_CASE("store URLs that make no sense are InvalidName, and passwords never re
       .connect_timeout = 500ms});
   fails_without_naming(closed, "hunter2");
   avout::postgres::Store refused(avout::postgres::StoreOptions{
-      .url = "postgresql://avout:hunter2@127.0.0.1:" + std::to_string(avout::testing::free_port()) + "/avout",
+      .url = "postgresql://avout:hunter2@127.0.0.1:" + std::to_string(avout::testing::free_port()) +
+             "/avout",
       .connect_timeout = 1s});
   fails_without_naming(refused, "hunter2");
 }

@@ -43,17 +43,20 @@ TEST_CASE("a stopped Redis server gives StoreUnavailable for reads and writes") 
 TEST_CASE("a Redis server that refuses the password gives StoreRefused and applies nothing") {
   avout::testing::RedisServer server;
   const std::string port = std::to_string(server.port());
-  REQUIRE(std::system(("redis-cli -p " + port + " CONFIG SET requirepass right >/dev/null").c_str()) == 0);
+  REQUIRE(std::system(
+              ("redis-cli -p " + port + " CONFIG SET requirepass right >/dev/null").c_str()) == 0);
   avout::redis::Store wrong("redis://:wrong@127.0.0.1:" + port);
-  CHECK_THROWS_AS(wrong.atom_state("/refused")->compare_and_set(avout::Versioned{}, avout::to_bytes("x")),
-                  avout::StoreRefused);
+  CHECK_THROWS_AS(
+      wrong.atom_state("/refused")->compare_and_set(avout::Versioned{}, avout::to_bytes("x")),
+      avout::StoreRefused);
   avout::redis::Store none("redis://127.0.0.1:" + port);  // NOAUTH for every command
   auto data = none.reference_data("/refused-ref");
   const avout::PointValue value{data.get(), avout::Point{"p"}, avout::to_bytes("v")};
   CHECK_THROWS_AS(none.set_values({&value, 1}), avout::StoreRefused);
   avout::redis::Store right("redis://:right@127.0.0.1:" + port);
   CHECK_FALSE(right.atom_state("/refused")->get().exists());
-  CHECK_THROWS_AS(right.reference_data("/refused-ref")->get(avout::Point{"p"}), avout::MissingPoint);
+  CHECK_THROWS_AS(right.reference_data("/refused-ref")->get(avout::Point{"p"}),
+                  avout::MissingPoint);
 }
 
 TEST_CASE("a stopped PostgreSQL server gives StoreUnavailable for reads and writes") {
@@ -71,11 +74,13 @@ TEST_CASE("a PostgreSQL server that refuses a write gives StoreRefused and appli
   // Every transaction of this session is read-only: the server refuses each write (the
   // first being the store's CREATE TABLE IF NOT EXISTS on a new connection).
   avout::postgres::Store read_only(url + "?options=-c%20default_transaction_read_only%3Don");
-  CHECK_THROWS_AS(read_only.atom_state("/read-only")->compare_and_set(avout::Versioned{}, avout::to_bytes("x")),
-                  avout::StoreRefused);
+  CHECK_THROWS_AS(
+      read_only.atom_state("/read-only")->compare_and_set(avout::Versioned{}, avout::to_bytes("x")),
+      avout::StoreRefused);
   auto data = read_only.reference_data("/read-only-ref");
   const avout::PointValue value{data.get(), avout::Point{"p"}, avout::to_bytes("v")};
   CHECK_THROWS_AS(read_only.set_values({&value, 1}), avout::StoreRefused);
   CHECK_FALSE(cell->get().exists());
-  CHECK_THROWS_AS(writable.reference_data("/read-only-ref")->get(avout::Point{"p"}), avout::MissingPoint);
+  CHECK_THROWS_AS(writable.reference_data("/read-only-ref")->get(avout::Point{"p"}),
+                  avout::MissingPoint);
 }

@@ -44,7 +44,8 @@ std::string error_of(F&& work) {
 }
 
 void redis_cli(const avout::testing::RedisServer& server, const std::string& command) {
-  const std::string line = "redis-cli -p " + std::to_string(server.port()) + " " + command + " >/dev/null";
+  const std::string line =
+      "redis-cli -p " + std::to_string(server.port()) + " " + command + " >/dev/null";
   REQUIRE(std::system(line.c_str()) == 0);
 }
 
@@ -54,7 +55,9 @@ class NamedStore final : public avout::Store {
   NamedStore(avout::Store& inner, std::string url) : inner_(inner), url_(std::move(url)) {}
   std::string description() const override { return "named " + url_; }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
-  std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override { return inner_.atom_state(name); }
+  std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
+    return inner_.atom_state(name);
+  }
   std::unique_ptr<avout::ReferenceData> reference_data(const std::string& name) override {
     return inner_.reference_data(name);
   }
@@ -74,7 +77,8 @@ TEST_CASE("zookeeper: is the client's own default store, borrowed and not owned"
   CHECK_THROWS_AS(avout::make_store(client, "zookeeper://elsewhere:2181"), avout::InvalidName);
 }
 
-TEST_CASE("a scheme registered at runtime makes its stores, and unknown schemes name only the scheme") {
+TEST_CASE(
+    "a scheme registered at runtime makes its stores, and unknown schemes name only the scheme") {
   avout::Client client(options());
   avout::register_store_scheme("Named", [](avout::Client& owner, const std::string& url) {
     return avout::StoreHandle(std::make_unique<NamedStore>(owner.default_store(), url));
@@ -95,20 +99,24 @@ TEST_CASE("a scheme registered at runtime makes its stores, and unknown schemes 
   CHECK_THROWS_AS(avout::register_store_scheme("1bad", nullptr), avout::InvalidName);
 }
 
-TEST_CASE("the backends' schemes make Redis and PostgreSQL stores; rediss is refused for want of TLS") {
+TEST_CASE(
+    "the backends' schemes make Redis and PostgreSQL stores; rediss is refused for want of TLS") {
   register_backends();
   avout::Client client(options());
-  for (const std::string& url : {avout::testing::shared_redis().url(), avout::testing::shared_postgres().url()}) {
+  for (const std::string& url :
+       {avout::testing::shared_redis().url(), avout::testing::shared_postgres().url()}) {
     CAPTURE(url);
     auto store = avout::make_store(client, url);
     CHECK(store.owns());
     const auto name = unique_name("by-url");
     CHECK(client.atom<long>(name, 1, *store).swap([](long v) { return v + 1; }) == 2);
   }
-  auto postgres = avout::make_store(client, "postgres://avout@127.0.0.1:" +
-                                                std::to_string(avout::testing::shared_postgres().port()) + "/avout");
+  auto postgres = avout::make_store(
+      client, "postgres://avout@127.0.0.1:" +
+                  std::to_string(avout::testing::shared_postgres().port()) + "/avout");
   CHECK(postgres->description().rfind("postgres avout@127.0.0.1:", 0) == 0);
-  const auto tls = error_of([&] { (void)avout::make_store(client, "rediss://:pw@127.0.0.1:6380"); });
+  const auto tls =
+      error_of([&] { (void)avout::make_store(client, "rediss://:pw@127.0.0.1:6380"); });
   CHECK(tls.find("TLS") != std::string::npos);
 }
 
@@ -134,7 +142,8 @@ TEST_CASE("a redis url's ACL user, password and database are used; the password 
   avout::redis::Store as_bob("redis://bob:b%40b%3Apw@127.0.0.1:" + port + "/3");
   CHECK(client.atom<long>(name, 0, as_bob).deref() == 42);
 
-  avout::redis::Store wrong(avout::redis::StoreOptions{.url = "redis://alice:wr0ng-pw@127.0.0.1:" + port});
+  avout::redis::Store wrong(
+      avout::redis::StoreOptions{.url = "redis://alice:wr0ng-pw@127.0.0.1:" + port});
   const auto refused = error_of([&] { (void)client.atom<long>(name, 0, wrong).deref(); });
   CHECK(refused.find("AUTH") != std::string::npos);
   CHECK(refused.find("wr0ng-pw") == std::string::npos);
@@ -162,7 +171,8 @@ TEST_CASE("a redis url reaches the server over a unix socket with ?db=N and over
   CHECK_THROWS_AS(avout::redis::Store("unix:///tmp/redis.sock?pool=3"), avout::InvalidName);
 }
 
-TEST_CASE("a postgres password stays out of messages in the URL, in ?password= and in key=value form") {
+TEST_CASE(
+    "a postgres password stays out of messages in the URL, in ?password= and in key=value form") {
   const std::string port = std::to_string(avout::testing::shared_postgres().port());
   const std::string secret = "pg-S3cret-pw";
   // A database that does not exist: the server refuses the connection after reading it.
@@ -170,7 +180,8 @@ TEST_CASE("a postgres password stays out of messages in the URL, in ?password= a
        {"postgresql://avout:" + secret + "@127.0.0.1:" + port + "/no_such_db",
         "postgres://avout@127.0.0.1:" + port + "/no_such_db?password=" + secret,
         "host=127.0.0.1 port=" + port + " user=avout password=" + secret + " dbname=no_such_db",
-        "host=127.0.0.1 port=" + port + " user=avout password='" + secret + "' dbname=no_such_db"}) {
+        "host=127.0.0.1 port=" + port + " user=avout password='" + secret +
+            "' dbname=no_such_db"}) {
     CAPTURE(url);
     avout::postgres::Store store(avout::postgres::StoreOptions{.url = url, .connect_timeout = 2s});
     CHECK(store.description().find(secret) == std::string::npos);
@@ -178,7 +189,8 @@ TEST_CASE("a postgres password stays out of messages in the URL, in ?password= a
     CHECK(message.find("no_such_db") != std::string::npos);
     CHECK(message.find(secret) == std::string::npos);
   }
-  const auto malformed = error_of([&] { avout::postgres::Store("host=127.0.0.1 password " + secret); });
+  const auto malformed =
+      error_of([&] { avout::postgres::Store("host=127.0.0.1 password " + secret); });
   CHECK(malformed.find(secret) == std::string::npos);
 }
 

@@ -29,7 +29,8 @@ avout::ClientOptions options(avout::BargingOptions barging) {
 
 // Runs one dosync on `ref` whose first `conflicts` attempts are each made to fail by a commit
 // of another client; returns what the ref's tag held at the start of every attempt.
-std::vector<bool> claimed_per_attempt(avout::Client& client, const std::string& name, int conflicts) {
+std::vector<bool> claimed_per_attempt(avout::Client& client, const std::string& name,
+                                      int conflicts) {
   avout::Client other(options({}));
   auto ref = client.ref<long>(name, 0);
   auto rival = other.ref<long>(name, 0);
@@ -40,7 +41,9 @@ std::vector<bool> claimed_per_attempt(avout::Client& client, const std::string& 
     ref.alter([](long v) { return v + 1; });
     if (static_cast<int>(claimed.size()) <= conflicts) {
       // Another thread: a dosync of another client may not run inside this one's.
-      std::thread([&] { other.dosync([&] { rival.alter([](long v) { return v + 100; }); }); }).join();
+      std::thread([&] {
+        other.dosync([&] { rival.alter([](long v) { return v + 100; }); });
+      }).join();
     }
   });
   CHECK(ref.deref() == 100 * conflicts + 1);
@@ -53,20 +56,21 @@ std::vector<bool> claimed_per_attempt(avout::Client& client, const std::string& 
 TEST_CASE("a transaction claims its refs after ClientOptions::barging.after failed attempts") {
   avout::testing::start_shared_servers();
   avout::Client client(options({.enabled = true, .after = 2}));
-  const auto claimed = claimed_per_attempt(
-      client, avout::testing::unique_name("/barging-test", "after-two"), 2);
+  const auto claimed =
+      claimed_per_attempt(client, avout::testing::unique_name("/barging-test", "after-two"), 2);
   CHECK(claimed == std::vector<bool>{false, false, true});
 }
 
 TEST_CASE("a client with barging disabled never claims a ref, however often it retries") {
   avout::testing::start_shared_servers();
   avout::Client client(options({.enabled = false, .after = 1}));
-  const auto claimed = claimed_per_attempt(
-      client, avout::testing::unique_name("/barging-test", "disabled"), 3);
+  const auto claimed =
+      claimed_per_attempt(client, avout::testing::unique_name("/barging-test", "disabled"), 3);
   CHECK(claimed == std::vector<bool>{false, false, false, false});
 }
 
-TEST_CASE("a client whose barging.after is 0 is refused at construction, one whose after is 1 is not") {
+TEST_CASE(
+    "a client whose barging.after is 0 is refused at construction, one whose after is 1 is not") {
   avout::testing::start_shared_servers();
   // Claims follow a failed attempt: "after 0 failed attempts" names no moment.
   CHECK_THROWS_AS(avout::Client(options({.enabled = true, .after = 0})), avout::InvalidOption);
@@ -74,7 +78,9 @@ TEST_CASE("a client whose barging.after is 0 is refused at construction, one who
   CHECK_NOTHROW(avout::Client(options({.enabled = true, .after = 1})));
 }
 
-TEST_CASE("with barging.after = 1 a speculative first attempt that yields claims under an age of its own") {
+TEST_CASE(
+    "with barging.after = 1 a speculative first attempt that yields claims under an age of its "
+    "own") {
   avout::testing::start_shared_servers();
   const std::string prefix = avout::testing::unique_name("/barging-test", "speculative-claim");
   avout::Client older(options({}));
@@ -114,7 +120,8 @@ TEST_CASE("with barging.after = 1 a speculative first attempt that yields claims
   CHECK(claim->session == client.session().session_id());
   CHECK(claim->first_read_point > 0);
   CHECK(claim->counter > 0);
-  CHECK_FALSE(avout::inspect::tag_owner(client, spare.name()).has_value());  // ended with the dosync
+  CHECK_FALSE(
+      avout::inspect::tag_owner(client, spare.name()).has_value());  // ended with the dosync
   older.session().set(tag, {}, older.session().get(tag).stat.version);
   CHECK(contended.deref() == 1);
 }

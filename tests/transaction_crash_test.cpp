@@ -69,7 +69,10 @@ std::size_t collect_until(Stores& stores, std::size_t expected) {
 TEST_CASE("gc erases the value a process wrote before it died between store write and commit") {
   start_servers();
   const std::string prefix = unique_name("orphan");
-  { Stores setup; (void)setup.accounts(prefix, 3, 10); }
+  {
+    Stores setup;
+    (void)setup.accounts(prefix, 3, 10);
+  }
   // Both refs live outside ZooKeeper (index 1: Redis, index 2: PostgreSQL), so their values
   // are written before the multi. The written ref's value is stored first; then the commuted
   // ref is recomputed, and its validator kills the process: one value stored, none committed.
@@ -114,7 +117,10 @@ TEST_CASE("clients SIGKILLed in the middle of commits leave no partial transacti
   constexpr long initial = 1000;
   constexpr int workers_count = 4;
   constexpr int kills = 12;
-  { Stores setup; (void)setup.accounts(prefix, accounts_count, initial); }
+  {
+    Stores setup;
+    (void)setup.accounts(prefix, accounts_count, initial);
+  }
 
   auto transfer_forever = [&](int index) {
     Stores stores;
@@ -123,7 +129,8 @@ TEST_CASE("clients SIGKILLed in the middle of commits leave no partial transacti
     const auto stop = std::chrono::steady_clock::now() + scaled(120s);
     while (std::chrono::steady_clock::now() < stop) {
       const int from = static_cast<int>(random() % accounts_count);
-      const int to = static_cast<int>((from + 1 + random() % (accounts_count - 1)) % accounts_count);
+      const int to =
+          static_cast<int>((from + 1 + random() % (accounts_count - 1)) % accounts_count);
       const long amount = static_cast<long>(random() % 20);
       stores.client.dosync([&] {
         accounts[from].alter([](long v, long d) { return v - d; }, amount);

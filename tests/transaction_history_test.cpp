@@ -59,7 +59,8 @@ TEST_CASE("a read-only auditor's history misses make the writers of other proces
         avout::Client client(settings);
         avout::redis::Store redis(avout::testing::shared_redis().url());
         std::vector<avout::Ref<long>> refs;
-        for (int i = 0; i < refs_count; ++i) refs.push_back(client.ref<long>(ref_name(prefix, i), 100, redis));
+        for (int i = 0; i < refs_count; ++i)
+          refs.push_back(client.ref<long>(ref_name(prefix, i), 100, redis));
         auto audited = client.atom<bool>(prefix + "/audited", false);
         const auto stop = std::chrono::steady_clock::now() + scaled(20s);
         if (index < writers) {
@@ -67,7 +68,8 @@ TEST_CASE("a read-only auditor's history misses make the writers of other proces
           // history, so only the auditor's misses can make history grow.
           auto& from = refs[static_cast<std::size_t>(2 * index)];
           auto& to = refs[static_cast<std::size_t>(2 * index + 1)];
-          for (long round = 0; !audited.deref() && std::chrono::steady_clock::now() < stop; ++round) {
+          for (long round = 0; !audited.deref() && std::chrono::steady_clock::now() < stop;
+               ++round) {
             const long delta = round % 2 == 0 ? 1 : -1;
             client.dosync([&] {
               from.alter([](long v, long d) { return v - d; }, delta);
@@ -90,7 +92,8 @@ TEST_CASE("a read-only auditor's history misses make the writers of other proces
         });
         audited.reset(true);
         if (total != refs_count * 100) throw std::runtime_error("audit saw a partial transfer");
-        if (std::chrono::steady_clock::now() >= stop) throw std::runtime_error("audit outlasted the writers");
+        if (std::chrono::steady_clock::now() >= stop)
+          throw std::runtime_error("audit outlasted the writers");
       },
       scaled(60s));
   CHECK(codes == std::vector<int>(writers + 1, 0));
@@ -156,7 +159,8 @@ TEST_CASE("a claim whose reply was lost ends with its dosync and makes nobody yi
   auto later = newcomer.ref<long>(name, 0);
   claimant.dosync([&] { mine.alter([](long v) { return v + 1; }); });  // session announced
   {
-    avout::testing::FaultPlan plan(13, {.reply_lost = 1.0}, avout::testing::shared_zookeeper().connect_string());
+    avout::testing::FaultPlan plan(13, {.reply_lost = 1.0},
+                                   avout::testing::shared_zookeeper().connect_string());
     avout::testing::FaultPlan::enable(false);
     int attempts = 0;
     CHECK_THROWS_WITH_AS(claimant.dosync([&] {
@@ -164,11 +168,14 @@ TEST_CASE("a claim whose reply was lost ends with its dosync and makes nobody yi
       avout::testing::FaultPlan::enable(false);
       if (attempts > 3) throw std::runtime_error("the claimant gives up");
       mine.alter([](long v) { return v + 1; });
-      std::thread([&] { meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); }); }).join();
+      std::thread([&] {
+        meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); });
+      }).join();
       // The third failed attempt claims the ref: that claim's reply is lost. (Its commit
       // multi does not go out: the meddler's change was reported before it.)
       if (attempts == 3) avout::testing::FaultPlan::enable(true);
-    }), "the claimant gives up", std::runtime_error);
+    }),
+                         "the claimant gives up", std::runtime_error);
     CHECK(avout::testing::FaultPlan::counts().reply_lost >= 1);
   }
   CHECK(claimant.session().get(tag_path(claimant, name)).data.empty());

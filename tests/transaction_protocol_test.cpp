@@ -121,7 +121,9 @@ TEST_CASE("history grows where snapshot reads missed it, and is trimmed otherwis
   const std::string prefix = unique_name("history");
   auto x = client.ref<long>(prefix + "/x", 0, redis);
   auto s = client.ref<long>(prefix + "/s", 0, redis);
-  auto stored_points = [&] { return redis.reference_data(client.ref_value_key(x.name()))->points().size(); };
+  auto stored_points = [&] {
+    return redis.reference_data(client.ref_value_key(x.name()))->points().size();
+  };
   // Trimmed values are erased in the background after their commit: wait for the count.
   auto points_settle_at = [&](std::size_t expected) {
     const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
@@ -230,7 +232,7 @@ TEST_CASE("gc running beside committing processes erases nothing they need") {
                   avout::postgres::Store& postgres) {
     std::vector<avout::Ref<long>> made;
     for (int i = 0; i < accounts; ++i) {
-      avout::Store& store = i % 3 == 0 ? client.default_store()
+      avout::Store& store = i % 3 == 0   ? client.default_store()
                             : i % 3 == 1 ? static_cast<avout::Store&>(redis)
                                          : static_cast<avout::Store&>(postgres);
       made.push_back(client.ref<long>(prefix + "/a" + std::to_string(i), initial, store));

@@ -27,16 +27,19 @@ avout::ClientOptions options() {
   return options_for(avout::testing::shared_zookeeper().connect_string());
 }
 
-
 }  // namespace
 
-TEST_CASE("reads from a follower inside and outside dosync never fail while another process trims what they read") {
+TEST_CASE(
+    "reads from a follower inside and outside dosync never fail while another process trims what "
+    "they read") {
   avout::testing::ZooKeeperEnsemble ensemble;
   (void)avout::testing::shared_redis();
   const int leader = ensemble.leader();
   REQUIRE(leader >= 0);
   const int follower = (leader + 1) % 3;
-  const auto member = [&](int index) { return "127.0.0.1:" + std::to_string(ensemble.port(index)); };
+  const auto member = [&](int index) {
+    return "127.0.0.1:" + std::to_string(ensemble.port(index));
+  };
   // The writer commits through the leader; the reader's follower may lag behind it.
   avout::testing::check_reads_survive_trimming(
       options_for(member(leader)), options_for(member(follower)),

@@ -35,7 +35,6 @@ avout::ClientOptions options(const std::string& root = "/avout", std::size_t ret
 
 long plus(long value, long delta) { return value + delta; }
 
-
 }  // namespace
 
 TEST_CASE("gc of one deployment never erases the values of another deployment sharing a store") {
@@ -118,7 +117,8 @@ TEST_CASE("a ref named inside another ref's name is usable whichever is attached
   auto outer_first = client.ref<long>(prefix + "/m", 3);
   auto inner_second = client.ref<long>(prefix + "/m/a", 4, redis);
   client.dosync([&] {
-    for (auto* ref : {&inner_first, &outer_second, &outer_first, &inner_second}) ref->alter(plus, 10);
+    for (auto* ref : {&inner_first, &outer_second, &outer_first, &inner_second})
+      ref->alter(plus, 10);
   });
   (void)client.gc({redis});
   CHECK(inner_first.deref() == 11);
@@ -145,7 +145,9 @@ TEST_CASE("gc keeps a commit marker its owner may still be resolving, whatever g
   client.session().remove(marker, 0);
 }
 
-TEST_CASE("a transaction whose commit cannot fit in one ZooKeeper request is ValueTooLarge before anything is written") {
+TEST_CASE(
+    "a transaction whose commit cannot fit in one ZooKeeper request is ValueTooLarge before "
+    "anything is written") {
   start_servers();
   avout::Client client(options("/avout", 3));
   // Long names make each ref's head and tag cost about 2.3 KB of the commit request.
@@ -171,7 +173,9 @@ TEST_CASE("a transaction whose commit cannot fit in one ZooKeeper request is Val
   CHECK(reader.ref<long>(prefix + "-539", 0).deref() == 539);
 }
 
-TEST_CASE("a ref asked for with another type than it holds is a CodecError naming the ref and both types") {
+TEST_CASE(
+    "a ref asked for with another type than it holds is a CodecError naming the ref and both "
+    "types") {
   start_servers();
   avout::Client client(options());
   const std::string name = unique_name("typed");

@@ -36,9 +36,8 @@ std::uint64_t zookeeper_requests(avout::Client& client, const std::function<void
 // client's next dosync speculates too, over heads kept from that commit.
 void until_speculating(avout::Client& client, avout::Ref<long>& ref) {
   for (int i = 0; i < 200; ++i) {
-    const auto requests = zookeeper_requests(client, [&] {
-      client.dosync([&] { ref.alter([](long v) { return v; }); });
-    });
+    const auto requests = zookeeper_requests(
+        client, [&] { client.dosync([&] { ref.alter([](long v) { return v; }); }); });
     if (requests == 1) return;
   }
   FAIL("no commit of this client was speculative in 200");
@@ -51,8 +50,11 @@ std::string name(const std::string& what) {
 // One ref of this client's and of another's, whose commits this client's cache cannot know
 // of (the heads it kept from its own commits carry no watch).
 struct SharedRef {
-  explicit SharedRef(const std::string& what, const avout::ClientOptions& client_options = options())
-      : client(client_options), other(options()), mine(client.ref<long>(name(what), 0)),
+  explicit SharedRef(const std::string& what,
+                     const avout::ClientOptions& client_options = options())
+      : client(client_options),
+        other(options()),
+        mine(client.ref<long>(name(what), 0)),
         theirs(other.ref<long>(mine.name(), 0)) {}
   // Makes this client's next dosync speculate, then has the other client add `amount` first.
   void speculate_behind(long amount) {
@@ -67,7 +69,9 @@ struct SharedRef {
 
 }  // namespace
 
-TEST_CASE("a speculative read-only transaction returns what another client committed after this one's last commit") {
+TEST_CASE(
+    "a speculative read-only transaction returns what another client committed after this one's "
+    "last commit") {
   avout::testing::start_shared_servers();
   SharedRef ref("read-only");
   for (long round = 1; round <= 10; ++round) {
@@ -89,7 +93,8 @@ TEST_CASE("a speculative attempt's exception leaves dosync only if its reads wer
     int runs = 0;
     CHECK_NOTHROW(ref.client.dosync([&] {
       ++runs;
-      if (ref.mine.deref() != round) throw std::runtime_error("read a value older than another client's commit");
+      if (ref.mine.deref() != round)
+        throw std::runtime_error("read a value older than another client's commit");
     }));
     CHECK(runs == 2);
     // An exception from current reads passes through, once a sync and the clock confirmed them.
@@ -98,12 +103,15 @@ TEST_CASE("a speculative attempt's exception leaves dosync only if its reads wer
     CHECK_THROWS_AS(ref.client.dosync([&] {
       ++runs;
       if (ref.mine.deref() == round) throw std::invalid_argument("current");
-    }), std::invalid_argument);
+    }),
+                    std::invalid_argument);
     CHECK(runs == 1);
   }
 }
 
-TEST_CASE("a speculative commit written from a stale read runs again and writes from the current value, in every store") {
+TEST_CASE(
+    "a speculative commit written from a stale read runs again and writes from the current value, "
+    "in every store") {
   avout::testing::start_shared_servers();
   avout::redis::Store redis(avout::testing::shared_redis().url());
   avout::Client client(options());
@@ -142,7 +150,9 @@ TEST_CASE("a validator refusing a value computed from a stale read does not fail
   CHECK(ref.mine.deref() == 20);
 }
 
-TEST_CASE("after a speculative commit fails, the client's next first attempts take a read point of their own") {
+TEST_CASE(
+    "after a speculative commit fails, the client's next first attempts take a read point of their "
+    "own") {
   avout::testing::start_shared_servers();
   avout::Client other(options());
   const auto shared = name("gate");
@@ -175,7 +185,9 @@ TEST_CASE("after a speculative commit fails, the client's next first attempts ta
   CHECK(mine.deref() == 400);
 }
 
-TEST_CASE("a speculative commute runs its body once however others commute in between, again only when something else it read changed") {
+TEST_CASE(
+    "a speculative commute runs its body once however others commute in between, again only when "
+    "something else it read changed") {
   avout::testing::start_shared_servers();
   avout::Client client(options());
   avout::Client other(options());
@@ -194,7 +206,7 @@ TEST_CASE("a speculative commute runs its body once however others commute in be
       ++runs;
       return counter.commute(add);
     });
-    CHECK(runs == 1);  // rule 4: a commute conflict never runs the body again
+    CHECK(runs == 1);                  // rule 4: a commute conflict never runs the body again
     CHECK(returned == 3 * round - 1);  // from the current value, not the one kept at our commit
     client.dosync([&] { limit.alter([](long v) { return v; }); });
     until_speculating(client, counter);
@@ -210,7 +222,8 @@ TEST_CASE("a speculative commute runs its body once however others commute in be
   CHECK(counter.deref() == 30);
 }
 
-TEST_CASE("a speculative attempt that read a ref before commuting it returns current values from both") {
+TEST_CASE(
+    "a speculative attempt that read a ref before commuting it returns current values from both") {
   avout::testing::start_shared_servers();
   SharedRef ref("read-then-commute");
   for (long round = 1; round <= 10; ++round) {
@@ -224,7 +237,9 @@ TEST_CASE("a speculative attempt that read a ref before commuting it returns cur
   }
 }
 
-TEST_CASE("a failed speculation is no attempt of retry_limit's: with one attempt allowed, the usual one still runs") {
+TEST_CASE(
+    "a failed speculation is no attempt of retry_limit's: with one attempt allowed, the usual one "
+    "still runs") {
   avout::testing::start_shared_servers();
   auto one_attempt = options();
   one_attempt.retry_limit = 1;

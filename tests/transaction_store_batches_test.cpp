@@ -4,7 +4,7 @@
 #include <avout/redis.hpp>
 
 #include "stm/background_erasure.hpp"  // white-box: how queued erasures are grouped
-#include "stm/value_batches.hpp"      // white-box: who runs a commit's batches
+#include "stm/value_batches.hpp"       // white-box: who runs a commit's batches
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
 
@@ -73,22 +73,24 @@ class CountingStore final : public avout::Store {
   void erase_values(std::span<const avout::PointErasure> erasures) override {
     for (const auto& e : erasures) e.data->erase(e.point);
   }
-  std::vector<std::optional<avout::Bytes>> get_values(std::span<const avout::PointRead> reads) override {
+  std::vector<std::optional<avout::Bytes>> get_values(
+      std::span<const avout::PointRead> reads) override {
     if (before_batch_read) before_batch_read();
     ++batch_reads;
     batch_read_values += static_cast<int>(reads.size());
     std::vector<avout::PointRead> inner;
-    for (const auto& r : reads) inner.push_back({&static_cast<CountingData*>(r.data)->inner(), r.point});
+    for (const auto& r : reads)
+      inner.push_back({&static_cast<CountingData*>(r.data)->inner(), r.point});
     return inner_.get_values(inner);
   }
 
-  std::atomic<int> batch_writes{0};   ///< set_values calls
-  std::atomic<int> batch_reads{0};    ///< get_values calls
+  std::atomic<int> batch_writes{0};       ///< set_values calls
+  std::atomic<int> batch_reads{0};        ///< get_values calls
   std::atomic<int> batch_read_values{0};  ///< values asked for by get_values calls
-  std::atomic<int> single_reads{0};   ///< ReferenceData::get calls
-  std::atomic<int> single_writes{0};  ///< ReferenceData::set calls
-  std::atomic<int> erasures{0};       ///< values erased
-  std::atomic<int> erase_batches{0};  ///< ReferenceData::erase_values calls
+  std::atomic<int> single_reads{0};       ///< ReferenceData::get calls
+  std::atomic<int> single_writes{0};      ///< ReferenceData::set calls
+  std::atomic<int> erasures{0};           ///< values erased
+  std::atomic<int> erase_batches{0};      ///< ReferenceData::erase_values calls
   std::function<void()> before_batch_write;
   std::function<void()> before_batch_read;
   std::function<void()> before_erase;
@@ -116,7 +118,8 @@ void CountingData::erase(const avout::Point& point) {
 void CountingData::erase_values(std::span<const avout::PointErasure> erasures) {
   if (store_.before_erase) store_.before_erase();
   std::vector<avout::PointErasure> inner;
-  for (const auto& e : erasures) inner.push_back({&static_cast<CountingData*>(e.data)->inner(), e.point});
+  for (const auto& e : erasures)
+    inner.push_back({&static_cast<CountingData*>(e.data)->inner(), e.point});
   inner_->erase_values(inner);
   ++store_.erase_batches;
   store_.erasures += static_cast<int>(erasures.size());
@@ -225,7 +228,8 @@ TEST_CASE("a commit writes all its values for one store in one batch") {
   CountingStore counting(redis);
   const std::string prefix = unique_name("one-batch");
   std::vector<avout::Ref<long>> refs;
-  for (int i = 0; i < 8; ++i) refs.push_back(client.ref<long>(prefix + "/r" + std::to_string(i), 0, counting));
+  for (int i = 0; i < 8; ++i)
+    refs.push_back(client.ref<long>(prefix + "/r" + std::to_string(i), 0, counting));
   const int batches = counting.batch_writes;
   const int singles = counting.single_writes;
   client.dosync([&] {
@@ -442,7 +446,9 @@ TEST_CASE("the values a commit trimmed from one store are erased in one batch") 
   for (std::size_t i = 0; i < refs.size(); ++i) {
     CHECK(refs[i].deref() == 1);
     auto& store = i < 5 ? first : second;
-    CHECK(store.reference_data(client.ref_value_key(prefix + "/r" + std::to_string(i)))->points().size() == 1);
+    CHECK(store.reference_data(client.ref_value_key(prefix + "/r" + std::to_string(i)))
+              ->points()
+              .size() == 1);
   }
 }
 

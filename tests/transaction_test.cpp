@@ -48,17 +48,21 @@ TEST_CASE("transactional calls outside dosync throw NoTransaction; deref reads t
   CHECK_THROWS_AS(ref.commute([](long v) { return v + 1; }), avout::NoTransaction);
   CHECK_THROWS_AS(ref.ensure(), avout::NoTransaction);
   CHECK_THROWS_AS(ref.ref_set(1), avout::NoTransaction);
-  CHECK(stores.client.dosync([&] { return ref.alter([](long v, long d) { return v + d; }, 3); }) == 10);
+  CHECK(stores.client.dosync([&] { return ref.alter([](long v, long d) { return v + d; }, 3); }) ==
+        10);
   CHECK(*ref == 10);
 }
 
-TEST_CASE("deref_all gives the values of refs in several stores from one snapshot, in and outside dosync") {
+TEST_CASE(
+    "deref_all gives the values of refs in several stores from one snapshot, in and outside "
+    "dosync") {
   start_servers();
   Stores stores;
   auto in_zookeeper = stores.client.ref<long>(unique_name("all-zk"), 1);
   auto in_redis = stores.client.ref<std::string>(unique_name("all-redis"), "one", stores.redis);
   auto in_postgres = stores.client.ref<double>(unique_name("all-pg"), 1.5, stores.postgres);
-  CHECK(avout::deref_all(in_zookeeper, in_redis, in_postgres) == std::tuple<long, std::string, double>{1, "one", 1.5});
+  CHECK(avout::deref_all(in_zookeeper, in_redis, in_postgres) ==
+        std::tuple<long, std::string, double>{1, "one", 1.5});
   const auto inside = stores.client.dosync([&] {
     in_redis.ref_set("two");  // its own write is what the transaction reads
     return avout::deref_all(in_zookeeper, in_redis, in_postgres, in_zookeeper);
@@ -156,7 +160,10 @@ TEST_CASE("a SessionExpired the body throws passes through unchanged, the body r
 TEST_CASE("every read in a transaction sees one snapshot while another process commits") {
   start_servers();
   const std::string prefix = unique_name("snapshot");
-  { Stores setup; (void)setup.accounts(prefix, 2, 500); }
+  {
+    Stores setup;
+    (void)setup.accounts(prefix, 2, 500);
+  }
   const auto codes = avout::testing::run_in_processes(
       2,
       [&](int index) {
@@ -182,12 +189,16 @@ TEST_CASE("every read in a transaction sees one snapshot while another process c
   CHECK(codes == std::vector<int>{0, 0});
 }
 
-TEST_CASE("bank transfers between 20 accounts in three stores from 8 processes conserve the total") {
+TEST_CASE(
+    "bank transfers between 20 accounts in three stores from 8 processes conserve the total") {
   start_servers();
   const std::string prefix = unique_name("bank");
   constexpr int accounts_count = 20;
   constexpr long initial = 1000;
-  { Stores setup; (void)setup.accounts(prefix, accounts_count, initial); }
+  {
+    Stores setup;
+    (void)setup.accounts(prefix, accounts_count, initial);
+  }
   const auto codes = avout::testing::run_in_processes(
       8,
       [&](int index) {
@@ -201,7 +212,8 @@ TEST_CASE("bank transfers between 20 accounts in three stores from 8 processes c
             }
           }
           const int from = static_cast<int>(random() % accounts_count);
-          const int to = static_cast<int>((from + 1 + random() % (accounts_count - 1)) % accounts_count);
+          const int to =
+              static_cast<int>((from + 1 + random() % (accounts_count - 1)) % accounts_count);
           const long amount = static_cast<long>(random() % 50);
           stores.client.dosync([&] {
             accounts[from].alter([](long v, long d) { return v - d; }, amount);
@@ -219,7 +231,10 @@ TEST_CASE("bank transfers between 20 accounts in three stores from 8 processes c
 TEST_CASE("a commute-only counter from 8 processes is exact and never retries on that ref") {
   start_servers();
   const std::string name = unique_name("commuted");
-  { Stores setup; (void)setup.client.ref<long>(name, 0, setup.redis); }
+  {
+    Stores setup;
+    (void)setup.client.ref<long>(name, 0, setup.redis);
+  }
   const auto codes = avout::testing::run_in_processes(
       8,
       [&](int) {
@@ -246,12 +261,18 @@ namespace {
 // Without ensure both can go (write skew); with ensure at least one stays.
 bool write_skew_happened(bool use_ensure) {
   const std::string prefix = unique_name(use_ensure ? "skew-ensure" : "skew");
-  { Stores setup; (void)setup.accounts(prefix, 2, 1); }
+  {
+    Stores setup;
+    (void)setup.accounts(prefix, 2, 1);
+  }
   for (int round = 0; round < 20; ++round) {
     {
       Stores setup;
       auto doctors = setup.accounts(prefix, 2, 1);
-      setup.client.dosync([&] { doctors[0].ref_set(1); doctors[1].ref_set(1); });
+      setup.client.dosync([&] {
+        doctors[0].ref_set(1);
+        doctors[1].ref_set(1);
+      });
     }
     const auto codes = avout::testing::run_in_processes(
         2,
@@ -284,7 +305,10 @@ TEST_CASE("write skew happens without ensure and never with it") {
 TEST_CASE("a ref's watch fires in another process after a commit") {
   start_servers();
   const std::string name = unique_name("watched");
-  { Stores setup; (void)setup.client.ref<long>(name, 0, setup.postgres); }
+  {
+    Stores setup;
+    (void)setup.client.ref<long>(name, 0, setup.postgres);
+  }
   avout::testing::StartSignal go;
   avout::testing::ChildProcess child(0, [&](int) {
     go.wait();

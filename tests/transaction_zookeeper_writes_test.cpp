@@ -62,13 +62,16 @@ std::vector<std::string> markers_after_close(const std::string& root) {
 
 }  // namespace
 
-TEST_CASE("a commit costs ZooKeeper one write, trimmed versions and the previous marker riding in its multi") {
+TEST_CASE(
+    "a commit costs ZooKeeper one write, trimmed versions and the previous marker riding in its "
+    "multi") {
   avout::testing::start_shared_servers();
   avout::Client client(options());
   avout::redis::Store redis(avout::testing::shared_redis().url());
   const std::string zookeeper_name = avout::testing::unique_name("/zk-writes-test", "zk");
   auto in_zookeeper = client.ref<long>(zookeeper_name, 0);
-  auto in_redis = client.ref<long>(avout::testing::unique_name("/zk-writes-test", "redis"), 0, redis);
+  auto in_redis =
+      client.ref<long>(avout::testing::unique_name("/zk-writes-test", "redis"), 0, redis);
   for (long v = 1; v <= 2; ++v) {  // versions to trim, and a marker to carry
     client.dosync([&] {
       in_zookeeper.ref_set(v);
@@ -86,7 +89,10 @@ TEST_CASE("a commit costs ZooKeeper one write, trimmed versions and the previous
   CHECK(in_zookeeper.deref() == 4);
   CHECK(in_redis.deref() == 4);
   // The trimmed ZooKeeper-held versions went with their commits: only the newest is left.
-  CHECK(client.default_store().reference_data(client.ref_value_key(zookeeper_name))->points().size() == 1);
+  CHECK(client.default_store()
+            .reference_data(client.ref_value_key(zookeeper_name))
+            ->points()
+            .size() == 1);
 }
 
 TEST_CASE("a thread keeps only its last commit's marker, and closing the client removes it") {
@@ -103,7 +109,8 @@ TEST_CASE("a thread keeps only its last commit's marker, and closing the client 
   CHECK(markers_after_close(root).empty());
 }
 
-TEST_CASE("a carried marker removed meanwhile neither fails the next commit nor runs its body again") {
+TEST_CASE(
+    "a carried marker removed meanwhile neither fails the next commit nor runs its body again") {
   avout::testing::start_shared_servers();
   const std::string root = avout::testing::unique_name("/zk-writes-test", "gone");
   avout::Client client(options(root));
@@ -127,7 +134,9 @@ TEST_CASE("a carried marker removed meanwhile neither fails the next commit nor 
   CHECK(markers(client).size() == 1);  // the new commit's own
 }
 
-TEST_CASE("threads of one client committing at once each land every commit exactly once and leave no marker after close") {
+TEST_CASE(
+    "threads of one client committing at once each land every commit exactly once and leave no "
+    "marker after close") {
   avout::testing::start_shared_servers();
   const std::string root = avout::testing::unique_name("/zk-writes-test", "threads");
   constexpr int threads = 4;
@@ -159,7 +168,8 @@ TEST_CASE("threads of one client committing at once each land every commit exact
     std::sort(log.begin(), log.end());
     CHECK(std::adjacent_find(log.begin(), log.end()) == log.end());  // each commit once
     CHECK(log.size() == static_cast<std::size_t>(threads * commits));
-    for (int t = 0; t < threads; ++t) CHECK(client.ref<long>("/own-" + std::to_string(t), 0).deref() == commits);
+    for (int t = 0; t < threads; ++t)
+      CHECK(client.ref<long>("/own-" + std::to_string(t), 0).deref() == commits);
     // At most one marker per thread that committed (the main thread created the refs).
     CHECK(markers(client).size() <= static_cast<std::size_t>(threads + 1));
   }
@@ -173,11 +183,13 @@ std::uint64_t zookeeper_requests(avout::Client& client, const std::function<void
   return client.session().statistics().requests - before;
 }
 
-TEST_CASE("a thread's next read-write transaction over the refs it just wrote costs ZooKeeper its multi alone, three requests without speculation, however many refs") {
+TEST_CASE(
+    "a thread's next read-write transaction over the refs it just wrote costs ZooKeeper its multi "
+    "alone, three requests without speculation, however many refs") {
   avout::testing::start_shared_servers();
   avout::redis::Store redis(avout::testing::shared_redis().url());
   for (const auto& placement : {std::pair{false, true}, std::pair{true, true},
-                                 std::pair{false, false}, std::pair{true, false}}) {
+                                std::pair{false, false}, std::pair{true, false}}) {
     const bool in_redis = placement.first;
     const bool speculative = placement.second;
     CAPTURE(in_redis);
@@ -203,7 +215,9 @@ TEST_CASE("a thread's next read-write transaction over the refs it just wrote co
   }
 }
 
-TEST_CASE("an attempt whose written ref changed since it was read retries without sending the multi that would fail") {
+TEST_CASE(
+    "an attempt whose written ref changed since it was read retries without sending the multi that "
+    "would fail") {
   avout::testing::start_shared_servers();
   // Speculation off: a speculative attempt over a head this client kept from its own commit
   // cannot see another client's change before its multi fails.
@@ -239,14 +253,17 @@ TEST_CASE("an attempt whose written ref changed since it was read retries withou
   }
 }
 
-TEST_CASE("a client that alone commits reads none of the heads it wrote again, however many refs it cycles through") {
+TEST_CASE(
+    "a client that alone commits reads none of the heads it wrote again, however many refs it "
+    "cycles through") {
   avout::testing::start_shared_servers();
   for (const bool speculative : {true, false}) {
     CAPTURE(speculative);
     avout::Client client(speculative ? options() : usual_options());
     std::vector<avout::Ref<long>> refs;
     for (int i = 0; i < 10; ++i) {
-      refs.push_back(client.ref<long>(avout::testing::unique_name("/zk-writes-test", "cycle-" + std::to_string(i)), 0));
+      refs.push_back(client.ref<long>(
+          avout::testing::unique_name("/zk-writes-test", "cycle-" + std::to_string(i)), 0));
     }
     auto transfer = [&](std::size_t from) {
       client.dosync([&] {
@@ -258,7 +275,8 @@ TEST_CASE("a client that alone commits reads none of the heads it wrote again, h
     // Every commit since is this client's (the clock's version grew by one each time), so each
     // head it kept is still the head, however many commits ago it was kept.
     for (std::size_t i = 0; i < 2 * refs.size(); ++i) {
-      CHECK(zookeeper_requests(client, [&] { transfer((i * 3) % refs.size()); }) == (speculative ? 1 : 3));
+      CHECK(zookeeper_requests(client, [&] { transfer((i * 3) % refs.size()); }) ==
+            (speculative ? 1 : 3));
     }
     long total = 0;
     for (auto& ref : refs) total += ref.deref();
@@ -266,7 +284,9 @@ TEST_CASE("a client that alone commits reads none of the heads it wrote again, h
   }
 }
 
-TEST_CASE("a head kept from this client's own commit is read again once another client committed, to that ref or any other") {
+TEST_CASE(
+    "a head kept from this client's own commit is read again once another client committed, to "
+    "that ref or any other") {
   avout::testing::start_shared_servers();
   avout::Client client(usual_options());  // requests counted below are those of a read point
   avout::Client other(options());
@@ -302,7 +322,8 @@ TEST_CASE("a head kept from this client's own commit is read again once another 
   CHECK(client.dosync([&] { return mine.deref(); }) == 103 * 20 + 101);
 }
 
-TEST_CASE("a thread that moves on to other refs does not read again the heads its last commit kept") {
+TEST_CASE(
+    "a thread that moves on to other refs does not read again the heads its last commit kept") {
   avout::testing::start_shared_servers();
   avout::Client client(usual_options());  // requests counted below are those of a read point
   avout::Client other(options());
@@ -368,7 +389,8 @@ TEST_CASE("an attempt's first head read goes out with the sync and the clock, be
   CHECK(seen == 2);
 }
 
-TEST_CASE("deref_all asks for every head a body has not read yet with the read point, before any reply") {
+TEST_CASE(
+    "deref_all asks for every head a body has not read yet with the read point, before any reply") {
   avout::testing::start_shared_servers();
   avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
   avout::Client reader(options_through(relay));
@@ -376,7 +398,8 @@ TEST_CASE("deref_all asks for every head a body has not read yet with the read p
   std::vector<std::string> names;
   std::vector<avout::Ref<long>> mine, theirs;
   for (int i = 0; i < 4; ++i) {
-    names.push_back(avout::testing::unique_name("/zk-writes-test", "together-" + std::to_string(i)));
+    names.push_back(
+        avout::testing::unique_name("/zk-writes-test", "together-" + std::to_string(i)));
     theirs.push_back(writer.ref<long>(names.back(), 0));
     mine.push_back(reader.ref<long>(names.back(), 0));
   }
@@ -405,12 +428,15 @@ TEST_CASE("deref_all asks for every head a body has not read yet with the read p
   std::vector<avout::Ref<long>> seen;
   for (const auto& name : names) seen.push_back(outsider.ref<long>(name, 0));
   std::tuple<long, long, long, long> outside;
-  CHECK(sent_before_any_reply(second_relay, last_head,
-                              [&] { outside = avout::deref_all(seen[0], seen[1], seen[2], seen[3]); }));
+  CHECK(sent_before_any_reply(second_relay, last_head, [&] {
+    outside = avout::deref_all(seen[0], seen[1], seen[2], seen[3]);
+  }));
   CHECK(outside == std::tuple<long, long, long, long>{4, 1, 1, 1});
 }
 
-TEST_CASE("a written ref's barging tag is asked for with its head, not in a round trip of the commit's own") {
+TEST_CASE(
+    "a written ref's barging tag is asked for with its head, not in a round trip of the commit's "
+    "own") {
   avout::testing::start_shared_servers();
   avout::testing::TcpRelay relay(avout::testing::shared_zookeeper().port());
   avout::Client writer(options_through(relay));
@@ -428,7 +454,9 @@ TEST_CASE("a written ref's barging tag is asked for with its head, not in a roun
   CHECK(mine.deref() == 2);
 }
 
-TEST_CASE("an agent's action costs ZooKeeper its send and one commit write, its value in ZooKeeper or elsewhere") {
+TEST_CASE(
+    "an agent's action costs ZooKeeper its send and one commit write, its value in ZooKeeper or "
+    "elsewhere") {
   avout::testing::start_shared_servers();
   for (const bool in_redis : {true, false}) {
     CAPTURE(in_redis);
@@ -436,7 +464,8 @@ TEST_CASE("an agent's action costs ZooKeeper its send and one commit write, its 
     {
       avout::Client client(options(root));
       avout::redis::Store redis(avout::testing::shared_redis().url());
-      auto agent = in_redis ? client.agent<long>("/counted", 0, redis) : client.agent<long>("/counted", 0);
+      auto agent =
+          in_redis ? client.agent<long>("/counted", 0, redis) : client.agent<long>("/counted", 0);
       for (int i = 0; i < 2; ++i) {  // a marker for the worker thread to carry
         agent.send([](long v) { return v + 1; });
         agent.await(scaled(30s));
@@ -454,7 +483,9 @@ TEST_CASE("an agent's action costs ZooKeeper its send and one commit write, its 
   }
 }
 
-TEST_CASE("an agent's carried markers removed meanwhile neither fail its next batches nor run their actions again") {
+TEST_CASE(
+    "an agent's carried markers removed meanwhile neither fail its next batches nor run their "
+    "actions again") {
   avout::testing::start_shared_servers();
   const std::string root = avout::testing::unique_name("/zk-writes-test", "agent-gone");
   avout::Client client(options(root));

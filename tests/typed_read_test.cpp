@@ -40,8 +40,9 @@ TEST_CASE("an atom holding a string read as long is CodecError naming the atom a
   CHECK(message.find("expected an integer, found a string") != std::string::npos);
 }
 
-TEST_CASE("an agent holding a list attached as a string is CodecError naming the agent, and the "
-          "agent keeps working for its own type") {
+TEST_CASE(
+    "an agent holding a list attached as a string is CodecError naming the agent, and the "
+    "agent keeps working for its own type") {
   avout::Client client(avout::ClientOptions{
       .hosts = avout::testing::shared_zookeeper().connect_string(), .root = unique_root()});
   auto jobs = client.agent<std::vector<long>>("/jobs", {1, 2});
@@ -62,8 +63,9 @@ TEST_CASE("an agent holding a list attached as a string is CodecError naming the
   CHECK(jobs.deref() == std::vector<long>{1, 2, 3});
 }
 
-TEST_CASE("a ref whose value does not fit the handle's type is CodecError naming the ref, read "
-          "by alter, commute and ensure in a transaction too") {
+TEST_CASE(
+    "a ref whose value does not fit the handle's type is CodecError naming the ref, read "
+    "by alter, commute and ensure in a transaction too") {
   avout::Client client(avout::ClientOptions{
       .hosts = avout::testing::shared_zookeeper().connect_string(), .root = unique_root()});
   (void)client.ref<long>("/wide", 1L << 40);
@@ -71,7 +73,8 @@ TEST_CASE("a ref whose value does not fit the handle's type is CodecError naming
   const std::vector<std::pair<const char*, std::function<void()>>> reads{
       {"deref", [&] { (void)narrow.deref(); }},
       {"alter", [&] { client.dosync([&] { narrow.alter([](int value) { return value + 1; }); }); }},
-      {"commute", [&] { client.dosync([&] { narrow.commute([](int value) { return value + 1; }); }); }},
+      {"commute",
+       [&] { client.dosync([&] { narrow.commute([](int value) { return value + 1; }); }); }},
       {"ensure", [&] { client.dosync([&] { (void)narrow.ensure(); }); }},
   };
   for (const auto& read : reads) {

@@ -27,7 +27,9 @@ std::string unique_path(const std::string& stem) {
 
 }  // namespace
 
-TEST_CASE("a conditional write at ZooKeeper's last node version is VersionLimitReached naming the node and changes nothing") {
+TEST_CASE(
+    "a conditional write at ZooKeeper's last node version is VersionLimitReached naming the node "
+    "and changes nothing") {
   avout::Client client = make_client();
   auto& session = client.session();
   const std::string path = unique_path("node");
@@ -50,7 +52,9 @@ TEST_CASE("a conditional write at ZooKeeper's last node version is VersionLimitR
   CHECK_THROWS_AS(session.set(path, avout::to_bytes("lost"), INT32_MAX - 1), avout::BadVersion);
 }
 
-TEST_CASE("an atom whose node reached ZooKeeper's last version refuses to be written instead of writing unconditionally") {
+TEST_CASE(
+    "an atom whose node reached ZooKeeper's last version refuses to be written instead of writing "
+    "unconditionally") {
   avout::Client client = make_client();
   const std::string name = unique_path("atom");
   auto cell = client.default_store().atom_state(name);

@@ -32,7 +32,8 @@ TEST_CASE("multi size: an op weighs its overhead, its path under the chroot and 
   const std::string path = "/avout/stm/refs/x";
   const Bytes data(300, 1);
   CHECK(serialized_size(Operation{op::Create{path, data}}, 0) == op_overhead + path.size() + 300);
-  CHECK(serialized_size(Operation{op::SetData{path, data, 3}}, 4) == op_overhead + 4 + path.size() + 300);
+  CHECK(serialized_size(Operation{op::SetData{path, data, 3}}, 4) ==
+        op_overhead + 4 + path.size() + 300);
   // Deletes and checks carry no data.
   CHECK(serialized_size(Operation{op::Remove{path, 3}}, 4) == op_overhead + 4 + path.size());
   CHECK(serialized_size(Operation{op::Check{path, 3}}, 0) == op_overhead + path.size());
@@ -76,9 +77,10 @@ TEST_CASE("chroot: \"/\" is the whole tree, no chroot") {
 }
 
 TEST_CASE("chroot: two different chroots or an invalid one is InvalidName") {
-  CHECK_THROWS_WITH_AS(normalized("a:1/one", "/two"),
-                       "zookeeper: two chroots, \"/one\" in the hosts \"a:1/one\" and \"/two\" in the options",
-                       avout::InvalidName);
+  CHECK_THROWS_WITH_AS(
+      normalized("a:1/one", "/two"),
+      "zookeeper: two chroots, \"/one\" in the hosts \"a:1/one\" and \"/two\" in the options",
+      avout::InvalidName);
   for (const char* chroot : {"app", "/app/", "/a//b", "/a/../b", "/zookeeper", "/a\x01"}) {
     CAPTURE(chroot);
     CHECK_THROWS_AS(normalized("a:1", chroot), avout::InvalidName);

@@ -27,23 +27,28 @@ avout::SessionOptions options() {
 
 }  // namespace
 
-TEST_CASE("sequential suffixes are shown past the wrap as ZooKeeper prints them, and paths sent back are real") {
+TEST_CASE(
+    "sequential suffixes are shown past the wrap as ZooKeeper prints them, and paths sent back are "
+    "real") {
   avout::ZooKeeperSession zookeeper(options());
   const std::string folder = unique_path("sequence");
   zookeeper.create_recursive(folder);
   avout::testing::CounterOffset wrap(folder, (std::int64_t{1} << 31) - 2);
   std::vector<std::string> created;
   for (int i = 0; i < 3; ++i) {
-    created.push_back(zookeeper.create(folder + "/n-", {}, avout::CreateMode::ephemeral_sequential));
+    created.push_back(
+        zookeeper.create(folder + "/n-", {}, avout::CreateMode::ephemeral_sequential));
   }
   CHECK(created == std::vector<std::string>{folder + "/n-2147483646", folder + "/n-2147483647",
                                             folder + "/n--2147483648"});
-  const auto multi = zookeeper.multi({avout::op::Create{folder + "/n-", {}, avout::CreateMode::ephemeral_sequential}});
+  const auto multi = zookeeper.multi(
+      {avout::op::Create{folder + "/n-", {}, avout::CreateMode::ephemeral_sequential}});
   REQUIRE(multi.committed);
   CHECK(multi.results[0].created_path == folder + "/n--2147483647");
   auto names = zookeeper.children(folder);
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"n--2147483647", "n--2147483648", "n-2147483646", "n-2147483647"});
+  CHECK(names ==
+        std::vector<std::string>{"n--2147483647", "n--2147483648", "n-2147483646", "n-2147483647"});
   CHECK(zookeeper.exists(created[2]).has_value());
   zookeeper.remove(created[2]);
   CHECK_FALSE(zookeeper.exists(created[2]).has_value());
@@ -59,8 +64,9 @@ TEST_CASE("data versions are shown offset and versions sent are translated back,
   CHECK(zookeeper.set(node, avout::to_bytes("a"), INT32_MAX - 2).version == INT32_MAX - 1);
   CHECK(zookeeper.exists(node)->version == INT32_MAX - 1);
   CHECK_THROWS_AS(zookeeper.set(node, avout::to_bytes("b"), INT32_MAX - 2), avout::BadVersion);
-  const auto multi = zookeeper.multi({avout::op::Check{node, INT32_MAX - 1},
-                                      avout::op::SetData{node, avout::to_bytes("c"), INT32_MAX - 1}});
+  const auto multi =
+      zookeeper.multi({avout::op::Check{node, INT32_MAX - 1},
+                       avout::op::SetData{node, avout::to_bytes("c"), INT32_MAX - 1}});
   REQUIRE(multi.committed);
   CHECK(multi.results[1].stat.version == INT32_MAX);
   // avout refuses a conditional write at the last version before sending it (wrap to -1).

@@ -29,9 +29,10 @@ std::string unique_path(const std::string& stem) {
 // and then frees a stale path for each operation after the first: a multi sent on a handle
 // between its expiry and the session's renewal must fail typed, never reach that code.
 TEST_CASE("multis sent while the session expires fail with typed errors and corrupt nothing") {
-  avout::ZooKeeperSession session(avout::SessionOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
-                                                        .session_timeout = 4000ms,
-                                                        .connect_timeout = scaled(10000ms)});
+  avout::ZooKeeperSession session(
+      avout::SessionOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                            .session_timeout = 4000ms,
+                            .connect_timeout = scaled(10000ms)});
   const std::string base = unique_path("expiring-multi");
   std::vector<avout::Operation> checks;
   for (int i = 0; i < 6; ++i) {
@@ -76,5 +77,6 @@ TEST_CASE("multis sent while the session expires fail with typed errors and corr
   REQUIRE(session.generation() == old_generation + 1);
   CHECK(renewed_session_takes_multis);
   CHECK(unexpected.load() == 0);
-  MESSAGE("multis applied: " << applied.load() << ", refused around the expiry: " << refused.load());
+  MESSAGE("multis applied: " << applied.load()
+                             << ", refused around the expiry: " << refused.load());
 }

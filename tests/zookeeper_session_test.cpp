@@ -21,8 +21,8 @@ using avout::testing::scaled;
 namespace {
 
 avout::SessionOptions options_for(const std::string& hosts) {
-  return avout::SessionOptions{.hosts = hosts, .session_timeout = 4000ms,
-                               .connect_timeout = scaled(10000ms)};
+  return avout::SessionOptions{
+      .hosts = hosts, .session_timeout = 4000ms, .connect_timeout = scaled(10000ms)};
 }
 
 std::string unique_path(const std::string& stem) {
@@ -86,7 +86,8 @@ TEST_CASE("create, get, exists, set, children and remove work synchronously") {
   CHECK(changed.version == 1);
   CHECK(changed.mzxid > read.stat.mzxid);
   CHECK_THROWS_AS(session.set(node, avout::to_bytes("three"), 0), avout::BadVersion);
-  const std::string sequential = session.create(base + "/seq-", {}, avout::CreateMode::persistent_sequential);
+  const std::string sequential =
+      session.create(base + "/seq-", {}, avout::CreateMode::persistent_sequential);
   CHECK(sequential.size() == (base + "/seq-").size() + 10);
   const std::string ephemeral = session.create(base + "/eph", {}, avout::CreateMode::ephemeral);
   CHECK(session.exists(ephemeral)->ephemeral_owner == session.session_id());
@@ -120,7 +121,8 @@ TEST_CASE("pipelined async reads return in order with their own data") {
   std::vector<std::future<avout::NodeData>> reads;
   for (int i = 0; i < 20; ++i) reads.push_back(session.get_async(base + "/n" + std::to_string(i)));
   for (int i = 0; i < 20; ++i) {
-    CHECK(session.wait(reads[static_cast<std::size_t>(i)]).data == avout::to_bytes(std::to_string(i)));
+    CHECK(session.wait(reads[static_cast<std::size_t>(i)]).data ==
+          avout::to_bytes(std::to_string(i)));
   }
   auto removed = session.remove_async(base + "/n0", -1);
   session.wait(removed);
@@ -134,8 +136,7 @@ TEST_CASE("a multi applies all operations, and a failing check applies none") {
   session.create_recursive(base + "/a");
   const std::vector<avout::Operation> good{
       avout::op::Create{base + "/b", avout::to_bytes("b"), avout::CreateMode::persistent},
-      avout::op::SetData{base + "/a", avout::to_bytes("a1"), 0},
-      avout::op::Check{base + "/a", 1}};
+      avout::op::SetData{base + "/a", avout::to_bytes("a1"), 0}, avout::op::Check{base + "/a", 1}};
   auto done = session.multi(good);
   REQUIRE(done.committed);
   CHECK(done.results[0].created_path == base + "/b");
@@ -143,8 +144,7 @@ TEST_CASE("a multi applies all operations, and a failing check applies none") {
 
   const std::vector<avout::Operation> bad{
       avout::op::Create{base + "/c", {}, avout::CreateMode::persistent},
-      avout::op::SetData{base + "/a", avout::to_bytes("a2"), 1},
-      avout::op::Check{base + "/b", 7},
+      avout::op::SetData{base + "/a", avout::to_bytes("a2"), 1}, avout::op::Check{base + "/b", 7},
       avout::op::Remove{base + "/b", 0}};
   auto failed = session.multi(bad);
   CHECK_FALSE(failed.committed);
@@ -175,7 +175,8 @@ TEST_CASE("a one-shot watch fires exactly once; a persistent watch sees every ch
   CHECK(children.items()[0].type == avout::WatchEventType::children_changed);
 
   Inbox<avout::WatchEvent> every;
-  auto subscription = session.watch_persistently(node, [&](const avout::WatchEvent& event) { every.push(event); });
+  auto subscription =
+      session.watch_persistently(node, [&](const avout::WatchEvent& event) { every.push(event); });
   for (int i = 0; i < 3; ++i) {
     session.set(node, avout::to_bytes(std::to_string(i)));
     REQUIRE(every.wait_for_count(static_cast<std::size_t>(i) + 1, scaled(5s)));
@@ -186,8 +187,9 @@ TEST_CASE("a one-shot watch fires exactly once; a persistent watch sees every ch
   CHECK(every.items().size() == 3);
 }
 
-TEST_CASE("a persistent watch calls back once re-armed: what the callback then reads is at "
-          "least as new as any change it will not hear of") {
+TEST_CASE(
+    "a persistent watch calls back once re-armed: what the callback then reads is at "
+    "least as new as any change it will not hear of") {
   // A callback that reads elsewhere (a value held in Redis, say) must not read before the
   // re-arm reached the server: a change falling between that read and the arm would fire
   // nothing, and the reader would stay on the older value.
@@ -201,7 +203,8 @@ TEST_CASE("a persistent watch calls back once re-armed: what the callback then r
   writer.create_recursive(node);
   writer.set(node, avout::to_bytes("0"));
   Inbox<int> heard;
-  auto subscription = watcher.watch_persistently(node, [&](const avout::WatchEvent&) { heard.push(1); });
+  auto subscription =
+      watcher.watch_persistently(node, [&](const avout::WatchEvent&) { heard.push(1); });
   (void)watcher.exists(node);  // the first arm has reached the server
   std::size_t read_for = 0;
   avout::Bytes last;
@@ -232,7 +235,8 @@ TEST_CASE("an expired session is reported and replaced by a new one that works")
   session.create_recursive(base);
   const std::string ephemeral = session.create(base + "/mine", {}, avout::CreateMode::ephemeral);
   Inbox<avout::WatchEvent> persistent;
-  auto subscription = session.watch_persistently(base, [&](const avout::WatchEvent& e) { persistent.push(e); });
+  auto subscription =
+      session.watch_persistently(base, [&](const avout::WatchEvent& e) { persistent.push(e); });
   const auto old_id = session.session_id();
   const auto old_generation = session.generation();
   session.expire_for_testing();
@@ -290,7 +294,9 @@ TEST_CASE("a chroot scopes every path, and a missing chroot is NoNode") {
   CHECK_THROWS_AS(avout::ZooKeeperSession{missing}, avout::NoNode);
 }
 
-TEST_CASE("a stopped server gives disconnected and ConnectionLoss; a restart reconnects the same session") {
+TEST_CASE(
+    "a stopped server gives disconnected and ConnectionLoss; a restart reconnects the same "
+    "session") {
   avout::testing::ZooKeeperServer server;
   auto options = options_for(server.connect_string());
   options.session_timeout = 20000ms;
@@ -328,7 +334,8 @@ TEST_CASE("digest credentials protect created nodes from sessions without them")
 }
 
 TEST_CASE("paths are validated before they reach ZooKeeper") {
-  for (const char* bad : {"", "a", "/a/", "//", "/a//b", "/a/../b", "/./x", "/zookeeper/x", "/a\nb"}) {
+  for (const char* bad :
+       {"", "a", "/a/", "//", "/a//b", "/a/../b", "/./x", "/zookeeper/x", "/a\nb"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(avout::validate_path(bad), avout::InvalidName);
   }

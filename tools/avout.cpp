@@ -24,9 +24,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <csignal>
 #include <iostream>
-#include <unistd.h>
 
 namespace {
 
@@ -37,8 +37,8 @@ struct Connection {
   std::vector<std::string> stores;  ///< URLs of the deployment's stores besides zookeeper:
 
   avout::ClientOptions client_options() const {
-    avout::ClientOptions options{.hosts = zookeeper, .connect_timeout = std::chrono::seconds(5),
-                                 .root = root};
+    avout::ClientOptions options{
+        .hosts = zookeeper, .connect_timeout = std::chrono::seconds(5), .root = root};
     if (!digest.empty()) options.digest = digest;
     return options;
   }
@@ -58,28 +58,36 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("avout ") + AVOUT_VERSION);
   Connection connection;
-  app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port][/chroot]")->envname("AVOUT_ZOOKEEPER");
+  app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port][/chroot]")
+      ->envname("AVOUT_ZOOKEEPER");
   app.add_option("--root", connection.root, "avout's root node");
-  app.add_option("--digest", connection.digest, "ZooKeeper digest credentials user:password")->envname("AVOUT_DIGEST");
+  app.add_option("--digest", connection.digest, "ZooKeeper digest credentials user:password")
+      ->envname("AVOUT_DIGEST");
   app.add_option("--stores", connection.stores,
-                 "URL of a store the deployment keeps values in, for gc and bank (repeatable; zookeeper: is "
-                 "always one; AVOUT_STORES: URLs separated by spaces or commas). Replaces --redis/--postgres")
+                 "URL of a store the deployment keeps values in, for gc and bank (repeatable; "
+                 "zookeeper: is "
+                 "always one; AVOUT_STORES: URLs separated by spaces or commas). Replaces "
+                 "--redis/--postgres")
       ->envname("AVOUT_STORES")
       ->allow_extra_args(false);
   std::string output = "table";
   app.add_option("-o,--output", output, "output format")->check(CLI::IsMember({"json", "table"}));
   int command_timeout = 0;
-  app.add_option("--command-timeout", command_timeout, "give up on a command (not watch or lock) after this many seconds; 0: never")
+  app.add_option("--command-timeout", command_timeout,
+                 "give up on a command (not watch or lock) after this many seconds; 0: never")
       ->check(CLI::NonNegativeNumber);
 
   std::string kind, name, value, type, store = "zookeeper:";
-  const std::string store_help = "URL of the store its values live in: zookeeper: (default), redis://..., "
-                                 "postgresql://... or any registered scheme";
+  const std::string store_help =
+      "URL of the store its values live in: zookeeper: (default), redis://..., "
+      "postgresql://... or any registered scheme";
   auto* list = app.add_subcommand("list", "list atoms, refs, agents or leases");
-  list->add_option("kind", kind, "atoms|refs|agents|leases|locks")->required()
+  list->add_option("kind", kind, "atoms|refs|agents|leases|locks")
+      ->required()
       ->check(CLI::IsMember({"atoms", "refs", "agents", "leases", "locks"}));
   auto* show = app.add_subcommand("show", "show one atom, ref, agent or lock");
-  show->add_option("kind", kind, "atom|ref|agent|lock")->required()
+  show->add_option("kind", kind, "atom|ref|agent|lock")
+      ->required()
       ->check(CLI::IsMember({"atom", "ref", "agent", "lock"}));
   show->add_option("name", name, "its name, e.g. /counter")->required();
   show->add_option("--store", store, store_help);
@@ -97,19 +105,28 @@ int main(int argc, char** argv) {
   watch->add_option("--count", count, "stop after this many values")->check(CLI::PositiveNumber);
   watch->add_option("--store", store, store_help);
   auto* erase = app.add_subcommand("delete", "delete an atom (value in ZooKeeper) or a free lock");
-  erase->add_option("kind", kind, "atom|lock (refs and agents cannot be deleted safely)")->required()
+  erase->add_option("kind", kind, "atom|lock (refs and agents cannot be deleted safely)")
+      ->required()
       ->check(CLI::IsMember({"atom", "lock"}));
   erase->add_option("name", name, "its name")->required();
   erase->add_option("--store", store, store_help);
   std::vector<std::string> command;
-  auto* lock = app.add_subcommand("lock", "run a command while holding a lock; its fencing token is in AVOUT_FENCING_TOKEN");
+  auto* lock = app.add_subcommand(
+      "lock", "run a command while holding a lock; its fencing token is in AVOUT_FENCING_TOKEN");
   lock->add_option("name", name, "the lock's name")->required();
   lock->add_option("command", command, "the command and its arguments, after --")->required();
   int grace_seconds = 600;
-  auto* gc = app.add_subcommand("gc", "erase values no ref references whose writers are dead, in zookeeper: and the --stores");
-  gc->add_option("--grace", grace_seconds, "keep commit markers younger than this (seconds; at least ClientOptions::marker_grace, 120 s by default)")->check(CLI::PositiveNumber);
+  auto* gc = app.add_subcommand(
+      "gc",
+      "erase values no ref references whose writers are dead, in zookeeper: and the --stores");
+  gc->add_option("--grace", grace_seconds,
+                 "keep commit markers younger than this (seconds; at least "
+                 "ClientOptions::marker_grace, 120 s by default)")
+      ->check(CLI::PositiveNumber);
   avout::tool::BankSettings bank;
-  auto* bank_command = app.add_subcommand("bank", "transfer between accounts in zookeeper: and the --stores from N processes; print the total");
+  auto* bank_command = app.add_subcommand(
+      "bank",
+      "transfer between accounts in zookeeper: and the --stores from N processes; print the total");
   bank_command->add_option("--processes", bank.processes)->check(CLI::Range(1, 64));
   bank_command->add_option("--accounts", bank.accounts)->check(CLI::Range(2, 10000));
   bank_command->add_option("--seconds", bank.seconds)->check(CLI::Range(1, 3600));
@@ -119,7 +136,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ExtrasError&) {
     // CLI11's own message echoes the arguments; a stray one may be a store URL with a password.
     std::cerr << "avout: unexpected argument(s):";
-    for (const auto& extra : app.remaining(true)) std::cerr << " " << avout::tool::shown_argument(extra);
+    for (const auto& extra : app.remaining(true))
+      std::cerr << " " << avout::tool::shown_argument(extra);
     std::cerr << "\nRun with --help for more information.\n";
     return 2;
   } catch (const CLI::ParseError& error) {
@@ -137,8 +155,8 @@ int main(int argc, char** argv) {
     if (command_timeout > 0 && !watch->parsed() && !lock->parsed()) {
       std::signal(SIGALRM, command_timed_out);
       alarm(static_cast<unsigned>(command_timeout));
-      options.connect_timeout = std::min<std::chrono::milliseconds>(options.connect_timeout,
-                                                                    std::chrono::seconds(command_timeout));
+      options.connect_timeout = std::min<std::chrono::milliseconds>(
+          options.connect_timeout, std::chrono::seconds(command_timeout));
     }
     if (bank_command->parsed()) {
       bank.client = options;
@@ -150,13 +168,17 @@ int main(int argc, char** argv) {
     avout::Client client(options);
     if (list->parsed()) {
       const auto names = avout::tool::list(client, kind);
-      if (json) std::cout << nlohmann::json(names).dump() << "\n";
-      else for (const auto& found : names) std::cout << found << "\n";
+      if (json)
+        std::cout << nlohmann::json(names).dump() << "\n";
+      else
+        for (const auto& found : names) std::cout << found << "\n";
       return 0;
     }
     if (gc->parsed()) {
-      const auto handles = avout::tool::deployment_stores(client, avout::tool::split_store_urls(connection.stores));
-      std::vector<std::reference_wrapper<avout::Store>> stores;  // gc sweeps the client's own store anyway
+      const auto handles =
+          avout::tool::deployment_stores(client, avout::tool::split_store_urls(connection.stores));
+      std::vector<std::reference_wrapper<avout::Store>>
+          stores;  // gc sweeps the client's own store anyway
       for (const auto& handle : handles) {
         if (&handle.get() != &client.default_store()) stores.emplace_back(handle.get());
       }
@@ -164,7 +186,9 @@ int main(int argc, char** argv) {
       if (json) {
         std::cout << nlohmann::ordered_json{{"refs_scanned", report.refs_scanned},
                                             {"values_erased", report.points_erased},
-                                            {"markers_removed", report.markers_removed}}.dump() << "\n";
+                                            {"markers_removed", report.markers_removed}}
+                         .dump()
+                  << "\n";
       } else {
         std::cout << "refs scanned " << report.refs_scanned << ", values erased "
                   << report.points_erased << ", markers removed " << report.markers_removed << "\n";
@@ -173,25 +197,32 @@ int main(int argc, char** argv) {
     }
     if (lock->parsed()) return avout::tool::run_locked(client, name, command);
     if (kind == "lock") {
-      if (erase->parsed()) std::cout << avout::tool::delete_lock(client, name) << "\n";
-      else avout::tool::print(avout::tool::show_lock(client, name), json, std::cout);
+      if (erase->parsed())
+        std::cout << avout::tool::delete_lock(client, name) << "\n";
+      else
+        avout::tool::print(avout::tool::show_lock(client, name), json, std::cout);
       return 0;
     }
     const auto chosen = avout::tool::store_from_url(client, store);
     if (set->parsed()) {
       auto stored = avout::tool::stored_atom_value(client, chosen.get(), name);
-      if (!parsed) parsed = avout::tool::parse_value(value, stored ? avout::tool::type_of(*stored) : "long");
+      if (!parsed)
+        parsed = avout::tool::parse_value(value, stored ? avout::tool::type_of(*stored) : "long");
       avout::tool::set_atom(client, chosen.get(), name, *parsed, stored);
       return 0;
     }
-    if (watch->parsed()) return avout::tool::watch(client, chosen.get(), kind, name, count, json, std::cout);
+    if (watch->parsed())
+      return avout::tool::watch(client, chosen.get(), kind, name, count, json, std::cout);
     if (erase->parsed()) {
       std::cout << avout::tool::delete_atom(client, chosen.get(), name) << "\n";
       return 0;
     }
-    if (kind == "atom") avout::tool::print(avout::tool::show_atom(client, chosen.get(), name), json, std::cout);
-    else if (kind == "ref") avout::tool::print(avout::tool::show_ref(client, chosen.get(), name), json, std::cout);
-    else avout::tool::print(avout::tool::show_agent(client, chosen.get(), name), json, std::cout);
+    if (kind == "atom")
+      avout::tool::print(avout::tool::show_atom(client, chosen.get(), name), json, std::cout);
+    else if (kind == "ref")
+      avout::tool::print(avout::tool::show_ref(client, chosen.get(), name), json, std::cout);
+    else
+      avout::tool::print(avout::tool::show_agent(client, chosen.get(), name), json, std::cout);
     return 0;
   } catch (const CLI::ValidationError& error) {
     std::cerr << "avout: " << error.what() << "\n";

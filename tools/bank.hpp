@@ -11,11 +11,11 @@ namespace avout::tool {
 
 /// Settings of the bank demo.
 struct BankSettings {
-  ClientOptions client;    ///< where ZooKeeper is
+  ClientOptions client;             ///< where ZooKeeper is
   std::vector<std::string> stores;  ///< URLs of the stores besides zookeeper: (always one)
-  int processes = 4;       ///< transferring processes
-  int accounts = 12;       ///< accounts, spread round-robin over the stores
-  int seconds = 10;        ///< how long to run
+  int processes = 4;                ///< transferring processes
+  int accounts = 12;                ///< accounts, spread round-robin over the stores
+  int seconds = 10;                 ///< how long to run
 };
 
 /// Runs the demo; returns 0 when every printed total equalled the initial one, else 1.

@@ -94,7 +94,8 @@ Report show_ref(Client& client, Store& store, const std::string& name) {
   const Report newest = describe_point(*data, head.newest);
   Report history = Report::array();
   for (const auto& older : head.history) {
-    history.push_back(Report{{"zxid", older.commit_zxid}, {"value", describe_point(*data, older.point)["value"]}});
+    history.push_back(Report{{"zxid", older.commit_zxid},
+                             {"value", describe_point(*data, older.point)["value"]}});
   }
   return Report{{"kind", "ref"},
                 {"name", name},
@@ -136,7 +137,8 @@ std::vector<std::string> queue(ZooKeeperSession& session, const std::string& fol
   } catch (const NoNode&) {
   }
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    return a.substr(a.size() >= 10 ? a.size() - 10 : 0) < b.substr(b.size() >= 10 ? b.size() - 10 : 0);
+    return a.substr(a.size() >= 10 ? a.size() - 10 : 0) <
+           b.substr(b.size() >= 10 ? b.size() - 10 : 0);
   });
   return names;
 }
@@ -177,9 +179,11 @@ Report show_lock(Client& client, const std::string& name) {
                            {"owner", owner(base + "/writers/" + writers[i])}});
   }
   for (const auto& reader : readers) {
-    nodes.push_back(Report{{"role", "reader"}, {"node", reader}, {"owner", owner(base + "/readers/" + reader)}});
+    nodes.push_back(Report{
+        {"role", "reader"}, {"node", reader}, {"owner", owner(base + "/readers/" + reader)}});
   }
-  Report report{{"kind", read_write ? "read-write lock" : "lock"}, {"name", name}, {"nodes", nodes}};
+  Report report{
+      {"kind", read_write ? "read-write lock" : "lock"}, {"name", name}, {"nodes", nodes}};
   if (read_write) report["gate"] = gate ? "closed (a soft-policy writer holds)" : "open";
   report["free"] = writers.empty() && readers.empty() && !gate;
   return report;
@@ -216,7 +220,8 @@ std::string delete_atom(Client& client, Store& store, const std::string& name) {
                 " is not supported (only atoms whose value is a ZooKeeper node)");
   }
   const auto stored = state->get();
-  if (!stored.exists()) throw NotFound("atom " + name + " does not exist in " + store.description());
+  if (!stored.exists())
+    throw NotFound("atom " + name + " does not exist in " + store.description());
   try {
     client.session().remove(path);
   } catch (const NoNode&) {
@@ -251,7 +256,8 @@ std::string delete_lock(Client& client, const std::string& name) {
   } catch (const NotEmpty&) {
     // A nested lock's nodes live below this one's: only this lock's queues are its own.
   }
-  return std::string("deleted ") + (read_write ? "read-write lock " : "lock ") + name + " (" + base + ")";
+  return std::string("deleted ") + (read_write ? "read-write lock " : "lock ") + name + " (" +
+         base + ")";
 }
 
 }  // namespace avout::tool

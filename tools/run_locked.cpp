@@ -1,12 +1,12 @@
 #include "run_locked.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <spawn.h>
-#include <sys/wait.h>
 
 extern char** environ;
 

@@ -14,10 +14,12 @@ namespace {
 // True when `text` starts with "<scheme>:" for a registered scheme (compared without case)
 // and no digit follows the colon: "postgres:5432" is the next host of a PostgreSQL multi-host
 // URL, not a URL of its own.
-bool starts_with_registered_scheme(const std::string& text, const std::vector<std::string>& schemes) {
+bool starts_with_registered_scheme(const std::string& text,
+                                   const std::vector<std::string>& schemes) {
   const auto colon = text.find(':');
   if (colon == std::string::npos) return false;
-  if (colon + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[colon + 1]))) return false;
+  if (colon + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[colon + 1])))
+    return false;
   std::string scheme = text.substr(0, colon);
   std::transform(scheme.begin(), scheme.end(), scheme.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -34,7 +36,8 @@ std::vector<std::string> split_store_urls(const std::vector<std::string>& lists)
     std::istringstream words(list);
     for (std::string word; words >> word;) {
       std::size_t start = 0;
-      for (auto comma = word.find(','); comma != std::string::npos; comma = word.find(',', comma + 1)) {
+      for (auto comma = word.find(','); comma != std::string::npos;
+           comma = word.find(',', comma + 1)) {
         const std::string rest = word.substr(comma + 1);
         if (!rest.empty() && !starts_with_registered_scheme(rest, schemes)) continue;
         if (comma > start) urls.push_back(word.substr(start, comma - start));
@@ -54,7 +57,8 @@ void require_registered_schemes(const std::string& store, const std::vector<std:
 
 std::string shown_argument(const std::string& argument) {
   const auto scheme_end = argument.find("://");
-  if (scheme_end == std::string::npos || argument.find('@', scheme_end) == std::string::npos) return argument;
+  if (scheme_end == std::string::npos || argument.find('@', scheme_end) == std::string::npos)
+    return argument;
   return argument.substr(0, scheme_end) + "://...";
 }
 

@@ -61,7 +61,11 @@ int watch(Client& client, Store& store, const std::string& kind, const std::stri
       described = std::string("<undecodable: ") + error.what() + ">";
     }
     if (json) {
-      out << Report{{"kind", kind}, {"name", name}, {"type", codec::kind_of(next.encoded)}, {"value", described}}.dump();
+      out << Report{{"kind", kind},
+                    {"name", name},
+                    {"type", codec::kind_of(next.encoded)},
+                    {"value", described}}
+                 .dump();
     } else {
       out << described;
     }

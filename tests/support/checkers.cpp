@@ -16,8 +16,8 @@ constexpr std::int64_t process_id_stride = 1000000;
 // One operation for a report: id, process, outcome, argument and result.
 std::string show(const Operation& operation) {
   std::string text = "op " + std::to_string(operation.id) + " (process " +
-                     std::to_string(operation.id / process_id_stride) + ", " + operation.outcome + ") " +
-                     operation.f + " " + operation.argument.dump();
+                     std::to_string(operation.id / process_id_stride) + ", " + operation.outcome +
+                     ") " + operation.f + " " + operation.argument.dump();
   if (!operation.result.is_null()) text += " -> " + operation.result.dump();
   return text.size() > 600 ? text.substr(0, 600) + "..." : text;
 }
@@ -33,7 +33,8 @@ void duplicates_in(const std::string& what, const std::vector<long>& list,
   std::set<long> seen;
   for (long value : list) {
     if (!seen.insert(value).second) {
-      problems.push_back("duplicate: " + std::to_string(value) + " appears twice in " + what + " " + show_list(list));
+      problems.push_back("duplicate: " + std::to_string(value) + " appears twice in " + what + " " +
+                         show_list(list));
     }
   }
 }
@@ -101,8 +102,9 @@ std::vector<std::vector<std::int64_t>> components(const Graph& graph, const std:
 }
 
 // A path from `from` to `to` over edges of `kinds` inside `allowed`, as edges (BFS).
-std::optional<std::vector<std::pair<std::int64_t, Edge>>> path(
-    const Graph& graph, std::int64_t from, std::int64_t to, const std::string& kinds) {
+std::optional<std::vector<std::pair<std::int64_t, Edge>>> path(const Graph& graph,
+                                                               std::int64_t from, std::int64_t to,
+                                                               const std::string& kinds) {
   std::map<std::int64_t, std::pair<std::int64_t, Edge>> parent;
   std::vector<std::int64_t> frontier{from};
   std::set<std::int64_t> seen{from};
@@ -137,7 +139,8 @@ std::string edge_name(char kind) {
   return kind == 'w' ? "ww" : kind == 'r' ? "wr" : kind == 'e' ? "rw-ensured" : "rw";
 }
 
-std::string show_cycle(const std::string& anomaly, const std::vector<std::pair<std::int64_t, Edge>>& steps,
+std::string show_cycle(const std::string& anomaly,
+                       const std::vector<std::pair<std::int64_t, Edge>>& steps,
                        const std::map<std::int64_t, Operation>& operations) {
   std::string text = anomaly + ": cycle ";
   for (const auto& [from, edge] : steps) {
@@ -150,11 +153,13 @@ std::string show_cycle(const std::string& anomaly, const std::vector<std::pair<s
 
 }  // namespace
 
-std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
-                                           const std::map<std::string, std::vector<long>>& final_lists) {
+std::vector<std::string> check_list_append(
+    const std::map<std::int64_t, Operation>& operations,
+    const std::map<std::string, std::vector<long>>& final_lists) {
   std::vector<std::string> problems;
   const auto at = positions(final_lists);
-  for (const auto& [key, list] : final_lists) duplicates_in("the final list of " + key, list, problems);
+  for (const auto& [key, list] : final_lists)
+    duplicates_in("the final list of " + key, list, problems);
 
   // Who appended what, and each transaction's appends per key in order.
   std::map<long, std::int64_t> writer;
@@ -184,8 +189,9 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
                              " is not in the final list\n    " + show(operation));
         }
         if (operation.outcome == "fail" && times > 0) {
-          problems.push_back("G1a: append " + std::to_string(value) + " of a failed transaction is in the final list of " +
-                             key + "\n    " + show(operation));
+          problems.push_back("G1a: append " + std::to_string(value) +
+                             " of a failed transaction is in the final list of " + key + "\n    " +
+                             show(operation));
         }
         if (times > 0) committed.insert(id);
       }
@@ -223,16 +229,19 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
       const auto read = micro.at(2).get<std::vector<long>>();
       duplicates_in("a read of " + key, read, problems);
       if (auto known = expected.find(key); known != expected.end() && known->second != read) {
-        problems.push_back("internal: a read of " + key + " gave " + show_list(read) + " where the transaction's own view was " +
-                           show_list(known->second) + "\n    " + show(operation));
+        problems.push_back("internal: a read of " + key + " gave " + show_list(read) +
+                           " where the transaction's own view was " + show_list(known->second) +
+                           "\n    " + show(operation));
       }
       // The snapshot part: the read without this transaction's own appends at its end.
       std::vector<long> snapshot = read;
       const auto& mine = own[key];
       if (!expected.contains(key) && !mine.empty()) {
-        if (read.size() < mine.size() || !std::equal(mine.begin(), mine.end(), read.end() - static_cast<long>(mine.size()))) {
-          problems.push_back("internal: a read of " + key + " gave " + show_list(read) + " without the transaction's own appends " +
-                             show_list(mine) + "\n    " + show(operation));
+        if (read.size() < mine.size() ||
+            !std::equal(mine.begin(), mine.end(), read.end() - static_cast<long>(mine.size()))) {
+          problems.push_back("internal: a read of " + key + " gave " + show_list(read) +
+                             " without the transaction's own appends " + show_list(mine) +
+                             "\n    " + show(operation));
         } else {
           snapshot.resize(read.size() - mine.size());
         }
@@ -244,14 +253,16 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
       const auto final_list = final_lists.count(key) ? final_lists.at(key) : std::vector<long>{};
       if (!is_prefix(snapshot, final_list)) {
         problems.push_back("incompatible order: a read of " + key + " " + show_list(snapshot) +
-                           " is no prefix of the final list " + show_list(final_list) + "\n    " + show(operation));
+                           " is no prefix of the final list " + show_list(final_list) + "\n    " +
+                           show(operation));
         continue;
       }
       for (long value : snapshot) {
         auto w = writer.find(value);
         if (w != writer.end() && operations.at(w->second).outcome == "fail") {
-          problems.push_back("G1a: read of " + std::to_string(value) + " in " + key + " written by a failed transaction\n    " +
-                             show(operation) + "\n    " + show(operations.at(w->second)));
+          problems.push_back("G1a: read of " + std::to_string(value) + " in " + key +
+                             " written by a failed transaction\n    " + show(operation) + "\n    " +
+                             show(operations.at(w->second)));
         }
       }
       if (!snapshot.empty() && writer.contains(snapshot.back())) {
@@ -259,9 +270,10 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
         if (w != id) {
           const auto& theirs = appends[w][key];
           if (theirs.back() != snapshot.back()) {
-            problems.push_back("G1b: read of " + key + " ends at " + std::to_string(snapshot.back()) +
-                               ", an intermediate append of its transaction\n    " + show(operation) + "\n    " +
-                               show(operations.at(w)));
+            problems.push_back("G1b: read of " + key + " ends at " +
+                               std::to_string(snapshot.back()) +
+                               ", an intermediate append of its transaction\n    " +
+                               show(operation) + "\n    " + show(operations.at(w)));
           }
           graph[w].push_back({id, 'r', key});
         }
@@ -281,13 +293,15 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
   for (const auto& [id, operation] : operations) {
     if (operation.f == "txn" && operation.outcome != "ok" && operation.result.is_string() &&
         operation.result.get<std::string>().find("missing from its store") != std::string::npos) {
-      problems.push_back("erased: a transaction read a value missing from its store\n    " + show(operation));
+      problems.push_back("erased: a transaction read a value missing from its store\n    " +
+                         show(operation));
     }
     // A wrapped clock is only a clock (issue 36 item 1): no commit is refused for its version.
     if (operation.f == "txn" && operation.outcome != "ok" && operation.result.is_string() &&
         operation.result.get<std::string>().find("/stm/clock: ") != std::string::npos &&
         operation.result.get<std::string>().find("version") != std::string::npos) {
-      problems.push_back("clock: a transaction failed at the clock's version\n    " + show(operation));
+      problems.push_back("clock: a transaction failed at the clock's version\n    " +
+                         show(operation));
     }
   }
 
@@ -297,12 +311,14 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
     if (operation.f != "ref-read") continue;
     const auto key = operation.argument.at("key").get<std::string>();
     if (operation.outcome == "fail") {
-      problems.push_back("plain deref of " + key + " failed although the ref has a value\n    " + show(operation));
+      problems.push_back("plain deref of " + key + " failed although the ref has a value\n    " +
+                         show(operation));
     } else if (operation.outcome == "ok") {
       const auto final_list = final_lists.count(key) ? final_lists.at(key) : std::vector<long>{};
       if (!is_prefix(operation.result.get<std::vector<long>>(), final_list)) {
-        problems.push_back("incompatible order: a plain deref of " + key + " is no prefix of the final list " +
-                           show_list(final_list) + "\n    " + show(operation));
+        problems.push_back("incompatible order: a plain deref of " + key +
+                           " is no prefix of the final list " + show_list(final_list) + "\n    " +
+                           show(operation));
       }
     }
   }
@@ -324,7 +340,8 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
     auto back = path(graph, component[0], component[1], "wr");
     if (!steps || !back) continue;
     steps->insert(steps->end(), back->begin(), back->end());
-    bool only_ww = std::all_of(steps->begin(), steps->end(), [](const auto& s) { return s.second.kind == 'w'; });
+    bool only_ww = std::all_of(steps->begin(), steps->end(),
+                               [](const auto& s) { return s.second.kind == 'w'; });
     if (only_ww) continue;  // reported as G0
     ++reported;
     problems.push_back(show_cycle("G1c", *steps, operations));
@@ -334,7 +351,8 @@ std::vector<std::string> check_list_append(const std::map<std::int64_t, Operatio
     const std::set<std::int64_t> members(component.begin(), component.end());
     for (auto from : component) {
       for (const auto& edge : graph.at(from)) {
-        if ((edge.kind != 'a' && edge.kind != 'e') || !members.contains(edge.to) || reported >= 5) continue;
+        if ((edge.kind != 'a' && edge.kind != 'e') || !members.contains(edge.to) || reported >= 5)
+          continue;
         if (auto back = path(graph, edge.to, from, "wr")) {
           ++reported;
           std::vector<std::pair<std::int64_t, Edge>> steps{{from, edge}};
@@ -373,12 +391,13 @@ std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& op
                                      const std::map<std::string, std::vector<long>>& final_lists) {
   std::vector<std::string> problems;
   const auto at = positions(final_lists);
-  for (const auto& [key, list] : final_lists) duplicates_in("the final value of atom " + key, list, problems);
+  for (const auto& [key, list] : final_lists)
+    duplicates_in("the final value of atom " + key, list, problems);
   // Per atom: (invoked, completed, position or -1 for "seen up to") of acknowledged operations.
   struct Point {
     std::int64_t invoked, completed;
-    long after;   // must lie strictly after everything completed before it began
-    long marks;   // what it proves committed (its position, or a read's last index)
+    long after;  // must lie strictly after everything completed before it began
+    long marks;  // what it proves committed (its position, or a read's last index)
     const Operation* operation;
   };
   std::map<std::string, std::vector<Point>> timeline;
@@ -390,46 +409,55 @@ std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& op
       if (operation.outcome != "ok") continue;
       const auto read = operation.result.get<std::vector<long>>();
       if (!is_prefix(read, final_list)) {
-        problems.push_back("atom " + atom + ": a read " + show_list(read) + " is no prefix of the final value " +
-                           show_list(final_list) + "\n    " + show(operation));
+        problems.push_back("atom " + atom + ": a read " + show_list(read) +
+                           " is no prefix of the final value " + show_list(final_list) + "\n    " +
+                           show(operation));
       }
       const long last = static_cast<long>(read.size()) - 1;
-      timeline[atom].push_back({operation.invoked_ns, operation.completed_ns, last + 1, last, &operation});
+      timeline[atom].push_back(
+          {operation.invoked_ns, operation.completed_ns, last + 1, last, &operation});
       continue;
     }
     const long value = operation.argument.at("value").get<long>();
     const long times = count_in(final_list, value);
-    const bool refused = operation.f == "atom-cas" && operation.outcome == "ok" && operation.result == false;
+    const bool refused =
+        operation.f == "atom-cas" && operation.outcome == "ok" && operation.result == false;
     const bool acknowledged = operation.outcome == "ok" && !refused;
     if (acknowledged && times != 1) {
-      problems.push_back("atom " + atom + ": acknowledged append " + std::to_string(value) + " is in the final value " +
-                         std::to_string(times) + " times\n    " + show(operation));
+      problems.push_back("atom " + atom + ": acknowledged append " + std::to_string(value) +
+                         " is in the final value " + std::to_string(times) + " times\n    " +
+                         show(operation));
     }
     if ((operation.outcome == "fail" || refused) && times != 0) {
       problems.push_back("atom " + atom + ": failed or refused append " + std::to_string(value) +
                          " is in the final value\n    " + show(operation));
     }
     if (operation.outcome == "info" && times > 1) {
-      problems.push_back("atom " + atom + ": append " + std::to_string(value) + " of unknown outcome applied " +
-                         std::to_string(times) + " times\n    " + show(operation));
+      problems.push_back("atom " + atom + ": append " + std::to_string(value) +
+                         " of unknown outcome applied " + std::to_string(times) + " times\n    " +
+                         show(operation));
     }
     if (operation.f == "atom-append" && acknowledged) {
       const auto seen = operation.result.get<std::vector<long>>();
       if (seen.empty() || seen.back() != value || !is_prefix(seen, final_list)) {
         problems.push_back("atom " + atom + ": swap returned " + show_list(seen) +
-                           ", not a prefix of the final value ending with its own append\n    " + show(operation));
+                           ", not a prefix of the final value ending with its own append\n    " +
+                           show(operation));
       }
     }
     if (acknowledged && times == 1) {
       const long position = static_cast<long>(at.at(atom).at(value));
-      timeline[atom].push_back({operation.invoked_ns, operation.completed_ns, position, position, &operation});
+      timeline[atom].push_back(
+          {operation.invoked_ns, operation.completed_ns, position, position, &operation});
     }
   }
   // Real time: whatever completed before an operation began lies before it.
   for (auto& [atom, points] : timeline) {
     auto by_completion = points;
-    std::sort(by_completion.begin(), by_completion.end(), [](const Point& a, const Point& b) { return a.completed < b.completed; });
-    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.invoked < b.invoked; });
+    std::sort(by_completion.begin(), by_completion.end(),
+              [](const Point& a, const Point& b) { return a.completed < b.completed; });
+    std::sort(points.begin(), points.end(),
+              [](const Point& a, const Point& b) { return a.invoked < b.invoked; });
     long highest = -1;
     const Operation* witness = nullptr;
     std::size_t next = 0;
@@ -439,7 +467,9 @@ std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& op
       long mine = -1;
       for (const auto& other : by_completion) {
         if (other.completed >= read.invoked) break;
-        if (other.operation->id / process_id_stride != read.operation->id / process_id_stride || other.marks <= mine) continue;
+        if (other.operation->id / process_id_stride != read.operation->id / process_id_stride ||
+            other.marks <= mine)
+          continue;
         mine = other.marks;
         witness = other.operation;
       }
@@ -454,13 +484,16 @@ std::vector<std::string> check_atoms(const std::map<std::int64_t, Operation>& op
         ++next;
       }
       if (point.after <= highest && point.operation->f != "atom-read") {
-        problems.push_back("atom " + atom + ": not linearizable: an append landed at " + std::to_string(point.after) +
-                           " although position " + std::to_string(highest) + " was complete before it began\n    " +
+        problems.push_back("atom " + atom + ": not linearizable: an append landed at " +
+                           std::to_string(point.after) + " although position " +
+                           std::to_string(highest) + " was complete before it began\n    " +
                            show(*point.operation) + "\n    " + show(*witness));
       }
       if (point.operation->f == "atom-read" && point.after <= process_highest(point)) {
-        problems.push_back("atom " + atom + ": stale read: it misses what its own process had completed before it began\n    " +
-                           show(*point.operation) + "\n    " + show(*witness));
+        problems.push_back(
+            "atom " + atom +
+            ": stale read: it misses what its own process had completed before it began\n    " +
+            show(*point.operation) + "\n    " + show(*witness));
       }
     }
   }
@@ -477,7 +510,8 @@ std::vector<std::string> check_locks(const std::map<std::int64_t, Operation>& op
   }
   for (auto& [lock, list] : holds) {
     std::sort(list.begin(), list.end(), [](const Operation* a, const Operation* b) {
-      return a->result.at("entered_ns").get<std::int64_t>() < b->result.at("entered_ns").get<std::int64_t>();
+      return a->result.at("entered_ns").get<std::int64_t>() <
+             b->result.at("entered_ns").get<std::int64_t>();
     });
     int reported = 0;
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -489,14 +523,17 @@ std::vector<std::string> check_locks(const std::map<std::int64_t, Operation>& op
         const bool writes = a.argument.at("side") == "write" || b.argument.at("side") == "write";
         if (b_entered < a_left && writes) {
           ++reported;
-          problems.push_back("lock " + lock + ": two holders at once\n    " + show(a) + "\n    " + show(b));
+          problems.push_back("lock " + lock + ": two holders at once\n    " + show(a) + "\n    " +
+                             show(b));
         }
         // Readers may hold together, so two read holds need no order between their tokens;
         // any pair with a write in it must see them increase.
         if (writes && a_left < b_entered &&
-            a.result.at("token").get<std::uint64_t>() >= b.result.at("token").get<std::uint64_t>()) {
+            a.result.at("token").get<std::uint64_t>() >=
+                b.result.at("token").get<std::uint64_t>()) {
           ++reported;
-          problems.push_back("lock " + lock + ": fencing token did not increase from one hold to a later one\n    " +
+          problems.push_back("lock " + lock +
+                             ": fencing token did not increase from one hold to a later one\n    " +
                              show(a) + "\n    " + show(b));
         }
       }
@@ -518,15 +555,16 @@ std::vector<std::string> check_counters(const std::map<std::int64_t, Operation>&
     ++acknowledged[lock];
     const long count = operation.result.at("count").get<long>();
     if (auto [other, fresh] = wrote[lock].emplace(count, &operation); !fresh) {
-      problems.push_back("counter of lock " + lock + ": two acknowledged increments both wrote " + std::to_string(count) +
-                         " (two holders at once)\n    " + show(*other->second) + "\n    " + show(operation));
+      problems.push_back("counter of lock " + lock + ": two acknowledged increments both wrote " +
+                         std::to_string(count) + " (two holders at once)\n    " +
+                         show(*other->second) + "\n    " + show(operation));
     }
   }
   for (const auto& [lock, count] : final_counts) {
     if (count < acknowledged[lock] || count > acknowledged[lock] + unknown[lock]) {
-      problems.push_back("counter of lock " + lock + ": final count " + std::to_string(count) + " but " +
-                         std::to_string(acknowledged[lock]) + " acknowledged and " + std::to_string(unknown[lock]) +
-                         " unknown increments");
+      problems.push_back("counter of lock " + lock + ": final count " + std::to_string(count) +
+                         " but " + std::to_string(acknowledged[lock]) + " acknowledged and " +
+                         std::to_string(unknown[lock]) + " unknown increments");
     }
   }
   return problems;
@@ -549,8 +587,8 @@ bool vouches(const Vouched& vouched, std::int64_t process, const std::string& ag
 // and the restarts of the agent they fail ("f": "agent-restart", argument {"failed_by": the
 // value of the action whose error the restart cleared, or null}).
 void check_action_sends(const std::map<std::int64_t, Operation>& operations,
-                        const std::map<std::string, std::vector<long>>& final_lists, const Vouched& vouched,
-                        std::vector<std::string>& problems) {
+                        const std::map<std::string, std::vector<long>>& final_lists,
+                        const Vouched& vouched, std::vector<std::string>& problems) {
   constexpr auto never = std::numeric_limits<std::int64_t>::max();
   // A failed agent drops the actions queued behind the failing one until a restart: a drop
   // window opens when the failing action's send begins and closes when a restart that
@@ -577,7 +615,8 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
       known_failed.insert(operation.argument.at("failed_by").get<long>());
       maybe_failed.insert(operation.argument.at("failed_by").get<long>());
     }
-    if (operation.f == "action-failed") maybe_failed.insert(operation.argument.at("value").get<long>());
+    if (operation.f == "action-failed")
+      maybe_failed.insert(operation.argument.at("value").get<long>());
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> windows;
   for (const auto& [id, operation] : operations) {
@@ -594,29 +633,35 @@ void check_action_sends(const std::map<std::int64_t, Operation>& operations,
     const long times = final_lists.count(agent) ? count_in(final_lists.at(agent), value) : 0;
     const bool failed = operation.argument.at("failed") == true || known_failed.contains(value);
     if (failed && times != 0) {
-      problems.push_back("agent " + agent + ": the send of a failed action ran " + std::to_string(times) + " times\n    " +
-                         show(operation));
+      problems.push_back("agent " + agent + ": the send of a failed action ran " +
+                         std::to_string(times) + " times\n    " + show(operation));
       continue;
     }
     if (operation.outcome == "fail" && times != 0) {
-      problems.push_back("agent " + agent + ": the send of an action whose send was refused ran\n    " + show(operation));
+      problems.push_back("agent " + agent +
+                         ": the send of an action whose send was refused ran\n    " +
+                         show(operation));
       continue;
     }
     if (times > 1) {
-      problems.push_back("agent " + agent + ": the send of an action ran " + std::to_string(times) + " times\n    " +
-                         show(operation));
+      problems.push_back("agent " + agent + ": the send of an action ran " + std::to_string(times) +
+                         " times\n    " + show(operation));
       continue;
     }
     const auto completed = operation.completed_ns == 0 ? never : operation.completed_ns;
     const bool maybe_dropped =
         operation.invoked_ns < unnamed_until ||
         std::any_of(windows.begin(), windows.end(),
-                    [&, invoked = operation.invoked_ns](const auto& window) { return completed > window.first && invoked < window.second; });
+                    [&, invoked = operation.invoked_ns](const auto& window) {
+                      return completed > window.first && invoked < window.second;
+                    });
     // The relay's await shows the action ran; the target's that the send it made ran.
     const auto process = id / process_id_stride;
     const bool must_run = vouches(vouched, process, "relay") && vouches(vouched, process, agent);
-    if (!maybe_failed.contains(value) && operation.outcome == "ok" && times == 0 && must_run && !maybe_dropped) {
-      problems.push_back("agent " + agent + ": the send of an action that ran and did not fail never ran\n    " +
+    if (!maybe_failed.contains(value) && operation.outcome == "ok" && times == 0 && must_run &&
+        !maybe_dropped) {
+      problems.push_back("agent " + agent +
+                         ": the send of an action that ran and did not fail never ran\n    " +
                          show(operation));
     }
   }
@@ -628,7 +673,8 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
                                       const std::map<std::string, std::vector<long>>& final_lists) {
   std::vector<std::string> problems;
   const auto at = positions(final_lists);
-  for (const auto& [key, list] : final_lists) duplicates_in("the final value of agent " + key, list, problems);
+  for (const auto& [key, list] : final_lists)
+    duplicates_in("the final value of agent " + key, list, problems);
   std::map<std::string, std::vector<const Operation*>> by_thread;  // acknowledged, in order
   // Send nodes are ephemeral: a sender's pending sends vanish with its session (killed, or
   // expired, which its await then reports). Only a process whose final await of an agent
@@ -648,13 +694,16 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
     if (operation.f == "await" && operation.outcome == "ok" && operation.result == true) {
       const auto& agent = operation.argument;
       const auto name = agent.is_object() ? agent.at("agent").get<std::string>() : "*";
-      if (!told.contains({id / process_id_stride, name})) vouched[id / process_id_stride].insert(name);
+      if (!told.contains({id / process_id_stride, name}))
+        vouched[id / process_id_stride].insert(name);
     }
   }
   check_action_sends(operations, final_lists, vouched, problems);
   for (const auto& [id, operation] : operations) {
     if (operation.f == "await" && operation.outcome == "ok" && operation.result == false) {
-      problems.push_back("agent: await timed out with its sends still pending (a stalled queue)\n    " + show(operation));
+      problems.push_back(
+          "agent: await timed out with its sends still pending (a stalled queue)\n    " +
+          show(operation));
     }
     if (operation.f != "send" && operation.f != "txn-send") continue;
     const auto agent = operation.argument.at("agent").get<std::string>();
@@ -662,29 +711,32 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
     const long times = final_lists.count(agent) ? count_in(final_lists.at(agent), value) : 0;
     const bool must_run = vouches(vouched, id / process_id_stride, agent);
     if (operation.outcome == "ok" && (times > 1 || (times == 0 && must_run))) {
-      problems.push_back("agent " + agent + ": acknowledged send " + std::to_string(value) + " ran " +
-                         std::to_string(times) + " times\n    " + show(operation));
+      problems.push_back("agent " + agent + ": acknowledged send " + std::to_string(value) +
+                         " ran " + std::to_string(times) + " times\n    " + show(operation));
     }
     if (operation.outcome == "fail" && times != 0) {
       problems.push_back("agent " + agent + ": a send of a failed " +
-                         std::string(operation.f == "send" ? "call" : "transaction") + " ran\n    " + show(operation));
+                         std::string(operation.f == "send" ? "call" : "transaction") +
+                         " ran\n    " + show(operation));
     }
     if (operation.outcome == "info" && times > 1) {
-      problems.push_back("agent " + agent + ": a send of unknown outcome ran " + std::to_string(times) + " times\n    " +
-                         show(operation));
+      problems.push_back("agent " + agent + ": a send of unknown outcome ran " +
+                         std::to_string(times) + " times\n    " + show(operation));
     }
     if (operation.outcome == "ok" && times == 1 && !operation.argument.at("thread").is_null()) {
       by_thread[agent + " thread " + operation.argument.at("thread").dump()].push_back(&operation);
     }
   }
   for (auto& [thread, sends] : by_thread) {
-    std::sort(sends.begin(), sends.end(), [](const Operation* a, const Operation* b) { return a->invoked_ns < b->invoked_ns; });
+    std::sort(sends.begin(), sends.end(),
+              [](const Operation* a, const Operation* b) { return a->invoked_ns < b->invoked_ns; });
     for (std::size_t i = 1; i < sends.size(); ++i) {
       const auto agent = sends[i]->argument.at("agent").get<std::string>();
       const auto& where = at.at(agent);
-      if (where.at(sends[i - 1]->argument.at("value").get<long>()) > where.at(sends[i]->argument.at("value").get<long>())) {
-        problems.push_back("agent " + agent + ": sends of " + thread + " ran out of order\n    " + show(*sends[i - 1]) +
-                           "\n    " + show(*sends[i]));
+      if (where.at(sends[i - 1]->argument.at("value").get<long>()) >
+          where.at(sends[i]->argument.at("value").get<long>())) {
+        problems.push_back("agent " + agent + ": sends of " + thread + " ran out of order\n    " +
+                           show(*sends[i - 1]) + "\n    " + show(*sends[i]));
         break;
       }
     }
@@ -692,8 +744,9 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
   return problems;
 }
 
-std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& operations,
-                                       const std::map<std::string, std::vector<long>>& final_lists) {
+std::vector<std::string> check_watches(
+    const std::map<std::int64_t, Operation>& operations,
+    const std::map<std::string, std::vector<long>>& final_lists) {
   std::vector<std::string> problems;
   for (const auto& [id, operation] : operations) {
     if (operation.f != "watch-last" || operation.outcome != "ok") continue;
@@ -701,15 +754,17 @@ std::vector<std::string> check_watches(const std::map<std::int64_t, Operation>& 
     const auto seen = operation.result.get<std::vector<long>>();
     const auto& final_list = final_lists.count(atom) ? final_lists.at(atom) : std::vector<long>{};
     if (seen != final_list) {
-      problems.push_back("watch of atom " + atom + " ended on " + show_list(seen) + ", not the final value " +
-                         show_list(final_list) + "\n    " + show(operation));
+      problems.push_back("watch of atom " + atom + " ended on " + show_list(seen) +
+                         ", not the final value " + show_list(final_list) + "\n    " +
+                         show(operation));
     }
   }
   return problems;
 }
 
-std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operation>& operations,
-                                           const std::map<std::string, std::vector<long>>& final_lists) {
+std::vector<std::string> check_agent_reads(
+    const std::map<std::int64_t, Operation>& operations,
+    const std::map<std::string, std::vector<long>>& final_lists) {
   std::vector<std::string> problems;
   int failed_reads = 0;
   const Operation* first_failed = nullptr;
@@ -722,13 +777,16 @@ std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operatio
     if (operation.f == "agent-read" && operation.outcome == "ok") {
       const auto agent = operation.argument.at("agent").get<std::string>();
       const auto seen = operation.result.get<std::vector<long>>();
-      const auto& final_list = final_lists.count(agent) ? final_lists.at(agent) : std::vector<long>{};
+      const auto& final_list =
+          final_lists.count(agent) ? final_lists.at(agent) : std::vector<long>{};
       if (!is_prefix(seen, final_list)) {
-        problems.push_back("agent " + agent + ": a read " + show_list(seen) + " is no value the agent held (no prefix of " +
-                           show_list(final_list) + ")\n    " + show(operation));
+        problems.push_back("agent " + agent + ": a read " + show_list(seen) +
+                           " is no value the agent held (no prefix of " + show_list(final_list) +
+                           ")\n    " + show(operation));
       }
     }
-    if (operation.f != "await-mid" || operation.outcome != "ok" || !operation.result.is_object()) continue;
+    if (operation.f != "await-mid" || operation.outcome != "ok" || !operation.result.is_object())
+      continue;
     if (operation.result.contains("read_error")) {
       read_failed(operation);
       continue;
@@ -741,16 +799,19 @@ std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operatio
     for (const auto& waited : operation.result.at("waited")) {
       const long value = waited.get<long>();
       if (count_in(final_list, value) > 0 && !seen_set.contains(value)) {
-        problems.push_back("agent " + agent + ": await returned before send " + std::to_string(value) +
-                           ", made before the await began, ran (it ran later)\n    " + show(operation));
+        problems.push_back(
+            "agent " + agent + ": await returned before send " + std::to_string(value) +
+            ", made before the await began, ran (it ran later)\n    " + show(operation));
         break;
       }
     }
   }
   if (failed_reads > 0) {
-    problems.push_back("agent: " + std::to_string(failed_reads) +
-                       " plain reads (deref, a new handle, set_validator, a read after await) found the value "
-                       "missing from its store while others sent; the first:\n    " + show(*first_failed));
+    problems.push_back(
+        "agent: " + std::to_string(failed_reads) +
+        " plain reads (deref, a new handle, set_validator, a read after await) found the value "
+        "missing from its store while others sent; the first:\n    " +
+        show(*first_failed));
   }
   return problems;
 }
@@ -763,24 +824,30 @@ std::vector<std::string> check_register(const std::map<std::int64_t, Operation>&
   for (const auto& [id, operation] : operations) {
     if (operation.f != "register-reset") continue;
     const long value = operation.argument.at("value").get<long>();
-    if (operation.outcome == "fail") failed.insert(value);
-    else written.insert(value);
+    if (operation.outcome == "fail")
+      failed.insert(value);
+    else
+      written.insert(value);
   }
   auto known = [&](const std::vector<long>& value, const Operation* by) {
     if (value.empty()) return;
     if (value.size() != 1 || !written.contains(value.front())) {
-      problems.push_back("register: value " + show_list(value) + " was set by no reset that could have landed" +
-                         (by != nullptr ? "\n    " + show(*by) : std::string(" (the final value)")));
+      problems.push_back(
+          "register: value " + show_list(value) + " was set by no reset that could have landed" +
+          (by != nullptr ? "\n    " + show(*by) : std::string(" (the final value)")));
     }
   };
   for (const auto& [id, operation] : operations) {
-    if (operation.f != "register-reset" || operation.outcome != "ok" || operation.result.at("old").is_null()) continue;
+    if (operation.f != "register-reset" || operation.outcome != "ok" ||
+        operation.result.at("old").is_null())
+      continue;
     const auto old = operation.result.at("old").get<std::vector<long>>();
     known(old, &operation);
     const long key = old.empty() ? -1 : old.front();
     if (auto [other, fresh] = replaced.emplace(key, &operation); !fresh) {
-      problems.push_back("register: two resets both replaced " + show_list(old) + " (not linearizable)\n    " +
-                         show(*other->second) + "\n    " + show(operation));
+      problems.push_back("register: two resets both replaced " + show_list(old) +
+                         " (not linearizable)\n    " + show(*other->second) + "\n    " +
+                         show(operation));
     }
   }
   known(final_value, nullptr);
@@ -791,19 +858,23 @@ std::vector<std::string> check_contracts(const std::map<std::int64_t, Operation>
   std::vector<std::string> problems;
   for (const auto& [id, operation] : operations) {
     if (operation.f == "contract" && operation.result.is_object()) {
-      problems.push_back("broken promise: " + operation.result.at("broken").get<std::string>() + "\n    " + show(operation));
+      problems.push_back("broken promise: " + operation.result.at("broken").get<std::string>() +
+                         "\n    " + show(operation));
     }
   }
   return problems;
 }
 
-std::vector<std::string> check_claims(const std::vector<ClaimLeft>& claims, std::chrono::milliseconds after) {
+std::vector<std::string> check_claims(const std::vector<ClaimLeft>& claims,
+                                      std::chrono::milliseconds after) {
   std::vector<std::string> problems;
   for (const auto& claim : claims) {
-    problems.push_back("claim outlived its dosync: " + claim.ref + " still claimed " + std::to_string(after.count()) +
-                       " ms after every dosync of process " + std::to_string(claim.process) + " ended (session " +
-                       std::to_string(claim.session) + ", first read point " + std::to_string(claim.first_read_point) +
-                       ", counter " + std::to_string(claim.counter) + ")");
+    problems.push_back("claim outlived its dosync: " + claim.ref + " still claimed " +
+                       std::to_string(after.count()) + " ms after every dosync of process " +
+                       std::to_string(claim.process) + " ended (session " +
+                       std::to_string(claim.session) + ", first read point " +
+                       std::to_string(claim.first_read_point) + ", counter " +
+                       std::to_string(claim.counter) + ")");
   }
   return problems;
 }

@@ -24,8 +24,9 @@ namespace avout::testing {
 /// transactions ("f": "ref-read", argument {"key"}, result the list; "fail" when the value
 /// the head named was missing) must be prefixes of the final list and never fail; no
 /// transaction fails with a value "missing from its store" or at the clock's version.
-std::vector<std::string> check_list_append(const std::map<std::int64_t, Operation>& operations,
-                                           const std::map<std::string, std::vector<long>>& final_lists);
+std::vector<std::string> check_list_append(
+    const std::map<std::int64_t, Operation>& operations,
+    const std::map<std::string, std::vector<long>>& final_lists);
 
 /// Atoms as append-only lists ("f": "atom-append", argument {"atom", "value"}, result the
 /// list after the swap; "f": "atom-cas", argument {"atom", "value"}, result true/false;
@@ -75,8 +76,9 @@ std::vector<std::string> check_agents(const std::map<std::int64_t, Operation>& o
 /// newer head is re-read, never BackendError), every list read is a prefix of the agent's
 /// final list (a value the agent held), and an await returned only after every send made
 /// before it that ran at all had run.
-std::vector<std::string> check_agent_reads(const std::map<std::int64_t, Operation>& operations,
-                                           const std::map<std::string, std::vector<long>>& final_lists);
+std::vector<std::string> check_agent_reads(
+    const std::map<std::int64_t, Operation>& operations,
+    const std::map<std::string, std::vector<long>>& final_lists);
 
 /// The register atom, changed only by reset ("f": "register-reset", argument {"value"}, the
 /// value set being [value]; result {"old": the value before it, from reset_vals, or null}):
@@ -107,6 +109,7 @@ struct ClaimLeft {
 
 /// Claims end with their dosync (transactions.md rule 10; issue 36 item 3): every claim
 /// still left `after` the last dosync of its (live) process ended is an anomaly.
-std::vector<std::string> check_claims(const std::vector<ClaimLeft>& claims, std::chrono::milliseconds after);
+std::vector<std::string> check_claims(const std::vector<ClaimLeft>& claims,
+                                      std::chrono::milliseconds after);
 
 }  // namespace avout::testing

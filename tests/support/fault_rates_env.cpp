@@ -20,7 +20,8 @@ void rates_from_env(const char* variable, const std::map<std::string, double*>& 
     const std::string key = item.substr(0, equals);
     const auto field = fields.find(key);
     if (equals == std::string::npos || field == fields.end()) {
-      throw std::invalid_argument(std::string(variable) + ": unknown or malformed item \"" + item + "\"");
+      throw std::invalid_argument(std::string(variable) + ": unknown or malformed item \"" + item +
+                                  "\"");
     }
     *field->second = std::stod(item.substr(equals + 1));
   }

@@ -37,7 +37,8 @@ class FaultyAtomState : public AtomState {
 
 // Over a ZooKeeper atom, watches keep using its node (the core's private capability,
 // forwarded), as they do without the faulty store.
-class FaultyZooKeeperAtomState final : public FaultyAtomState, public avout::detail::ZooKeeperNodeAtom {
+class FaultyZooKeeperAtomState final : public FaultyAtomState,
+                                       public avout::detail::ZooKeeperNodeAtom {
  public:
   FaultyZooKeeperAtomState(FaultyStore& store, std::unique_ptr<AtomState> inner, std::string name,
                            std::string node)
@@ -56,11 +57,13 @@ class FaultyReferenceData : public ReferenceData {
   void set(Bytes value, const Point& point) override {
     const auto fault = store_.draw(name(), true);
     if (fault == FaultyStore::Fault::fail_early) {
-      throw BackendError("faulty store: write of ref " + name() + " at " + point.id + " failed before sending");
+      throw BackendError("faulty store: write of ref " + name() + " at " + point.id +
+                         " failed before sending");
     }
     inner_->set(std::move(value), point);
     if (fault == FaultyStore::Fault::reply_lost) {
-      throw BackendError("faulty store: reply of the write of ref " + name() + " at " + point.id + " lost");
+      throw BackendError("faulty store: reply of the write of ref " + name() + " at " + point.id +
+                         " lost");
     }
   }
   Bytes get(const Point& point) override {
@@ -93,7 +96,8 @@ std::unique_ptr<AtomState> FaultyStore::atom_state(const std::string& name) {
   auto inner = inner_.atom_state(name);
   if (auto* node = dynamic_cast<avout::detail::ZooKeeperNodeAtom*>(inner.get())) {
     std::string path = node->node_path();
-    return std::make_unique<FaultyZooKeeperAtomState>(*this, std::move(inner), name, std::move(path));
+    return std::make_unique<FaultyZooKeeperAtomState>(*this, std::move(inner), name,
+                                                      std::move(path));
   }
   return std::make_unique<FaultyAtomState>(*this, std::move(inner), name);
 }
@@ -138,8 +142,9 @@ FaultyStore::Fault FaultyStore::draw(const std::string& what, bool write) {
 }
 
 StoreFaultRates store_fault_rates_from_env(StoreFaultRates defaults) {
-  rates_from_env("AVOUT_STORE_FAULTS",
-                 {{"lost", &defaults.reply_lost}, {"early", &defaults.fail_early}, {"outage", &defaults.outage}});
+  rates_from_env("AVOUT_STORE_FAULTS", {{"lost", &defaults.reply_lost},
+                                        {"early", &defaults.fail_early},
+                                        {"outage", &defaults.outage}});
   return defaults;
 }
 

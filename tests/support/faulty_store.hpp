@@ -1,8 +1,8 @@
 #pragma once
 // Fault injection at the store border, for tests only: a Store that decorates any Store and,
-// per write drawn from the calling thread's seeded stream, loses the reply of an applied write (writes, then
-// throws BackendError, the stores' connection error), fails before writing, or makes the
-// whole store unavailable for a while (every call throws BackendError until it is back).
+// per write drawn from the calling thread's seeded stream, loses the reply of an applied write
+// (writes, then throws BackendError, the stores' connection error), fails before writing, or makes
+// the whole store unavailable for a while (every call throws BackendError until it is back).
 
 #include <avout/backend.hpp>
 

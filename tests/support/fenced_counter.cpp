@@ -45,30 +45,40 @@ FencedCounter::FencedCounter(const std::string& url, std::string key) : key_(std
 FencedCounter::~FencedCounter() { redisFree(context_); }
 
 std::optional<FencedCounter::Seen> FencedCounter::read(std::uint64_t token) {
-  Reply r{static_cast<redisReply*>(redisCommand(context_, "EVAL %s 1 %s %llu", read_script, key_.c_str(),
-                                                 static_cast<unsigned long long>(token)))};
-  if (r.reply == nullptr) throw std::runtime_error("fenced counter " + key_ + ": " + context_->errstr);
+  Reply r{
+      static_cast<redisReply*>(redisCommand(context_, "EVAL %s 1 %s %llu", read_script,
+                                            key_.c_str(), static_cast<unsigned long long>(token)))};
+  if (r.reply == nullptr)
+    throw std::runtime_error("fenced counter " + key_ + ": " + context_->errstr);
   if (r.reply->type == REDIS_REPLY_INTEGER) return std::nullopt;
   if (r.reply->type != REDIS_REPLY_ARRAY || r.reply->elements != 2) {
     throw std::runtime_error("fenced counter " + key_ + ": unexpected reply to a read");
   }
-  return Seen{static_cast<long>(r.reply->element[0]->integer), static_cast<std::uint64_t>(r.reply->element[1]->integer)};
+  return Seen{static_cast<long>(r.reply->element[0]->integer),
+              static_cast<std::uint64_t>(r.reply->element[1]->integer)};
 }
 
-bool FencedCounter::write(std::uint64_t token, long count) { return eval(write_script, token, count) == 1; }
+bool FencedCounter::write(std::uint64_t token, long count) {
+  return eval(write_script, token, count) == 1;
+}
 
 long long FencedCounter::eval(const char* script, std::uint64_t token, long count) {
-  Reply r{static_cast<redisReply*>(redisCommand(context_, "EVAL %s 1 %s %llu %ld", script, key_.c_str(),
-                                                 static_cast<unsigned long long>(token), count))};
-  if (r.reply == nullptr) throw std::runtime_error("fenced counter " + key_ + ": " + context_->errstr);
-  if (r.reply->type != REDIS_REPLY_INTEGER) throw std::runtime_error("fenced counter " + key_ + ": unexpected reply");
+  Reply r{
+      static_cast<redisReply*>(redisCommand(context_, "EVAL %s 1 %s %llu %ld", script, key_.c_str(),
+                                            static_cast<unsigned long long>(token), count))};
+  if (r.reply == nullptr)
+    throw std::runtime_error("fenced counter " + key_ + ": " + context_->errstr);
+  if (r.reply->type != REDIS_REPLY_INTEGER)
+    throw std::runtime_error("fenced counter " + key_ + ": unexpected reply");
   return r.reply->integer;
 }
 
 long FencedCounter::count() {
   Reply r{static_cast<redisReply*>(redisCommand(context_, "HGET %s count", key_.c_str()))};
-  if (r.reply == nullptr) throw std::runtime_error("fenced counter " + key_ + ": " + context_->errstr);
-  return r.reply->type == REDIS_REPLY_STRING ? std::stol(std::string(r.reply->str, r.reply->len)) : 0;
+  if (r.reply == nullptr)
+    throw std::runtime_error("fenced counter " + key_ + ": " + context_->errstr);
+  return r.reply->type == REDIS_REPLY_STRING ? std::stol(std::string(r.reply->str, r.reply->len))
+                                             : 0;
 }
 
 }  // namespace avout::testing

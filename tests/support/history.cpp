@@ -22,8 +22,8 @@ HistoryWriter::HistoryWriter(const std::string& path, int process)
 
 void HistoryWriter::record(const std::string& type, const std::string& f, std::int64_t id,
                            const nlohmann::json& value) {
-  nlohmann::json line{{"process", process_}, {"type", type}, {"f", f},
-                      {"id", id},            {"time_ns", monotonic_ns()}, {"value", value}};
+  nlohmann::json line{{"process", process_},       {"type", type},  {"f", f}, {"id", id},
+                      {"time_ns", monotonic_ns()}, {"value", value}};
   out_ << line.dump() << '\n' << std::flush;
 }
 
@@ -98,8 +98,9 @@ std::vector<std::string> check_counter(const std::map<std::int64_t, Operation>& 
   }
   // Real time: sorted by completion, each value must exceed every value of an increment
   // that completed before this one was invoked.
-  std::sort(acknowledged.begin(), acknowledged.end(),
-            [](const Operation* a, const Operation* b) { return a->completed_ns < b->completed_ns; });
+  std::sort(acknowledged.begin(), acknowledged.end(), [](const Operation* a, const Operation* b) {
+    return a->completed_ns < b->completed_ns;
+  });
   long highest_completed = 0;
   std::size_t next = 0;
   std::vector<const Operation*> by_invoke = acknowledged;
@@ -112,9 +113,8 @@ std::vector<std::string> check_counter(const std::map<std::int64_t, Operation>& 
     }
     if (operation->result.get<long>() <= highest_completed) {
       problems.push_back("increment " + std::to_string(operation->id) + " returned " +
-                         std::to_string(operation->result.get<long>()) +
-                         " although " + std::to_string(highest_completed) +
-                         " had completed before it began");
+                         std::to_string(operation->result.get<long>()) + " although " +
+                         std::to_string(highest_completed) + " had completed before it began");
     }
   }
   return problems;
@@ -126,7 +126,8 @@ std::vector<std::string> check_bank(const std::map<std::int64_t, Operation>& ope
   std::vector<std::string> problems;
   std::set<long> recorded;
   for (long id : ledger_ids) {
-    if (!recorded.insert(id).second) problems.push_back("transfer " + std::to_string(id) + " recorded twice");
+    if (!recorded.insert(id).second)
+      problems.push_back("transfer " + std::to_string(id) + " recorded twice");
   }
   std::vector<long> replayed(balances.size(), initial);
   const long total = initial * static_cast<long>(balances.size());
@@ -153,7 +154,8 @@ std::vector<std::string> check_bank(const std::map<std::int64_t, Operation>& ope
       recorded.erase(id);
     }
   }
-  for (long id : recorded) problems.push_back("ledger holds unknown transfer " + std::to_string(id));
+  for (long id : recorded)
+    problems.push_back("ledger holds unknown transfer " + std::to_string(id));
   if (replayed != balances) problems.push_back("replaying the ledgers does not give the balances");
   return problems;
 }

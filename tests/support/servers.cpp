@@ -4,9 +4,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
-#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -107,7 +107,8 @@ std::string ask_loopback(int port, const std::string& request) {
   sockaddr_in address = loopback_address(port);
   std::string answer;
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
     char buffer[4096];
     ssize_t got;
     while ((got = recv(fd, buffer, sizeof buffer, 0)) > 0) {
@@ -245,9 +246,14 @@ void remove_dir(const std::string& dir, pid_t owner) {
 std::vector<std::string> zookeeper_command(const std::string& config) {
   // ZooKeeper's jar names its own dependencies; slf4j-simple, the one logging binding on the
   // class path, puts its warnings and errors (a port it cannot bind) in the server's log.
-  return {"java", "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-          "-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar",
-          "org.apache.zookeeper.server.quorum.QuorumPeerMain", config};
+  return {"java",
+          "-Xmx256m",
+          "-XX:+UseSerialGC",
+          "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+          "-cp",
+          "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar",
+          "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+          config};
 }
 
 std::string zookeeper_mode(int port) {
@@ -316,7 +322,8 @@ struct ZooKeeperEnsemble::Impl {
   }
   void launch(std::size_t index) {
     auto& member = members[index];
-    member.process = Process(zookeeper_command(member.dir + "/zoo.cfg"), member.dir + "/server.log");
+    member.process =
+        Process(zookeeper_command(member.dir + "/zoo.cfg"), member.dir + "/server.log");
   }
 };
 
@@ -362,7 +369,8 @@ int ZooKeeperEnsemble::port(int index) const {
 
 int ZooKeeperEnsemble::leader() const {
   for (std::size_t i = 0; i < impl_->members.size(); ++i) {
-    if (impl_->members[i].process.running() && zookeeper_mode(impl_->members[i].client_port) == "leader") {
+    if (impl_->members[i].process.running() &&
+        zookeeper_mode(impl_->members[i].client_port) == "leader") {
       return static_cast<int>(i);
     }
   }
@@ -376,23 +384,28 @@ void ZooKeeperEnsemble::kill(int index) {
 void ZooKeeperEnsemble::restart(int index) {
   impl_->launch(static_cast<std::size_t>(index));
   const int member_port = port(index);
-  wait_until([&] {
-    const auto mode = zookeeper_mode(member_port);
-    return mode == "leader" || mode == "follower";
-  }, 60s, "ensemble member " + std::to_string(index), impl_->members[static_cast<std::size_t>(index)].dir + "/server.log",
-     &impl_->members[static_cast<std::size_t>(index)].process);
+  wait_until(
+      [&] {
+        const auto mode = zookeeper_mode(member_port);
+        return mode == "leader" || mode == "follower";
+      },
+      60s, "ensemble member " + std::to_string(index),
+      impl_->members[static_cast<std::size_t>(index)].dir + "/server.log",
+      &impl_->members[static_cast<std::size_t>(index)].process);
 }
 
 void ZooKeeperEnsemble::wait_for_quorum() const {
-  wait_until([&] {
-    if (leader() < 0) return false;
-    for (const auto& member : impl_->members) {
-      if (!member.process.running()) continue;
-      const auto mode = zookeeper_mode(member.client_port);
-      if (mode != "leader" && mode != "follower") return false;
-    }
-    return true;
-  }, 90s, "the zookeeper ensemble", impl_->members[0].dir + "/server.log");
+  wait_until(
+      [&] {
+        if (leader() < 0) return false;
+        for (const auto& member : impl_->members) {
+          if (!member.process.running()) continue;
+          const auto mode = zookeeper_mode(member.client_port);
+          if (mode != "leader" && mode != "follower") return false;
+        }
+        return true;
+      },
+      90s, "the zookeeper ensemble", impl_->members[0].dir + "/server.log");
 }
 
 // ---- Redis ------------------------------------------------------------------------------
@@ -427,10 +440,22 @@ void RedisServer::stop() { impl_->process.stop(SIGTERM); }
 void RedisServer::start() {
   const std::string log = impl_->dir + "/server.log";
   // ::1 too where the machine has IPv6 ("-": not fatal when it has not), and a unix socket.
-  std::vector<std::string> argv{"redis-server", "--port", std::to_string(impl_->port), "--bind",
-                                "127.0.0.1", "-::1", "--unixsocket", socket_path(),
-                                "--unixsocketperm", "700", "--save", "", "--dir", impl_->dir,
-                                "--daemonize", "no"};
+  std::vector<std::string> argv{"redis-server",
+                                "--port",
+                                std::to_string(impl_->port),
+                                "--bind",
+                                "127.0.0.1",
+                                "-::1",
+                                "--unixsocket",
+                                socket_path(),
+                                "--unixsocketperm",
+                                "700",
+                                "--save",
+                                "",
+                                "--dir",
+                                impl_->dir,
+                                "--daemonize",
+                                "no"};
   if (impl_->durable) {
     argv.insert(argv.end(), {"--appendonly", "yes", "--appendfsync", "always"});
   } else {
@@ -472,7 +497,8 @@ struct PostgresServer::Impl {
   }
   std::string log() const { return dir + "/server.log"; }
   bool accepting() const {
-    return ask_loopback(port, std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8)) == "N";  // SSLRequest: 'N'
+    return ask_loopback(port, std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8)) ==
+           "N";  // SSLRequest: 'N'
   }
 };
 
@@ -488,9 +514,8 @@ PostgresServer::PostgresServer() : impl_(std::make_unique<Impl>()) {
     throw std::runtime_error("initdb failed; log tail:\n" + tail_of(impl_->dir + "/initdb.log"));
   }
   start();
-  run_to_end({"psql", "-h", "127.0.0.1", "-p",
-              std::to_string(impl_->port), "-U", "avout", "-d", "postgres", "-c",
-              "CREATE DATABASE avout"},
+  run_to_end({"psql", "-h", "127.0.0.1", "-p", std::to_string(impl_->port), "-U", "avout", "-d",
+              "postgres", "-c", "CREATE DATABASE avout"},
              impl_->dir + "/createdb.log", impl_->as, "CREATE DATABASE");
 }
 
@@ -505,11 +530,11 @@ int PostgresServer::port() const { return impl_->port; }
 void PostgresServer::stop() { impl_->process.stop(SIGINT); }
 
 void PostgresServer::start() {
-  impl_->process = Process({postgres_bin + "postgres", "-D", impl_->dir + "/data", "-p",
-                            std::to_string(impl_->port), "-k", impl_->dir, "-c",
-                            "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c",
-                            "max_connections=200"},
-                           impl_->log(), impl_->as);
+  impl_->process =
+      Process({postgres_bin + "postgres", "-D", impl_->dir + "/data", "-p",
+               std::to_string(impl_->port), "-k", impl_->dir, "-c", "listen_addresses=127.0.0.1",
+               "-c", "fsync=off", "-c", "max_connections=200"},
+              impl_->log(), impl_->as);
   wait_until([&] { return impl_->accepting(); }, 60s,
              "postgres on port " + std::to_string(impl_->port), impl_->log(), &impl_->process);
 }

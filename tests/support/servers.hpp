@@ -51,6 +51,7 @@ class ZooKeeperServer {
   /// Starts it again on the same port and data directory; waits until it answers.
   void start();
   struct Impl;
+
  private:
   std::unique_ptr<Impl> impl_;
 };
@@ -76,6 +77,7 @@ class ZooKeeperEnsemble {
   /// Waits until the live members have a leader again.
   void wait_for_quorum() const;
   struct Impl;
+
  private:
   std::unique_ptr<Impl> impl_;
 };
@@ -99,6 +101,7 @@ class RedisServer {
   /// Starts it again on the same port and directory.
   void start();
   struct Impl;
+
  private:
   std::unique_ptr<Impl> impl_;
 };
@@ -121,6 +124,7 @@ class PostgresServer {
   /// Starts it again on the same port and data directory.
   void start();
   struct Impl;
+
  private:
   std::unique_ptr<Impl> impl_;
 };

@@ -135,7 +135,7 @@ inline void run_batch_conformance(const StoreFactory& make_store) {
   for (const auto& v : values) reads.push_back(PointRead{v.data, v.point});
   reads.insert(reads.begin() + 5, PointRead{refs[0].get(), Point{"never-stored"}});
   reads.insert(reads.begin() + 7, PointRead{refs[1].get(), Point{"point-0"}});  // refs[0]'s
-  reads.push_back(reads.front());  // a point twice
+  reads.push_back(reads.front());                                               // a point twice
   const auto read = store->get_values(reads);
   REQUIRE(read.size() == reads.size());
   for (std::size_t i = 0; i < reads.size(); ++i) {
@@ -192,7 +192,8 @@ inline void run_version_set_batch_conformance(const StoreFactory& make_store) {
   std::vector<PointValue> values;
   {
     auto store = make_store();
-    for (int r = 0; r < 3; ++r) refs.push_back(store->reference_data(stem + "-" + std::to_string(r)));
+    for (int r = 0; r < 3; ++r)
+      refs.push_back(store->reference_data(stem + "-" + std::to_string(r)));
     for (int i = 0; i < 9; ++i) {
       const std::string id = "point-" + std::to_string(i);
       values.push_back(PointValue{refs[i % 3].get(), Point{id}, to_bytes("value " + id)});

@@ -43,7 +43,8 @@ TcpRelay::TcpRelay(int server_port) : server_port_(server_port) {
   ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   sockaddr_in address = loopback_address(0);
   socklen_t length = sizeof address;
-  if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(listener_, 16) != 0 ||
+  if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener_, 16) != 0 ||
       ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
     ::close(listener_);
     throw std::runtime_error("relay: cannot listen on loopback");
@@ -152,7 +153,8 @@ void TcpRelay::relay(Connection& connection) {
       ::shutdown(connection.server, SHUT_WR);  // the server answers, then closes
       server_told_end = true;
     }
-    pollfd ends[2] = {{client_open ? connection.client : -1, POLLIN, 0}, {connection.server, POLLIN, 0}};
+    pollfd ends[2] = {{client_open ? connection.client : -1, POLLIN, 0},
+                      {connection.server, POLLIN, 0}};
     if (::poll(ends, 2, 20) <= 0) continue;
     if (ends[0].revents != 0) {
       const ssize_t got = ::recv(connection.client, buffer, sizeof buffer, 0);
@@ -170,15 +172,19 @@ void TcpRelay::relay(Connection& connection) {
       } else {
         // Released since the loop's top: what was kept goes first, or the server would get
         // later requests before earlier ones (the client then sees replies out of order).
-        if (!send_kept() || !send_all(connection.server, buffer, static_cast<std::size_t>(got))) break;
+        if (!send_kept() || !send_all(connection.server, buffer, static_cast<std::size_t>(got)))
+          break;
       }
     }
     if (ends[1].revents != 0) {
       const ssize_t got = ::recv(connection.server, buffer, sizeof buffer, 0);
       if (got <= 0) break;
       const Mode mode = mode_;
-      const bool drop = mode == Mode::drop_all || mode == Mode::drop_replies || connection.drop_replies;
-      if (client_open && !drop && !send_all(connection.client, buffer, static_cast<std::size_t>(got))) break;
+      const bool drop =
+          mode == Mode::drop_all || mode == Mode::drop_replies || connection.drop_replies;
+      if (client_open && !drop &&
+          !send_all(connection.client, buffer, static_cast<std::size_t>(got)))
+        break;
     }
   }
   std::lock_guard lock(mutex_);

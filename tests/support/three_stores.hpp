@@ -32,7 +32,9 @@ struct StoreUrl {
 /// The shared servers' stores, in the order ThreeStores::store(index) takes them: the one
 /// list of stores the tests name (each made by the store registry from its URL).
 inline std::vector<StoreUrl> shared_store_urls() {
-  return {{"zookeeper", "zookeeper:"}, {"redis", shared_redis().url()}, {"postgres", shared_postgres().url()}};
+  return {{"zookeeper", "zookeeper:"},
+          {"redis", shared_redis().url()},
+          {"postgres", shared_postgres().url()}};
 }
 
 /// Starts the shared servers (in the parent, before any fork, so children only connect).
@@ -45,7 +47,8 @@ inline void start_shared_servers() {
 inline std::vector<avout::StoreHandle> shared_stores(avout::Client& client) {
   avout::register_builtin_stores();
   std::vector<avout::StoreHandle> made;
-  for (const auto& store : shared_store_urls()) made.push_back(avout::make_store(client, store.url));
+  for (const auto& store : shared_store_urls())
+    made.push_back(avout::make_store(client, store.url));
   return made;
 }
 
@@ -62,7 +65,9 @@ struct ThreeStores {
 
   /// The store at `index` modulo their number, in shared_store_urls()'s order (0: ZooKeeper,
   /// 1: Redis, 2: PostgreSQL).
-  avout::Store& store(int index) { return *handles[static_cast<std::size_t>(index) % handles.size()]; }
+  avout::Store& store(int index) {
+    return *handles[static_cast<std::size_t>(index) % handles.size()];
+  }
 
   /// The store shared_store_urls() names `name`.
   avout::Store& named(const std::string& name) {
@@ -80,7 +85,8 @@ struct ThreeStores {
   /// `count` accounts below `prefix`, spread round-robin over the stores.
   std::vector<avout::Ref<long>> accounts(const std::string& prefix, int count, long initial) {
     std::vector<avout::Ref<long>> refs;
-    for (int i = 0; i < count; ++i) refs.push_back(client.ref<long>(account_name(prefix, i), initial, store(i)));
+    for (int i = 0; i < count; ++i)
+      refs.push_back(client.ref<long>(account_name(prefix, i), initial, store(i)));
     return refs;
   }
 };

@@ -36,7 +36,9 @@ class SlowReads final : public avout::Store {
   struct Data final : avout::ReferenceData {
     explicit Data(std::unique_ptr<avout::ReferenceData> wrapped) : inner(std::move(wrapped)) {}
     std::string name() const override { return inner->name(); }
-    void set(avout::Bytes value, const avout::Point& point) override { inner->set(std::move(value), point); }
+    void set(avout::Bytes value, const avout::Point& point) override {
+      inner->set(std::move(value), point);
+    }
     avout::Bytes get(const avout::Point& point) override {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return inner->get(point);

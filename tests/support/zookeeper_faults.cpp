@@ -18,9 +18,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -106,10 +106,12 @@ class Injector {
                  before = draw_fault(seed_), delay = draw_fault(seed_), length = draw_fault(seed_);
     if (mutation && lost < rates_.reply_lost) return {Fault::reply_lost};
     if (early < rates_.fail_early) return {Fault::fail_early};
-    if (mutation && expire < rates_.expire) return {before < 0.5 ? Fault::expire_before : Fault::expire_after};
+    if (mutation && expire < rates_.expire)
+      return {before < 0.5 ? Fault::expire_before : Fault::expire_after};
     if (delay < rates_.delay) {
       const auto most = std::max<long>(1, rates_.max_delay.count());
-      return {Fault::delay, std::chrono::milliseconds(1 + static_cast<long>(length * static_cast<double>(most - 1)))};
+      return {Fault::delay, std::chrono::milliseconds(
+                                1 + static_cast<long>(length * static_cast<double>(most - 1)))};
     }
     return {};
   }
@@ -140,15 +142,18 @@ struct Substitute {
 
 // Reply lost: whatever the server said, the caller hears ZCONNECTIONLOSS.
 void lost_string(int, const char*, const void* context) {
-  std::unique_ptr<const Substitute<string_completion_t>> s(static_cast<const Substitute<string_completion_t>*>(context));
+  std::unique_ptr<const Substitute<string_completion_t>> s(
+      static_cast<const Substitute<string_completion_t>*>(context));
   s->completion(ZCONNECTIONLOSS, nullptr, s->data);
 }
 void lost_stat(int, const Stat*, const void* context) {
-  std::unique_ptr<const Substitute<stat_completion_t>> s(static_cast<const Substitute<stat_completion_t>*>(context));
+  std::unique_ptr<const Substitute<stat_completion_t>> s(
+      static_cast<const Substitute<stat_completion_t>*>(context));
   s->completion(ZCONNECTIONLOSS, nullptr, s->data);
 }
 void lost_void(int, const void* context) {
-  std::unique_ptr<const Substitute<void_completion_t>> s(static_cast<const Substitute<void_completion_t>*>(context));
+  std::unique_ptr<const Substitute<void_completion_t>> s(
+      static_cast<const Substitute<void_completion_t>*>(context));
   s->completion(ZCONNECTIONLOSS, s->data);
 }
 
@@ -157,7 +162,8 @@ void lost_void(int, const void* context) {
 // an order the server never produces).
 template <typename Completion>
 std::unique_ptr<const Substitute<Completion>> wait_then_take(const void* context) {
-  std::unique_ptr<const Substitute<Completion>> s(static_cast<const Substitute<Completion>*>(context));
+  std::unique_ptr<const Substitute<Completion>> s(
+      static_cast<const Substitute<Completion>*>(context));
   std::this_thread::sleep_for(s->delay);
   return s;
 }
@@ -225,10 +231,8 @@ int intercept(zhandle_t* handle, ZooKeeperCall call, const std::string& path, bo
     decision = injector->draw(mutation);
   }
   switch (decision.fault) {
-    case Fault::none:
-      return real(completion, data);
-    case Fault::fail_early:
-      return ZCONNECTIONLOSS;  // the caller completes a refused call itself
+    case Fault::none: return real(completion, data);
+    case Fault::fail_early: return ZCONNECTIONLOSS;  // the caller completes a refused call itself
     case Fault::reply_lost: {
       auto* s = new Substitute<Completion>{completion, data};
       const int rc = real(lost, s);
@@ -297,12 +301,14 @@ class Offsets {
     const Rule* rule = rule_of(parent);
     if (rule == nullptr || rule->sequence == 0 || name.size() < sequence_digits) return name;
     const std::string digits = name.substr(name.size() - sequence_digits);
-    if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+    if (!std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
       return name;
     }
     // The server's counter is a signed 32-bit int printed with "%010d"; C++20 makes the
     // conversion of the wrapped unsigned sum to int32 modular, as Java's int arithmetic is.
-    const auto shown = static_cast<std::int32_t>(static_cast<std::uint32_t>(std::stoul(digits)) + rule->sequence);
+    const auto shown =
+        static_cast<std::int32_t>(static_cast<std::uint32_t>(std::stoul(digits)) + rule->sequence);
     char suffix[16];
     std::snprintf(suffix, sizeof suffix, "%010d", shown);
     std::string result = name.substr(0, name.size() - sequence_digits) + suffix;
@@ -364,13 +370,15 @@ struct Shown {
   Completion completion;
   const void* data;
   std::shared_ptr<Offsets> offsets;
-  std::string parent;                         // children: the listed node
+  std::string parent;                          // children: the listed node
   std::vector<std::pair<char*, int>> created;  // multi: the buffers of sequential creates
-  std::vector<std::pair<Stat*, std::string>> stats;  // multi: the stats of sets shown offset, by path
+  std::vector<std::pair<Stat*, std::string>>
+      stats;  // multi: the stats of sets shown offset, by path
 };
 
 void shown_stat(int rc, const Stat* stat, const void* context) {
-  std::unique_ptr<const Shown<stat_completion_t>> s(static_cast<const Shown<stat_completion_t>*>(context));
+  std::unique_ptr<const Shown<stat_completion_t>> s(
+      static_cast<const Shown<stat_completion_t>*>(context));
   if (rc != ZOK || stat == nullptr) return s->completion(rc, stat, s->data);
   Stat shown = *stat;
   shown.version = s->offsets->shown_version(s->parent, stat->version);
@@ -378,7 +386,8 @@ void shown_stat(int rc, const Stat* stat, const void* context) {
 }
 
 void shown_data(int rc, const char* value, int length, const Stat* stat, const void* context) {
-  std::unique_ptr<const Shown<data_completion_t>> s(static_cast<const Shown<data_completion_t>*>(context));
+  std::unique_ptr<const Shown<data_completion_t>> s(
+      static_cast<const Shown<data_completion_t>*>(context));
   if (rc != ZOK || stat == nullptr) return s->completion(rc, value, length, stat, s->data);
   Stat shown = *stat;
   shown.version = s->offsets->shown_version(s->parent, stat->version);
@@ -395,17 +404,20 @@ Shown<Completion>* shown_versions(const std::shared_ptr<Offsets>& offsets, const
 }
 
 void shown_created(int rc, const char* value, const void* context) {
-  std::unique_ptr<const Shown<string_completion_t>> s(static_cast<const Shown<string_completion_t>*>(context));
+  std::unique_ptr<const Shown<string_completion_t>> s(
+      static_cast<const Shown<string_completion_t>*>(context));
   if (rc != ZOK || value == nullptr) return s->completion(rc, value, s->data);
   const std::string shown = s->offsets->shown_path(value);
   s->completion(rc, shown.c_str(), s->data);
 }
 
 void shown_children(int rc, const String_vector* strings, const void* context) {
-  std::unique_ptr<const Shown<strings_completion_t>> s(static_cast<const Shown<strings_completion_t>*>(context));
+  std::unique_ptr<const Shown<strings_completion_t>> s(
+      static_cast<const Shown<strings_completion_t>*>(context));
   if (rc != ZOK || strings == nullptr) return s->completion(rc, strings, s->data);
   std::vector<std::string> names;
-  for (std::int32_t i = 0; i < strings->count; ++i) names.push_back(s->offsets->shown_child(s->parent, strings->data[i]));
+  for (std::int32_t i = 0; i < strings->count; ++i)
+    names.push_back(s->offsets->shown_child(s->parent, strings->data[i]));
   std::vector<char*> pointers;
   for (auto& name : names) pointers.push_back(name.data());
   String_vector shown{static_cast<std::int32_t>(pointers.size()), pointers.data()};
@@ -413,13 +425,16 @@ void shown_children(int rc, const String_vector* strings, const void* context) {
 }
 
 void shown_multi(int rc, const void* context) {
-  std::unique_ptr<const Shown<void_completion_t>> s(static_cast<const Shown<void_completion_t>*>(context));
+  std::unique_ptr<const Shown<void_completion_t>> s(
+      static_cast<const Shown<void_completion_t>*>(context));
   if (rc == ZOK) {
     for (const auto& [buffer, length] : s->created) {
       const std::string shown = s->offsets->shown_path(buffer);
-      if (shown.size() < static_cast<std::size_t>(length)) std::memcpy(buffer, shown.c_str(), shown.size() + 1);
+      if (shown.size() < static_cast<std::size_t>(length))
+        std::memcpy(buffer, shown.c_str(), shown.size() + 1);
     }
-    for (const auto& [stat, path] : s->stats) stat->version = s->offsets->shown_version(path, stat->version);
+    for (const auto& [stat, path] : s->stats)
+      stat->version = s->offsets->shown_version(path, stat->version);
   }
   s->completion(rc, s->data);
 }
@@ -427,8 +442,8 @@ void shown_multi(int rc, const void* context) {
 // Sends through `send(completion, data)` with `completion` replaced by `substitute` (context
 // `shown`) when offsets are active; the substitute's context goes when the call is refused.
 template <typename Completion, typename Send>
-int with_shown(Completion completion, const void* data, Shown<Completion>* shown, Completion substitute,
-               Send send) {
+int with_shown(Completion completion, const void* data, Shown<Completion>* shown,
+               Completion substitute, Send send) {
   if (shown == nullptr || completion == nullptr) {
     delete shown;
     return send(completion, data);
@@ -442,7 +457,8 @@ int with_shown(Completion completion, const void* data, Shown<Completion>* shown
 
 void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_lost, int after) {
   std::lock_guard lock(targeted_mutex);
-  targeted.push_back({call, std::move(within), count, reply_lost ? Fault::reply_lost : Fault::fail_early, after});
+  targeted.push_back(
+      {call, std::move(within), count, reply_lost ? Fault::reply_lost : Fault::fail_early, after});
 }
 
 int failures_to_come() {
@@ -455,17 +471,21 @@ int failures_to_come() {
 CounterOffset::CounterOffset(std::string within, std::int64_t sequence, std::int32_t version) {
   std::lock_guard lock(active_mutex);
   auto rules = active_offsets ? active_offsets->rules() : std::vector<Offsets::Rule>{};
-  rules.push_back({this, std::move(within), static_cast<std::uint32_t>(sequence), static_cast<std::uint32_t>(version)});
-  active_offsets = std::make_shared<Offsets>(std::move(rules), active_offsets ? active_offsets->real_of()
-                                                                              : std::map<std::string, std::string>{});
+  rules.push_back({this, std::move(within), static_cast<std::uint32_t>(sequence),
+                   static_cast<std::uint32_t>(version)});
+  active_offsets = std::make_shared<Offsets>(
+      std::move(rules),
+      active_offsets ? active_offsets->real_of() : std::map<std::string, std::string>{});
 }
 
 CounterOffset::~CounterOffset() {
   std::lock_guard lock(active_mutex);
   auto rules = active_offsets->rules();
   std::erase_if(rules, [this](const Offsets::Rule& rule) { return rule.owner == this; });
-  if (rules.empty()) active_offsets.reset();
-  else active_offsets = std::make_shared<Offsets>(std::move(rules), active_offsets->real_of());
+  if (rules.empty())
+    active_offsets.reset();
+  else
+    active_offsets = std::make_shared<Offsets>(std::move(rules), active_offsets->real_of());
 }
 
 FaultPlan::FaultPlan(std::uint64_t seed, ZooKeeperFaultRates rates, std::string hosts) {
@@ -510,10 +530,10 @@ using avout::testing::intercept;
 extern "C" {
 
 using avout::testing::current_offsets;
-using avout::testing::ZooKeeperCall;
 using avout::testing::real_path;
 using avout::testing::Shown;
 using avout::testing::with_shown;
+using avout::testing::ZooKeeperCall;
 
 int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int length,
                        const struct ACL_vector* acl, int mode, string_completion_t completion,
@@ -523,12 +543,15 @@ int __wrap_zoo_acreate(zhandle_t* zh, const char* path, const char* value, int l
   auto* shown = offsets && avout::testing::sequential(mode)
                     ? new Shown<string_completion_t>{completion, data, offsets, {}, {}, {}}
                     : nullptr;
-  return with_shown(completion, data, shown, &avout::testing::shown_created, [&](string_completion_t c0, const void* d0) {
-    return intercept(zh, ZooKeeperCall::create, real, true, c0, d0, &avout::testing::lost_string,
-                     &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
-                       return __real_zoo_acreate(zh, real.c_str(), value, length, acl, mode, c, d);
-                     });
-  });
+  return with_shown(
+      completion, data, shown, &avout::testing::shown_created,
+      [&](string_completion_t c0, const void* d0) {
+        return intercept(
+            zh, ZooKeeperCall::create, real, true, c0, d0, &avout::testing::lost_string,
+            &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+              return __real_zoo_acreate(zh, real.c_str(), value, length, acl, mode, c, d);
+            });
+      });
 }
 
 int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int length, int version,
@@ -537,12 +560,15 @@ int __wrap_zoo_aset(zhandle_t* zh, const char* path, const char* buffer, int len
   const std::string real = real_path(offsets, path);
   const int real_version = offsets ? offsets->real_version(real, version) : version;
   auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
-  return with_shown(completion, data, shown, &avout::testing::shown_stat, [&](stat_completion_t c0, const void* d0) {
-    return intercept(zh, ZooKeeperCall::set, real, true, c0, d0, &avout::testing::lost_stat,
-                     &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                       return __real_zoo_aset(zh, real.c_str(), buffer, length, real_version, c, d);
-                     });
-  });
+  return with_shown(completion, data, shown, &avout::testing::shown_stat,
+                    [&](stat_completion_t c0, const void* d0) {
+                      return intercept(zh, ZooKeeperCall::set, real, true, c0, d0,
+                                       &avout::testing::lost_stat, &avout::testing::delayed_stat,
+                                       [&](stat_completion_t c, const void* d) {
+                                         return __real_zoo_aset(zh, real.c_str(), buffer, length,
+                                                                real_version, c, d);
+                                       });
+                    });
 }
 
 int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_completion_t completion,
@@ -550,8 +576,9 @@ int __wrap_zoo_adelete(zhandle_t* zh, const char* path, int version, void_comple
   const auto offsets = current_offsets();
   const std::string real = real_path(offsets, path);
   const int real_version = offsets ? offsets->real_version(real, version) : version;
-  return intercept(zh, ZooKeeperCall::remove, real, true, completion, data, &avout::testing::lost_void,
-                   &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+  return intercept(zh, ZooKeeperCall::remove, real, true, completion, data,
+                   &avout::testing::lost_void, &avout::testing::delayed_void,
+                   [&](void_completion_t c, const void* d) {
                      return __real_zoo_adelete(zh, real.c_str(), real_version, c, d);
                    });
 }
@@ -563,41 +590,50 @@ int __wrap_zoo_amulti(zhandle_t* zh, int count, const zoo_op_t* operations,
   std::vector<zoo_op_t> sent(operations, operations + count);
   std::vector<std::string> paths;
   paths.reserve(static_cast<std::size_t>(count));
-  auto* shown = offsets ? new Shown<void_completion_t>{completion, data, offsets, {}, {}, {}} : nullptr;
+  auto* shown =
+      offsets ? new Shown<void_completion_t>{completion, data, offsets, {}, {}, {}} : nullptr;
   std::string joined;  // every op's path, for fail_next's rules
   for (auto& operation : sent) {
-    const char*& path = operation.type == ZOO_CREATE_OP   ? operation.create_op.path
-                        : operation.type == ZOO_DELETE_OP ? operation.delete_op.path
+    const char*& path = operation.type == ZOO_CREATE_OP    ? operation.create_op.path
+                        : operation.type == ZOO_DELETE_OP  ? operation.delete_op.path
                         : operation.type == ZOO_SETDATA_OP ? operation.set_op.path
                                                            : operation.check_op.path;
     path = paths.emplace_back(real_path(offsets, path)).c_str();
     joined += paths.back() + "\n";
     if (offsets) {
       const std::string& real = paths.back();
-      if (operation.type == ZOO_DELETE_OP) operation.delete_op.version = offsets->real_version(real, operation.delete_op.version);
-      if (operation.type == ZOO_CHECK_OP) operation.check_op.version = offsets->real_version(real, operation.check_op.version);
+      if (operation.type == ZOO_DELETE_OP)
+        operation.delete_op.version = offsets->real_version(real, operation.delete_op.version);
+      if (operation.type == ZOO_CHECK_OP)
+        operation.check_op.version = offsets->real_version(real, operation.check_op.version);
       if (operation.type == ZOO_SETDATA_OP) {
         operation.set_op.version = offsets->real_version(real, operation.set_op.version);
-        if (operation.set_op.stat != nullptr && offsets->versions_of(real)) shown->stats.emplace_back(operation.set_op.stat, real);
+        if (operation.set_op.stat != nullptr && offsets->versions_of(real))
+          shown->stats.emplace_back(operation.set_op.stat, real);
       }
     }
     if (shown != nullptr && operation.type == ZOO_CREATE_OP &&
-        avout::testing::sequential(operation.create_op.flags) && operation.create_op.buf != nullptr) {
+        avout::testing::sequential(operation.create_op.flags) &&
+        operation.create_op.buf != nullptr) {
       shown->created.emplace_back(operation.create_op.buf, operation.create_op.buflen);
     }
   }
-  return with_shown(completion, data, shown, &avout::testing::shown_multi, [&](void_completion_t c0, const void* d0) {
-    return intercept(zh, ZooKeeperCall::multi, joined, true, c0, d0, &avout::testing::lost_void,
-                     &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
-                       // An expiry injected here falls after the library's refusal of multis
-                       // on expired handles (zookeeper_session.cpp, multi_refusal): the C client
-                       // would free stale paths. Make it an expiry before that check instead.
-                       const int state = zoo_state(zh);
-                       if (state < 0) return static_cast<int>(ZINVALIDSTATE);
-                       if (state == ZOO_ASSOCIATING_STATE) return static_cast<int>(ZCONNECTIONLOSS);
-                       return __real_zoo_amulti(zh, count, sent.data(), results, c, d);
-                     });
-  });
+  return with_shown(
+      completion, data, shown, &avout::testing::shown_multi,
+      [&](void_completion_t c0, const void* d0) {
+        return intercept(zh, ZooKeeperCall::multi, joined, true, c0, d0, &avout::testing::lost_void,
+                         &avout::testing::delayed_void, [&](void_completion_t c, const void* d) {
+                           // An expiry injected here falls after the library's refusal of multis
+                           // on expired handles (zookeeper_session.cpp, multi_refusal): the C
+                           // client would free stale paths. Make it an expiry before that check
+                           // instead.
+                           const int state = zoo_state(zh);
+                           if (state < 0) return static_cast<int>(ZINVALIDSTATE);
+                           if (state == ZOO_ASSOCIATING_STATE)
+                             return static_cast<int>(ZCONNECTIONLOSS);
+                           return __real_zoo_amulti(zh, count, sent.data(), results, c, d);
+                         });
+      });
 }
 
 int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
@@ -605,12 +641,14 @@ int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* 
   const auto offsets = current_offsets();
   const std::string real = real_path(offsets, path);
   auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
-  return with_shown(completion, data, shown, &avout::testing::shown_data, [&](data_completion_t c0, const void* d0) {
-    return intercept(zh, ZooKeeperCall::get, real, false, c0, d0, data_completion_t{nullptr},
-                     &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
-                       return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
-                     });
-  });
+  return with_shown(completion, data, shown, &avout::testing::shown_data,
+                    [&](data_completion_t c0, const void* d0) {
+                      return intercept(
+                          zh, ZooKeeperCall::get, real, false, c0, d0, data_completion_t{nullptr},
+                          &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
+                            return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
+                          });
+                    });
 }
 
 int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
@@ -618,32 +656,39 @@ int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, voi
   const auto offsets = current_offsets();
   const std::string real = real_path(offsets, path);
   auto* shown = avout::testing::shown_versions(offsets, real, completion, data);
-  return with_shown(completion, data, shown, &avout::testing::shown_stat, [&](stat_completion_t c0, const void* d0) {
-    return intercept(zh, ZooKeeperCall::exists, real, false, c0, d0, stat_completion_t{nullptr},
-                     &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                       return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
-                     });
-  });
+  return with_shown(
+      completion, data, shown, &avout::testing::shown_stat,
+      [&](stat_completion_t c0, const void* d0) {
+        return intercept(zh, ZooKeeperCall::exists, real, false, c0, d0, stat_completion_t{nullptr},
+                         &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
+                           return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
+                         });
+      });
 }
 
 int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watcher, void* context,
                               strings_completion_t completion, const void* data) {
   const auto offsets = current_offsets();
   const std::string real = real_path(offsets, path);
-  auto* shown = offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}, {}} : nullptr;
-  return with_shown(completion, data, shown, &avout::testing::shown_children, [&](strings_completion_t c0, const void* d0) {
-    return intercept(zh, ZooKeeperCall::children, real, false, c0, d0, strings_completion_t{nullptr},
-                     &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
-                       return __real_zoo_awget_children(zh, real.c_str(), watcher, context, c, d);
-                     });
-  });
+  auto* shown =
+      offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}, {}} : nullptr;
+  return with_shown(
+      completion, data, shown, &avout::testing::shown_children,
+      [&](strings_completion_t c0, const void* d0) {
+        return intercept(
+            zh, ZooKeeperCall::children, real, false, c0, d0, strings_completion_t{nullptr},
+            &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
+              return __real_zoo_awget_children(zh, real.c_str(), watcher, context, c, d);
+            });
+      });
 }
 
 int __wrap_zoo_async(zhandle_t* zh, const char* path, string_completion_t completion,
                      const void* data) {
   const std::string real = real_path(current_offsets(), path);
-  return intercept(zh, ZooKeeperCall::sync, real, false, completion, data, string_completion_t{nullptr},
-                   &avout::testing::delayed_string, [&](string_completion_t c, const void* d) {
+  return intercept(zh, ZooKeeperCall::sync, real, false, completion, data,
+                   string_completion_t{nullptr}, &avout::testing::delayed_string,
+                   [&](string_completion_t c, const void* d) {
                      return __real_zoo_async(zh, real.c_str(), c, d);
                    });
 }

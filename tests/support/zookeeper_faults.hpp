@@ -23,9 +23,9 @@ namespace avout::testing {
 
 /// Probabilities (0..1) per request of each fault, drawn in this order.
 struct ZooKeeperFaultRates {
-  double reply_lost = 0;   ///< create, set, delete and multi only
+  double reply_lost = 0;  ///< create, set, delete and multi only
   double fail_early = 0;
-  double expire = 0;       ///< mutations only; half before the request, half after
+  double expire = 0;  ///< mutations only; half before the request, half after
   double delay = 0;
   std::chrono::milliseconds max_delay{200};  ///< keep well under the handle's 2 s close wait
 };

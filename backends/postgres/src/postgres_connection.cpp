@@ -9,7 +9,8 @@ namespace {
 constexpr const char* query_canceled = "57014";
 }  // namespace
 
-Pool::Pool(ConnectionString target, std::size_t keep, std::function<void(pqxx::connection&)> prepare)
+Pool::Pool(ConnectionString target, std::size_t keep,
+           std::function<void(pqxx::connection&)> prepare)
     : target_(std::move(target)), keep_(keep), prepare_(std::move(prepare)) {}
 
 template <typename Kind>
@@ -50,8 +51,8 @@ void Pool::run(const std::string& what, const std::function<void(pqxx::connectio
     if (error.sqlstate() == query_canceled) {
       // The server cancelled the statement (and rolled it back): it ran past statement_timeout.
       throw Timeout(target_.description + ": " + what + ": statement timeout (" +
-                    std::to_string(target_.statement_timeout.count()) + " ms) passed: " +
-                    redacted(error.what(), target_.secrets));
+                    std::to_string(target_.statement_timeout.count()) +
+                    " ms) passed: " + redacted(error.what(), target_.secrets));
     }
     fail<StoreRefused>(what, error.what());
   } catch (const pqxx::transaction_rollback& error) {

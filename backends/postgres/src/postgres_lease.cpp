@@ -1,8 +1,9 @@
 // Leases in PostgreSQL: one row per (lock name, key) in <prefix>leases, never deleted, so
-// its token only grows (and never falls below the server's clock: token_floor). PostgreSQL's clock_timestamp() judges expiry: every statement
-// compares expires_at with it on the server. Each operation is one autocommitted statement;
-// ON CONFLICT DO UPDATE locks the conflicting row and re-checks the WHERE on its newest
-// version, so two contenders for an expired lease cannot both take it.
+// its token only grows (and never falls below the server's clock: token_floor). PostgreSQL's
+// clock_timestamp() judges expiry: every statement compares expires_at with it on the server. Each
+// operation is one autocommitted statement; ON CONFLICT DO UPDATE locks the conflicting row and
+// re-checks the WHERE on its newest version, so two contenders for an expired lease cannot both
+// take it.
 #include "postgres_connection.hpp"
 
 #include <avout/errors.hpp>
@@ -52,15 +53,16 @@ class PostgresLeaseStrategy final : public LeaseStrategy {
     pool_->run("create table " + table_, [&](pqxx::connection& c) { create_table(c, table_); });
   }
 
-  std::string description() const override {
-    return pool_->description() + " lease lock " + name_;
-  }
+  std::string description() const override { return pool_->description() + " lease lock " + name_; }
 
   std::optional<Lease> acquire(const std::string& key, milliseconds duration,
                                steady_clock::time_point deadline) override {
     const std::string sql =
-        "INSERT INTO " + table_ + " AS l (name, key, token, holder, expires_at) "
-        "VALUES ($1, $2, " + std::string(token_floor) + ", $3, "
+        "INSERT INTO " + table_ +
+        " AS l (name, key, token, holder, expires_at) "
+        "VALUES ($1, $2, " +
+        std::string(token_floor) +
+        ", $3, "
         "clock_timestamp() + $4::bigint * interval '1 millisecond') "
         "ON CONFLICT (name, key) DO UPDATE SET token = GREATEST(l.token + 1, EXCLUDED.token), "
         "holder = EXCLUDED.holder, "
@@ -71,8 +73,8 @@ class PostgresLeaseStrategy final : public LeaseStrategy {
       const auto sent = steady_clock::now();
       pool_->run("lease " + name_ + " key " + key, [&](pqxx::connection& c) {
         pqxx::nontransaction work(c);
-        auto rows = work.exec_params(sql, name_, key, holder_,
-                                     static_cast<long long>(duration.count()));
+        auto rows =
+            work.exec_params(sql, name_, key, holder_, static_cast<long long>(duration.count()));
         if (!rows.empty()) {
           const auto token = static_cast<std::uint64_t>(rows[0][0].as<long long>());
           lease = Lease{key, token, sent + duration};
@@ -84,8 +86,7 @@ class PostgresLeaseStrategy final : public LeaseStrategy {
 
   bool release(const Lease& lease) override {
     // '-infinity' frees the key at once and keeps the token counter.
-    return token_checked(lease, "release",
-                         "expires_at = '-infinity'::timestamptz", std::nullopt);
+    return token_checked(lease, "release", "expires_at = '-infinity'::timestamptz", std::nullopt);
   }
 
   bool renew(Lease& lease, milliseconds duration) override {
@@ -107,16 +108,15 @@ class PostgresLeaseStrategy final : public LeaseStrategy {
                             " WHERE name = $1 AND key = $2 AND token = $3 "
                             "AND expires_at > clock_timestamp()";
     bool changed = false;
-    pool_->run(std::string(what) + " lease " + name_ + " key " + lease.key,
-               [&](pqxx::connection& c) {
-                 pqxx::nontransaction work(c);
-                 const auto token = static_cast<long long>(lease.token);
-                 const auto result =
-                     duration ? work.exec_params(sql, name_, lease.key, token,
-                                                 static_cast<long long>(duration->count()))
-                              : work.exec_params(sql, name_, lease.key, token);
-                 changed = result.affected_rows() == 1;
-               });
+    pool_->run(
+        std::string(what) + " lease " + name_ + " key " + lease.key, [&](pqxx::connection& c) {
+          pqxx::nontransaction work(c);
+          const auto token = static_cast<long long>(lease.token);
+          const auto result = duration ? work.exec_params(sql, name_, lease.key, token,
+                                                          static_cast<long long>(duration->count()))
+                                       : work.exec_params(sql, name_, lease.key, token);
+          changed = result.affected_rows() == 1;
+        });
     return changed;
   }
 

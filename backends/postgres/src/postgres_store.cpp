@@ -52,7 +52,8 @@ struct detail::StoreState {
       : options(std::move(given)),
         atoms(options.table_prefix + "atoms"),
         ref_values(options.table_prefix + "ref_values"),
-        pool(detail::parse_connection_string(options.url, options.connect_timeout), options.pool_size,
+        pool(detail::parse_connection_string(options.url, options.connect_timeout),
+             options.pool_size,
              [prefix = options.table_prefix](pqxx::connection& c) { create_tables(c, prefix); }) {
     for (char c : options.table_prefix) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
@@ -72,7 +73,8 @@ struct detail::StoreState {
   /// statement's own (local to its implicit transaction), so one round trip still does it.
   std::string erase_statement(const std::string& rows) const {
     return "WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true) AS setting), "
-           "erased AS (DELETE FROM " + ref_values + " WHERE " + rows +
+           "erased AS (DELETE FROM " +
+           ref_values + " WHERE " + rows +
            " AND (SELECT setting FROM unflushed) IS NOT NULL RETURNING 1) "
            "SELECT count(*) FROM erased";
   }
@@ -89,8 +91,8 @@ class PostgresAtomState final : public AtomState {
     Versioned found;
     impl_->pool.run("read atom " + name_, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
-      auto rows = work.exec_params("SELECT value, version FROM " + impl_->atoms + " WHERE name = $1",
-                                   name_);
+      auto rows = work.exec_params(
+          "SELECT value, version FROM " + impl_->atoms + " WHERE name = $1", name_);
       if (!rows.empty()) found = Versioned{bytes_of(rows[0][0]), rows[0][1].c_str()};
     });
     return found;
@@ -154,9 +156,9 @@ class PostgresReferenceData final : public ReferenceData {
     std::optional<Bytes> found;
     impl_->pool.run("read ref " + name_ + " point " + point.id, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
-      auto rows = work.exec_params("SELECT value FROM " + impl_->ref_values +
-                                       " WHERE name = $1 AND point = $2",
-                                   name_, point.id);
+      auto rows = work.exec_params(
+          "SELECT value FROM " + impl_->ref_values + " WHERE name = $1 AND point = $2", name_,
+          point.id);
       if (!rows.empty()) found = bytes_of(rows[0][0]);
     });
     if (!found) {
@@ -182,8 +184,8 @@ class PostgresReferenceData final : public ReferenceData {
     std::vector<Point> found;
     impl_->pool.run("list ref " + name_, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
-      auto rows = work.exec_params("SELECT point FROM " + impl_->ref_values + " WHERE name = $1",
-                                   name_);
+      auto rows =
+          work.exec_params("SELECT point FROM " + impl_->ref_values + " WHERE name = $1", name_);
       for (const auto& row : rows) found.push_back(Point{row[0].c_str()});
     });
     return found;
@@ -233,13 +235,14 @@ void erase_batch(detail::StoreState& impl, std::span<const PointErasure> erasure
       names.push_back(own_data(e.data, impl).name());
       points.push_back(e.point.id);
     }
-    impl.pool.run("erase " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      work.exec_params(impl.erase_statement("(name, point) IN (VALUES " +
-                                            parameter_rows(chunk.size(), 2) + ")"),
-                       pqxx::prepare::make_dynamic_params(names),
-                       pqxx::prepare::make_dynamic_params(points));
-    });
+    impl.pool.run("erase " + std::to_string(chunk.size()) + " ref values",
+                  [&](pqxx::connection& c) {
+                    pqxx::nontransaction work(c);
+                    work.exec_params(impl.erase_statement("(name, point) IN (VALUES " +
+                                                          parameter_rows(chunk.size(), 2) + ")"),
+                                     pqxx::prepare::make_dynamic_params(names),
+                                     pqxx::prepare::make_dynamic_params(points));
+                  });
   }
 }
 
@@ -247,7 +250,8 @@ void erase_batch(detail::StoreState& impl, std::span<const PointErasure> erasure
 
 void Store::set_values(std::span<const PointValue> values) {
   for (std::size_t start = 0; start < values.size(); start += max_rows_per_statement) {
-    const auto chunk = values.subspan(start, std::min(max_rows_per_statement, values.size() - start));
+    const auto chunk =
+        values.subspan(start, std::min(max_rows_per_statement, values.size() - start));
     std::vector<std::string> names, points;
     std::vector<pqxx::binarystring> blobs;
     for (const auto& v : chunk) {
@@ -257,27 +261,27 @@ void Store::set_values(std::span<const PointValue> values) {
       blobs.push_back(binary(v.value));
     }
     std::vector<std::pair<std::string, std::string>> inserted;
-    impl_->pool.run("store " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      auto rows = work.exec_params("INSERT INTO " + impl_->ref_values + " (name, point, value) VALUES " +
-                                       parameter_rows(chunk.size(), 3) +
-                                       " ON CONFLICT DO NOTHING RETURNING name, point",
-                                   pqxx::prepare::make_dynamic_params(names),
-                                   pqxx::prepare::make_dynamic_params(points),
-                                   pqxx::prepare::make_dynamic_params(blobs));
-      for (const auto& row : rows) inserted.emplace_back(row[0].c_str(), row[1].c_str());
-    });
+    impl_->pool.run(
+        "store " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
+          pqxx::nontransaction work(c);
+          auto rows = work.exec_params(
+              "INSERT INTO " + impl_->ref_values + " (name, point, value) VALUES " +
+                  parameter_rows(chunk.size(), 3) + " ON CONFLICT DO NOTHING RETURNING name, point",
+              pqxx::prepare::make_dynamic_params(names), pqxx::prepare::make_dynamic_params(points),
+              pqxx::prepare::make_dynamic_params(blobs));
+          for (const auto& row : rows) inserted.emplace_back(row[0].c_str(), row[1].c_str());
+        });
     if (inserted.size() == chunk.size()) continue;
     std::sort(inserted.begin(), inserted.end());
     for (std::size_t i = 0; i < chunk.size(); ++i) {
       if (!std::binary_search(inserted.begin(), inserted.end(), std::pair(names[i], points[i]))) {
-        throw BackendError(impl_->pool.description() + " ref " + names[i] + ": point " +
-                           points[i] + " already stored");
+        throw BackendError(impl_->pool.description() + " ref " + names[i] + ": point " + points[i] +
+                           " already stored");
       }
     }
     // Every pair came back, yet fewer rows than values: the batch named a point twice.
-    throw BackendError(impl_->pool.description() + ": a batch of " +
-                       std::to_string(chunk.size()) + " ref values names a point twice");
+    throw BackendError(impl_->pool.description() + ": a batch of " + std::to_string(chunk.size()) +
+                       " ref values names a point twice");
   }
 }
 
@@ -297,16 +301,20 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
       points.push_back(r.point.id);
     }
     std::map<std::pair<std::string, std::string>, Bytes> found;
-    impl_->pool.run("read " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      auto rows = work.exec_params("SELECT name, point, value FROM " + impl_->ref_values +
-                                       " WHERE (name, point) IN (VALUES " + parameter_rows(chunk.size(), 2) + ")",
-                                   pqxx::prepare::make_dynamic_params(names),
-                                   pqxx::prepare::make_dynamic_params(points));
-      for (const auto& row : rows) found.emplace(std::pair(row[0].c_str(), row[1].c_str()), bytes_of(row[2]));
-    });
+    impl_->pool.run(
+        "read " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
+          pqxx::nontransaction work(c);
+          auto rows = work.exec_params("SELECT name, point, value FROM " + impl_->ref_values +
+                                           " WHERE (name, point) IN (VALUES " +
+                                           parameter_rows(chunk.size(), 2) + ")",
+                                       pqxx::prepare::make_dynamic_params(names),
+                                       pqxx::prepare::make_dynamic_params(points));
+          for (const auto& row : rows)
+            found.emplace(std::pair(row[0].c_str(), row[1].c_str()), bytes_of(row[2]));
+        });
     for (std::size_t i = 0; i < chunk.size(); ++i) {
-      if (auto row = found.find(std::pair(names[i], points[i])); row != found.end()) values[start + i] = row->second;
+      if (auto row = found.find(std::pair(names[i], points[i])); row != found.end())
+        values[start + i] = row->second;
     }
   }
   return values;
@@ -314,7 +322,8 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
 
 Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 
-Store::Store(StoreOptions options) : impl_(std::make_shared<detail::StoreState>(std::move(options))) {}
+Store::Store(StoreOptions options)
+    : impl_(std::make_shared<detail::StoreState>(std::move(options))) {}
 
 Store::~Store() = default;
 

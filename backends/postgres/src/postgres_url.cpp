@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <sstream>
 #include <memory>
+#include <sstream>
 
 namespace avout::postgres::detail {
 
@@ -71,18 +71,20 @@ std::string take_parameter(std::string& text, const std::string& key) {
 
 std::chrono::milliseconds statement_timeout_of(const std::string& value) {
   if (value.empty()) return ConnectionString::default_statement_timeout;
-  if (value.size() > 9 || !std::all_of(value.begin(), value.end(), [](unsigned char c) {
-        return std::isdigit(c) != 0;
-      })) {
-    throw InvalidName("postgres connection string: statement_timeout must be a number of "
-                      "milliseconds (0: none), got \"" + value + "\"");
+  if (value.size() > 9 || !std::all_of(value.begin(), value.end(),
+                                       [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    throw InvalidName(
+        "postgres connection string: statement_timeout must be a number of "
+        "milliseconds (0: none), got \"" +
+        value + "\"");
   }
   return std::chrono::milliseconds(std::stol(value));
 }
 
 }  // namespace
 
-ConnectionString parse_connection_string(const std::string& given_text, std::chrono::seconds connect_timeout) {
+ConnectionString parse_connection_string(const std::string& given_text,
+                                         std::chrono::seconds connect_timeout) {
   std::string text = given_text;
   const auto statement_timeout = statement_timeout_of(take_parameter(text, "statement_timeout"));
   char* error = nullptr;

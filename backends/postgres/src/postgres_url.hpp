@@ -25,7 +25,8 @@ struct ConnectionString {
 /// takes avout's own `statement_timeout=<milliseconds>` (a URI query parameter or a
 /// key=value pair; 0: none), which libpq does not know.
 /// InvalidName, without the string itself, when libpq cannot read it.
-ConnectionString parse_connection_string(const std::string& text, std::chrono::seconds connect_timeout);
+ConnectionString parse_connection_string(const std::string& text,
+                                         std::chrono::seconds connect_timeout);
 
 /// `text` with every secret replaced by ***.
 std::string redacted(std::string text, const std::vector<std::string>& secrets);

@@ -2,7 +2,6 @@
 
 #include <avout/errors.hpp>
 
-
 namespace avout::redis::detail {
 
 namespace {
@@ -35,9 +34,10 @@ std::string message_of(const Endpoint& endpoint, std::string_view command, std::
 
 Connection::Connection(const Endpoint& endpoint) : endpoint_(endpoint) {
   const timeval connect_timeout = to_timeval(endpoint.connect_timeout);
-  context_.reset(endpoint.socket_path.empty()
-                     ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, connect_timeout)
-                     : redisConnectUnixWithTimeout(endpoint.socket_path.c_str(), connect_timeout));
+  context_.reset(
+      endpoint.socket_path.empty()
+          ? redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, connect_timeout)
+          : redisConnectUnixWithTimeout(endpoint.socket_path.c_str(), connect_timeout));
   if (!context_) throw_unavailable(endpoint, "connect", "", "out of memory");
   if (context_->err) throw_unavailable(endpoint, "connect", "", context_->errstr);
   redisSetTimeout(context_.get(), to_timeval(endpoint.command_timeout));
@@ -82,8 +82,8 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
       lengths.push_back(argument.size());
     }
     // Only buffers the command: nothing is sent before the first reply is asked for.
-    if (redisAppendCommandArgv(context_.get(), static_cast<int>(arguments.size()),
-                               pointers.data(), lengths.data()) != REDIS_OK) {
+    if (redisAppendCommandArgv(context_.get(), static_cast<int>(arguments.size()), pointers.data(),
+                               lengths.data()) != REDIS_OK) {
       broken_ = true;
       throw_unavailable(endpoint_, what, "", context_->err ? context_->errstr : "out of memory");
     }

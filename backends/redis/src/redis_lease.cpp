@@ -69,8 +69,8 @@ class RedisLeaseStrategy final : public LeaseStrategy {
     const std::string ms = std::to_string(duration.count());
     return avout::detail::poll_for_lease(deadline, [&](milliseconds& retry_in) {
       const auto sent = steady_clock::now();
-      auto reply = pool_->command({"EVAL", acquire_script, "2", lease_key, counter_key, ms},
-                                  lease_key);
+      auto reply =
+          pool_->command({"EVAL", acquire_script, "2", lease_key, counter_key, ms}, lease_key);
       const auto [taken, number] = pair_of(reply.get(), lease_key);
       if (!taken) {
         if (number > 0) retry_in = milliseconds(number);  // a lease about to end
@@ -118,8 +118,8 @@ class RedisLeaseStrategy final : public LeaseStrategy {
 
 LeaseLock lease_lock(Store& store, const std::string& name) {
   validate_lease_name(name);
-  return LeaseLock(std::make_shared<RedisLeaseStrategy>(store.shared_pool(),
-                                                        store.options().key_prefix, name));
+  return LeaseLock(
+      std::make_shared<RedisLeaseStrategy>(store.shared_pool(), store.options().key_prefix, name));
 }
 
 }  // namespace avout::redis

@@ -8,7 +8,8 @@ void register_store_schemes() {
     return StoreHandle(std::make_unique<Store>(url));
   };
   // rediss too: the Store refuses it with the reason (no TLS), rather than "unknown scheme".
-  for (const char* scheme : {"redis", "rediss", "tcp", "unix"}) register_store_scheme(scheme, factory);
+  for (const char* scheme : {"redis", "rediss", "tcp", "unix"})
+    register_store_scheme(scheme, factory);
 }
 
 }  // namespace avout::redis

@@ -95,8 +95,7 @@ class RedisReferenceData final : public ReferenceData {
     Reply reply = impl_->pool.command(
         {"EVAL", set_point_script, "2", key, points_key_, as_chars(value), point.id}, key);
     if (reply->type != REDIS_REPLY_INTEGER || reply->integer != 1) {
-      throw BackendError(impl_->pool.endpoint().description + " " + key +
-                         ": point already stored");
+      throw BackendError(impl_->pool.endpoint().description + " " + key + ": point already stored");
     }
   }
 
@@ -201,8 +200,8 @@ void Store::set_values(std::span<const PointValue> values) {
     commands.push_back({"EVAL", set_point_script, "2", keys[i].key, keys[i].points_key,
                         as_chars(values[i].value), keys[i].id});
   }
-  const auto replies = impl_->pool.pipeline(commands, "set " + std::to_string(values.size()) +
-                                                          " ref values");
+  const auto replies =
+      impl_->pool.pipeline(commands, "set " + std::to_string(values.size()) + " ref values");
   // Every reply is read before judging any: each script ran (or was refused) on its own.
   for (std::size_t i = 0; i < replies.size(); ++i) {
     const redisReply* reply = replies[i].get();
@@ -238,8 +237,10 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
   values.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const redisReply* element = reply->element[i];
-    if (element->type == REDIS_REPLY_STRING) values.emplace_back(to_bytes(text_of(element)));
-    else values.emplace_back();
+    if (element->type == REDIS_REPLY_STRING)
+      values.emplace_back(to_bytes(text_of(element)));
+    else
+      values.emplace_back();
   }
   return values;
 }

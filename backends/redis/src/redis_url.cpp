@@ -27,7 +27,8 @@ std::string percent_decoded(std::string_view text, const char* what) {
     }
     const int high = i + 2 < text.size() ? hex_digit(text[i + 1]) : -1;
     const int low = i + 2 < text.size() ? hex_digit(text[i + 2]) : -1;
-    if (high < 0 || low < 0) throw InvalidName(std::string("redis url: bad %-escape in the ") + what);
+    if (high < 0 || low < 0)
+      throw InvalidName(std::string("redis url: bad %-escape in the ") + what);
     decoded += static_cast<char>(high * 16 + low);
     i += 2;
   }
@@ -126,7 +127,8 @@ Endpoint parse_url(const std::string& url) {
     rest = rest.substr(at + 1);
   }
   if (scheme == "unix") {
-    if (!rest.starts_with('/')) throw InvalidName("redis url: unix:// needs an absolute socket path");
+    if (!rest.starts_with('/'))
+      throw InvalidName("redis url: unix:// needs an absolute socket path");
     endpoint.socket_path = std::string(rest);
   } else {
     const auto slash = rest.find('/');

@@ -8,12 +8,12 @@ namespace avout::redis::detail {
 
 /// Where and how to connect.
 struct Endpoint {
-  std::string host;        // empty for a unix socket
+  std::string host;  // empty for a unix socket
   int port = 6379;
-  std::string socket_path; // a unix socket; empty for TCP
-  std::string user;        // AUTH user password (Redis 6+ ACLs); empty: AUTH password
-  std::string password;    // empty: no AUTH
-  int database = 0;        // SELECTed when not 0
+  std::string socket_path;  // a unix socket; empty for TCP
+  std::string user;         // AUTH user password (Redis 6+ ACLs); empty: AUTH password
+  std::string password;     // empty: no AUTH
+  int database = 0;         // SELECTed when not 0
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds command_timeout{5000};
   std::string description;  // "redis 127.0.0.1:6379/2", never the password

@@ -177,12 +177,14 @@ std::string Store::description() const { return "zookeeper " + session_.options(
 
 std::unique_ptr<AtomState> Store::atom_state(const std::string& name) {
   validate_path(name);
-  return std::make_unique<NodeAtomState>(session_, detail::Layout(session_.options().chroot, root_).atom(name));
+  return std::make_unique<NodeAtomState>(
+      session_, detail::Layout(session_.options().chroot, root_).atom(name));
 }
 
 std::unique_ptr<ReferenceData> Store::reference_data(const std::string& name) {
   validate_path(name);
-  return std::make_unique<NodeReferenceData>(session_, name, detail::Layout(session_.options().chroot, root_).ref_values(name));
+  return std::make_unique<NodeReferenceData>(
+      session_, name, detail::Layout(session_.options().chroot, root_).ref_values(name));
 }
 
 namespace {
@@ -191,7 +193,8 @@ namespace {
 NodeReferenceData& own_data(ReferenceData* data, const std::string& store) {
   auto* own = dynamic_cast<NodeReferenceData*>(data);
   if (own == nullptr) {
-    throw BackendError(store + ": a batch holds ref " + (data ? data->name() : std::string("(null)")) +
+    throw BackendError(store + ": a batch holds ref " +
+                       (data ? data->name() : std::string("(null)")) +
                        ", which this store did not make");
   }
   return *own;
@@ -223,7 +226,8 @@ void Store::set_values(std::span<const PointValue> values) {
   std::vector<op::Create> creates;  // every value checked before anything is sent
   creates.reserve(values.size());
   const std::string store = description();
-  for (const auto& v : values) creates.push_back(own_data(v.data, store).commit_operation(v.value, v.point));
+  for (const auto& v : values)
+    creates.push_back(own_data(v.data, store).commit_operation(v.value, v.point));
   // A multi is one request: keep each under the request limit, so a batch of large values
   // becomes several multis (each all or nothing).
   std::vector<Operation> multi;

@@ -60,9 +60,9 @@ class Agent {
   /// closure's.
   /// Inside dosync the send goes out only if (and once) the transaction commits; inside an
   /// action, once that action's value is stored (its create made again while ZooKeeper stays
-  /// unreachable, until it is made or the client closes). Throws AgentFailed while the agent is failed;
-  /// Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline, ...));
-  /// ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
+  /// unreachable, until it is made or the client closes). Throws AgentFailed while the agent is
+  /// failed; Timeout once ClientOptions::operation_timeout (if set) passed (see send(deadline,
+  /// ...)); ConnectionLoss when ZooKeeper stayed unreachable for three session timeouts (the send
   /// was not made and nothing of it is left: sending again is safe), or SessionExpired.
   /// A lost create reply is resolved by finding the send's node by its unique tag, asked
   /// again until ZooKeeper answers (silence never means "not there"); a named
@@ -72,8 +72,7 @@ class Agent {
   /// its sender's process runs it. Inside dosync, failures are the transaction's
   /// (OutcomeUnknown from its commit: its send, if it landed, is found and run afterwards).
   template <typename F, typename... Args>
-    requires(!std::is_convertible_v<F &&, Deadline>)
-  void send(F&& f, Args&&... args) {
+  requires(!std::is_convertible_v<F&&, Deadline>) void send(F&& f, Args&&... args) {
     send(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...);
   }
   /// Like send, giving up with Timeout ("agent NAME: send: deadline passed", or "cancelled"
@@ -93,8 +92,7 @@ class Agent {
   }
   /// Like send, for actions that block (I/O): they run on a pool that grows as needed.
   template <typename F, typename... Args>
-    requires(!std::is_convertible_v<F &&, Deadline>)
-  void send_off(F&& f, Args&&... args) {
+  requires(!std::is_convertible_v<F&&, Deadline>) void send_off(F&& f, Args&&... args) {
     send_off(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...);
   }
   /// Like send(deadline, f, args...), for actions that block (see send_off).
@@ -168,7 +166,7 @@ class Agent {
   // A send of a closure, or of a named action when `f` is a name.
   template <typename F, typename... Args>
   void dispatch(bool blocking, const Deadline& deadline, F&& f, Args&&... args) {
-    if constexpr (std::is_convertible_v<F &&, std::string_view>) {
+    if constexpr (std::is_convertible_v<F&&, std::string_view>) {
       static_assert((Encodable<std::decay_t<Args>> && ...),
                     "arguments of a named action must be Encodable");
       core_->send_named(std::string(std::string_view(f)),
@@ -182,16 +180,15 @@ class Agent {
   template <typename R, typename Value, typename... Args>
   void define_function(const std::string& action, std::function<R(Value, Args...)> f) {
     static_assert(std::is_convertible_v<R, T>, "a named action returns the agent's value");
-    static_assert(std::is_convertible_v<T, Value>,
-                  "a named action takes the agent's value first");
+    static_assert(std::is_convertible_v<T, Value>, "a named action takes the agent's value first");
     using Arguments = std::tuple<std::decay_t<Args>...>;
     static_assert((Encodable<std::decay_t<Args>> && ...),
                   "arguments of a named action must be Encodable");
     detail::NamedAgentAction named;
     named.run = [f = std::move(f)](const Bytes& current, const Bytes& arguments) {
       const auto bound = decode<Arguments>(arguments);
-      return encode(static_cast<T>(std::apply(
-          [&](const auto&... each) { return f(decode<T>(current), each...); }, bound)));
+      return encode(static_cast<T>(
+          std::apply([&](const auto&... each) { return f(decode<T>(current), each...); }, bound)));
     };
     named.check = [](const Bytes& arguments) { (void)decode<Arguments>(arguments); };
     core_->define(action, std::move(named));

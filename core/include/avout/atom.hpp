@@ -54,8 +54,7 @@ class DistributedAtom {
   /// Retries pause for a jittered, growing time; ClientOptions::operation_timeout (if set)
   /// bounds them (Timeout).
   template <typename F, typename... Args>
-    requires(!std::is_convertible_v<F &&, Deadline>)
-  T swap(F&& f, Args&&... args) {
+  requires(!std::is_convertible_v<F&&, Deadline>) T swap(F&& f, Args&&... args) {
     return swap_vals(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...)
         .second;
   }
@@ -69,8 +68,7 @@ class DistributedAtom {
   }
   /// Like swap, but returns {old value, new value}.
   template <typename F, typename... Args>
-    requires(!std::is_convertible_v<F &&, Deadline>)
-  std::pair<T, T> swap_vals(F&& f, Args&&... args) {
+  requires(!std::is_convertible_v<F&&, Deadline>) std::pair<T, T> swap_vals(F&& f, Args&&... args) {
     return swap_vals(core_->default_deadline(), std::forward<F>(f), std::forward<Args>(args)...);
   }
   /// Like swap(deadline, f, args...), but returns {old value, new value}.
@@ -83,7 +81,9 @@ class DistributedAtom {
   /// Sets the value unconditionally by `deadline`; returns it.
   T reset(const Deadline& deadline, const T& value) { return reset_vals(deadline, value).second; }
   /// Sets the value unconditionally; returns {old value, new value}.
-  std::pair<T, T> reset_vals(const T& value) { return reset_vals(core_->default_deadline(), value); }
+  std::pair<T, T> reset_vals(const T& value) {
+    return reset_vals(core_->default_deadline(), value);
+  }
   /// Sets the value unconditionally by `deadline`; returns {old value, new value}.
   std::pair<T, T> reset_vals(const Deadline& deadline, const T& value) {
     return update("reset", deadline, [&](const T&) { return value; });

@@ -96,8 +96,9 @@ class Client {
   /// The distributed read-write lock `name`; `quiet_period` is timed_soft's wait without
   /// readers before a writer takes the lock. The first opener records `policy` for every
   /// process; Mismatch (naming both policies) when the lock was created with another.
-  ReadWriteLock read_write_lock(const std::string& name, WriterPolicy policy = WriterPolicy::hard,
-                                std::chrono::milliseconds quiet_period = std::chrono::milliseconds(200));
+  ReadWriteLock read_write_lock(
+      const std::string& name, WriterPolicy policy = WriterPolicy::hard,
+      std::chrono::milliseconds quiet_period = std::chrono::milliseconds(200));
 
   /// Like dosync(body), and the commit lands only while this thread still holds `guard`'s
   /// lock (its node is checked in the commit multi); LockLost otherwise.

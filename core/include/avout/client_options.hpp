@@ -24,7 +24,7 @@ struct BargingOptions {
 
 /// Settings of a Client. Durations: 0 is never a valid value.
 struct ClientOptions {
-  std::string hosts = "127.0.0.1:2181";             ///< ZooKeeper "host:port,host:port"; a
+  std::string hosts = "127.0.0.1:2181";              ///< ZooKeeper "host:port,host:port"; a
                                                      ///< "/chroot" at its end moves to `chroot`
   std::string chroot{};                              ///< all paths below this node; must exist
                                                      ///< ("/": none); InvalidName if `hosts`
@@ -39,10 +39,10 @@ struct ClientOptions {
   /// Agent send/send_off (outside dosync and actions) and Agent::await given none (empty:
   /// they wait without limit); positive, else InvalidDuration.
   std::optional<std::chrono::milliseconds> operation_timeout{};
-  std::size_t max_history = 10;                      ///< most older versions a ref keeps
-  std::size_t min_history = 0;                       ///< older versions a ref keeps at least;
-                                                     ///< history misses grow it to max_history
-  BargingOptions barging{};                          ///< claims of old transactions
+  std::size_t max_history = 10;  ///< most older versions a ref keeps
+  std::size_t min_history = 0;   ///< older versions a ref keeps at least;
+                                 ///< history misses grow it to max_history
+  BargingOptions barging{};      ///< claims of old transactions
   /// A dosync's first attempt may commit over the refs this client cached as of its own last
   /// commit, saving the round trip of its read point; it lands only if no other commit came
   /// since, else it runs again the usual way (docs/transactions.md, "Speculative commits").

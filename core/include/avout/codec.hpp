@@ -162,7 +162,8 @@ class Reader {
   }
   /// Consumes a tag byte; "expected `type`, found nothing" when the input has ended.
   std::uint8_t next_tag(const char* type) {
-    if (remaining() == 0) throw CodecError(std::string("codec: expected ") + type + ", found nothing");
+    if (remaining() == 0)
+      throw CodecError(std::string("codec: expected ") + type + ", found nothing");
     return byte();
   }
   /// Throws "expected `type`, found <the kind `tag` announces>".
@@ -237,7 +238,7 @@ std::string describe(const Bytes& bytes);
 /// A type avout can store: it has a Codec specialization.
 template <typename T>
 concept Encodable = requires(const T& value, Bytes& out, codec::Reader& in) {
-  { Codec<T>::encode(value, out) };
+  {Codec<T>::encode(value, out)};
   { Codec<T>::decode(in) } -> std::same_as<T>;
 };
 
@@ -281,8 +282,7 @@ T decode_named(std::span<const std::uint8_t> bytes, const char* kind, const std:
 
 /// Integers (not bool): stored as 64-bit, range-checked on the way back.
 template <std::integral T>
-  requires(!std::same_as<T, bool>)
-struct Codec<T> {
+requires(!std::same_as<T, bool>) struct Codec<T> {
   static void encode(const T& value, Bytes& out) {
     if constexpr (std::is_signed_v<T>) {
       out.push_back(static_cast<std::uint8_t>(codec::Tag::signed_integer));
@@ -320,7 +320,8 @@ struct Codec<T> {
     in.expect(codec::Tag::float64, "a floating-point number");
     const double value = std::bit_cast<double>(in.word());
     if constexpr (!std::same_as<T, double>) {
-      if (std::isfinite(value) && std::fabs(value) > static_cast<double>(std::numeric_limits<T>::max())) {
+      if (std::isfinite(value) &&
+          std::fabs(value) > static_cast<double>(std::numeric_limits<T>::max())) {
         throw CodecError("codec: floating point value out of the type's range");
       }
     }
@@ -347,8 +348,8 @@ struct Codec<bool> {
 template <>
 struct Codec<std::string> {
   static void encode(const std::string& value, Bytes& out) {
-    codec::write_blob(out, codec::Tag::string,
-                      reinterpret_cast<const std::uint8_t*>(value.data()), value.size());
+    codec::write_blob(out, codec::Tag::string, reinterpret_cast<const std::uint8_t*>(value.data()),
+                      value.size());
   }
   static std::string decode(codec::Reader& in) {
     in.expect(codec::Tag::string, "a string");
@@ -372,8 +373,7 @@ struct Codec<Bytes> {
 
 /// std::vector of an encodable type (other than bytes): a counted list.
 template <Encodable T>
-  requires(!std::same_as<T, std::uint8_t>)
-struct Codec<std::vector<T>> {
+requires(!std::same_as<T, std::uint8_t>) struct Codec<std::vector<T>> {
   static void encode(const std::vector<T>& value, Bytes& out) {
     out.push_back(static_cast<std::uint8_t>(codec::Tag::list));
     codec::write_varint(out, value.size());
@@ -474,7 +474,7 @@ inline void write_sorted(Bytes& out, Tag tag, std::vector<std::pair<Bytes, Bytes
 
 /// Enums: their underlying integer; decoding checks the integer fits that type.
 template <typename T>
-  requires std::is_enum_v<T>
+requires std::is_enum_v<T>
 struct Codec<T> {
   static void encode(const T& value, Bytes& out) {
     Codec<std::underlying_type_t<T>>::encode(static_cast<std::underlying_type_t<T>>(value), out);
@@ -543,12 +543,11 @@ struct Codec<std::unordered_map<K, V, Hash, Equal, Allocator>> {
   static void encode(const Map& value, Bytes& out) {
     std::vector<std::pair<Bytes, Bytes>> items;
     items.reserve(value.size());
-    for (const auto& [key, mapped] : value) items.emplace_back(avout::encode(key), avout::encode(mapped));
+    for (const auto& [key, mapped] : value)
+      items.emplace_back(avout::encode(key), avout::encode(mapped));
     codec::write_sorted(out, codec::Tag::map, items);
   }
-  static Map decode(codec::Reader& in) {
-    return codec::decode_map_entries<Map, K, V>(in);
-  }
+  static Map decode(codec::Reader& in) { return codec::decode_map_entries<Map, K, V>(in); }
 };
 
 /// std::unordered_set: a list sorted by the elements' encodings, no duplicates.
@@ -567,7 +566,8 @@ struct Codec<std::unordered_set<T, Hash, Equal, Allocator>> {
     in.enter();
     Set value;
     for (std::size_t i = 0; i < count; ++i) {
-      if (!value.insert(Codec<T>::decode(in)).second) throw CodecError("codec: duplicate set element");
+      if (!value.insert(Codec<T>::decode(in)).second)
+        throw CodecError("codec: duplicate set element");
     }
     in.leave();
     return value;

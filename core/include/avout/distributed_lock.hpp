@@ -65,7 +65,7 @@ namespace detail {
 /// Adds the check of `guard`'s hold to the running transaction's commit (LockLost if it
 /// is not held now, or not any more at commit).
 void guard_transaction(const GuardedBy& guard);
-}
+}  // namespace detail
 
 /// When a waiting writer of a ReadWriteLock lets new readers in.
 enum class WriterPolicy {
@@ -163,10 +163,14 @@ class ReadWriteLock {
   bool try_lock() { return writer_.try_lock(); }
   /// Exclusive hold within `timeout`.
   template <typename Rep, typename Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) { return writer_.try_lock_for(timeout); }
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return writer_.try_lock_for(timeout);
+  }
   /// Exclusive hold by `deadline`.
   template <typename Clock, typename Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) { return writer_.try_lock_until(deadline); }
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return writer_.try_lock_until(deadline);
+  }
   /// Ends one exclusive hold.
   void unlock() { writer_.unlock(); }
   /// Shared hold.
@@ -177,10 +181,14 @@ class ReadWriteLock {
   bool try_lock_shared() { return reader_.try_lock(); }
   /// Shared hold within `timeout`.
   template <typename Rep, typename Period>
-  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) { return reader_.try_lock_for(timeout); }
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
+    return reader_.try_lock_for(timeout);
+  }
   /// Shared hold by `deadline`.
   template <typename Clock, typename Duration>
-  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) { return reader_.try_lock_until(deadline); }
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return reader_.try_lock_until(deadline);
+  }
   /// Ends one shared hold.
   void unlock_shared() { reader_.unlock(); }
   /// The read side as a Lockable (for std::scoped_lock and friends).
@@ -208,6 +216,8 @@ struct GuardedBy {
 /// See GuardedBy.
 inline GuardedBy guarded_by(const Lock& lock) { return GuardedBy{lock.core(), lock.read_side()}; }
 /// See GuardedBy (the write side of a read-write lock).
-inline GuardedBy guarded_by(ReadWriteLock& lock) { return GuardedBy{lock.write_lock().core(), false}; }
+inline GuardedBy guarded_by(ReadWriteLock& lock) {
+  return GuardedBy{lock.write_lock().core(), false};
+}
 
 }  // namespace avout

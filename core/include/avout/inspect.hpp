@@ -49,7 +49,7 @@ std::optional<TagOwner> tag_owner(Client& client, const std::string& name);
 
 /// An atom's stored state.
 struct AtomValue {
-  Bytes payload;            ///< the encoded value
+  Bytes payload;             ///< the encoded value
   std::uint64_t writes = 0;  ///< writes so far
 };
 

@@ -47,7 +47,8 @@ inline nlohmann::json read_json(Reader& in) {
   in.expect(Tag::user, "a user type (JSON)");
   const auto text = in.take(in.length());
   nlohmann::json value = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (value.is_discarded()) throw CodecError("codec: expected JSON, found text that does not parse");
+  if (value.is_discarded())
+    throw CodecError("codec: expected JSON, found text that does not parse");
   return value;
 }
 
@@ -62,7 +63,7 @@ struct Codec<nlohmann::json> {
 
 /// Any class type with ADL to_json/from_json: its JSON text under the user tag.
 template <typename T>
-  requires codec::json_lookup::user_json<T>
+requires codec::json_lookup::user_json<T>
 struct Codec<T> {
   static void encode(const T& value, Bytes& out) {
     nlohmann::json json;

@@ -41,10 +41,10 @@ struct LeaseOptions {
 
 /// One hold of a key. Copyable; only its token identifies the hold to the store.
 struct Lease {
-  std::string key;            ///< the key held
-  std::uint64_t token = 0;    ///< fencing token: strictly increases per key, across processes,
-                              ///< releases, expiries and, for Redis and PostgreSQL, store
-                              ///< restarts that lost data (never 0 for a real lease)
+  std::string key;          ///< the key held
+  std::uint64_t token = 0;  ///< fencing token: strictly increases per key, across processes,
+                            ///< releases, expiries and, for Redis and PostgreSQL, store
+                            ///< restarts that lost data (never 0 for a real lease)
   std::chrono::steady_clock::time_point expires{};  ///< this process's conservative estimate
                                                     ///< of when the lease ends
   /// True while this process's clock says the lease has not ended yet.

@@ -43,9 +43,7 @@ class TransactionReference {
                   bound = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...),
                   name = core_->name()](const Bytes& current) {
       return encode(static_cast<T>(std::apply(
-          [&](const auto&... arguments) {
-            return f(decoded(current, name), arguments...);
-          },
+          [&](const auto&... arguments) { return f(decoded(current, name), arguments...); },
           bound)));
     };
     return decoded(core_->commute(std::move(apply)));
@@ -84,8 +82,8 @@ class TransactionReference {
  private:
   friend class Client;
   template <Encodable... U>
-    requires(sizeof...(U) > 0)
-  friend std::tuple<U...> deref_all(const TransactionReference<U>&... refs);
+  requires(sizeof...(U) >
+           0) friend std::tuple<U...> deref_all(const TransactionReference<U>&... refs);
   explicit TransactionReference(std::shared_ptr<detail::RefHandle> core) : core_(std::move(core)) {}
   // A stored value as a T; CodecError naming the ref `name` when it is not one. Closures
   // that outlive a handle (a commute, a validator) keep the name, not the handle.
@@ -116,10 +114,11 @@ std::tuple<T...> decode_ref_values(const std::vector<Bytes>& values,
 /// turn: inside dosync, as of its snapshot; outside, from one snapshot of their own (a
 /// read-only transaction). Throws Error when the refs belong to different clients.
 template <Encodable... T>
-  requires(sizeof...(T) > 0)
-std::tuple<T...> deref_all(const TransactionReference<T>&... refs) {
-  const std::vector<Bytes> values = std::get<0>(std::tie(refs...)).core_->deref_together({refs.core_.get()...});
-  return detail::decode_ref_values<T...>(values, {&refs.name()...}, std::index_sequence_for<T...>{});
+requires(sizeof...(T) > 0) std::tuple<T...> deref_all(const TransactionReference<T>&... refs) {
+  const std::vector<Bytes> values =
+      std::get<0>(std::tie(refs...)).core_->deref_together({refs.core_.get()...});
+  return detail::decode_ref_values<T...>(values, {&refs.name()...},
+                                         std::index_sequence_for<T...>{});
 }
 
 }  // namespace avout

@@ -22,7 +22,8 @@ class Client;
 class StoreHandle {
  public:
   /// Owns `store`.
-  explicit StoreHandle(std::unique_ptr<Store> store) : owned_(std::move(store)), store_(owned_.get()) {}
+  explicit StoreHandle(std::unique_ptr<Store> store)
+      : owned_(std::move(store)), store_(owned_.get()) {}
   /// Refers to `store` without owning it; `store` must outlive the handle.
   static StoreHandle borrowed(Store& store) { return StoreHandle(store); }
 

@@ -27,16 +27,16 @@ namespace avout {
 
 /// A node's metadata as ZooKeeper reports it.
 struct NodeStat {
-  std::int64_t czxid = 0;           ///< zxid of the create
-  std::int64_t mzxid = 0;           ///< zxid of the last data change
-  std::int64_t pzxid = 0;           ///< zxid of the last child change
-  std::int64_t ctime = 0;           ///< creation time, ms since epoch
-  std::int64_t mtime = 0;           ///< last modification time, ms since epoch
-  std::int32_t version = 0;         ///< data version
-  std::int32_t cversion = 0;        ///< child list version
-  std::int64_t ephemeral_owner = 0; ///< owning session id, 0 when persistent
-  std::int32_t data_length = 0;     ///< bytes of data
-  std::int32_t num_children = 0;    ///< number of children
+  std::int64_t czxid = 0;            ///< zxid of the create
+  std::int64_t mzxid = 0;            ///< zxid of the last data change
+  std::int64_t pzxid = 0;            ///< zxid of the last child change
+  std::int64_t ctime = 0;            ///< creation time, ms since epoch
+  std::int64_t mtime = 0;            ///< last modification time, ms since epoch
+  std::int32_t version = 0;          ///< data version
+  std::int32_t cversion = 0;         ///< child list version
+  std::int64_t ephemeral_owner = 0;  ///< owning session id, 0 when persistent
+  std::int32_t data_length = 0;      ///< bytes of data
+  std::int32_t num_children = 0;     ///< number of children
 };
 
 /// A node's data and metadata.
@@ -72,9 +72,9 @@ using WatchCallback = std::function<void(const WatchEvent&)>;
 namespace op {
 /// Creates a node.
 struct Create {
-  std::string path;                         ///< node to create
-  Bytes data;                               ///< its data
-  CreateMode mode = CreateMode::persistent; ///< persistence and sequencing
+  std::string path;                          ///< node to create
+  Bytes data;                                ///< its data
+  CreateMode mode = CreateMode::persistent;  ///< persistence and sequencing
 };
 /// Deletes a node at an exact version.
 struct Remove {
@@ -115,26 +115,26 @@ struct MultiResult {
 
 /// Connection settings of a session.
 struct SessionOptions {
-  std::string hosts = "127.0.0.1:2181";               ///< "host:port,host:port"; a "/chroot"
-                                                       ///< at its end moves to `chroot`
-  std::string chroot{};                                ///< e.g. "/app"; empty or "/": none.
-                                                       ///< Must exist; InvalidName if `hosts`
-                                                       ///< names another
-  std::chrono::milliseconds session_timeout{10000};    ///< negotiated with the server; > 0
-  std::chrono::milliseconds connect_timeout{10000};    ///< wait for the first connect; > 0
-  std::optional<std::string> digest{};                 ///< "user:password" digest credentials;
-                                                       ///< when set, created nodes get a
-                                                       ///< creator-only ACL
+  std::string hosts = "127.0.0.1:2181";              ///< "host:port,host:port"; a "/chroot"
+                                                     ///< at its end moves to `chroot`
+  std::string chroot{};                              ///< e.g. "/app"; empty or "/": none.
+                                                     ///< Must exist; InvalidName if `hosts`
+                                                     ///< names another
+  std::chrono::milliseconds session_timeout{10000};  ///< negotiated with the server; > 0
+  std::chrono::milliseconds connect_timeout{10000};  ///< wait for the first connect; > 0
+  std::optional<std::string> digest{};               ///< "user:password" digest credentials;
+                                                     ///< when set, created nodes get a
+                                                     ///< creator-only ACL
   Logger logger{};  ///< receives the session's messages and the ZooKeeper C client's log;
                     ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
 };
 
 /// Counters of the requests a session sent (for benchmarks: operations per user operation).
 struct SessionStatistics {
-  std::uint64_t requests = 0;        ///< requests sent (a multi counts once)
-  std::uint64_t multi_operations = 0;///< operations inside multis
-  std::uint64_t round_trips = 0;     ///< waits that blocked on a reply not yet in (pipelined
-                                     ///< replies already in count nothing)
+  std::uint64_t requests = 0;          ///< requests sent (a multi counts once)
+  std::uint64_t multi_operations = 0;  ///< operations inside multis
+  std::uint64_t round_trips = 0;       ///< waits that blocked on a reply not yet in (pipelined
+                                       ///< replies already in count nothing)
 };
 
 namespace detail {
@@ -210,8 +210,7 @@ class ZooKeeperSession {
   std::future<std::optional<NodeStat>> exists_async(const std::string& path,
                                                     WatchCallback watch = {});
   /// Sets data at `version` (-1: any); gives the new metadata.
-  std::future<NodeStat> set_async(const std::string& path, const Bytes& data,
-                                  std::int32_t version);
+  std::future<NodeStat> set_async(const std::string& path, const Bytes& data, std::int32_t version);
   /// Creates a node; gives the created path (with a sequence suffix for sequential modes).
   std::future<std::string> create_async(const std::string& path, const Bytes& data,
                                         CreateMode mode);

@@ -151,7 +151,14 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
   auto lookup = runtime_.nodes().begin(head_path_);  // read ahead after our last commit
   auto head_node = runtime_.nodes().finish(lookup);
   auto head = decode_agent_head(head_node.data, head_path_);
-  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id), head.point, std::nullopt, false, {}, {}, 0, {}};
+  InDoubt commit{runtime_.layout().marker(runtime_.new_point().id),
+                 head.point,
+                 std::nullopt,
+                 false,
+                 {},
+                 {},
+                 0,
+                 {}};
   std::vector<Operation> operations;
   std::vector<Operation> value_operations;  // a ZooKeeper-held value's, for the multi
   operations.push_back(op::Create{commit.marker, {}, CreateMode::persistent});
@@ -173,8 +180,8 @@ AgentCore::Step AgentCore::apply(std::vector<Runnable> batch, Pending& front,
 }
 
 std::optional<Operation> AgentCore::head_operation(const std::vector<Runnable>& batch,
-                                                   const NodeData& head_node,
-                                                   const AgentHead& head, InDoubt& commit,
+                                                   const NodeData& head_node, const AgentHead& head,
+                                                   InDoubt& commit,
                                                    std::vector<Operation>& value_operations) {
   if (head.error) {
     // A failed agent drops the actions still queued; only restart brings it back.
@@ -203,14 +210,14 @@ std::optional<Operation> AgentCore::head_operation(const std::vector<Runnable>& 
   return op::SetData{head_path_, encode_agent_head(next_head), head_node.stat.version};
 }
 
-void AgentCore::count_unrun(InDoubt& commit, const std::vector<Runnable>& batch,
-                            std::size_t first, const std::string& error) {
+void AgentCore::count_unrun(InDoubt& commit, const std::vector<Runnable>& batch, std::size_t first,
+                            const std::string& error) {
   for (std::size_t i = first; i < batch.size(); ++i) commit.unrun += batch[i].own != nullptr;
   if (commit.unrun > 0) commit.error = error;
 }
 
-bool AgentCore::run_actions(const std::vector<Runnable>& batch, Bytes& value,
-                            AgentHead& next_head, InDoubt& commit) {
+bool AgentCore::run_actions(const std::vector<Runnable>& batch, Bytes& value, AgentHead& next_head,
+                            InDoubt& commit) {
   // Each action sees the value the one before it left; only the last is stored. The
   // first that fails stops the batch: the head keeps the value before it, with its
   // error, and the sends behind it are deleted unrun, as a failed agent drops them.
@@ -251,8 +258,9 @@ AgentCore::Step AgentCore::commit_batch(InDoubt commit, std::vector<Operation> o
   // have removed the marker by the time it is asked for).
   std::optional<bool> landed;
   try {
-    landed = runtime_.markers().commit(std::move(operations), commit.marker, &result, cleanup,
-                                       [&] { return head_names(commit.written); }, generation);
+    landed = runtime_.markers().commit(
+        std::move(operations), commit.marker, &result, cleanup,
+        [&] { return head_names(commit.written); }, generation);
   } catch (const SessionExpired&) {
     // Renewed before the multi went out: nothing was sent, and the batch's own send node went
     // with the old session. Its value is unreferenced; the next plan settles the sends.
@@ -287,14 +295,14 @@ std::size_t AgentCore::fixed_multi_bytes() const {
 }
 
 std::vector<Operation> AgentCore::held_value_operations(const Bytes& value, const Point& point,
-                                                      const Point& previous,
-                                                      const std::vector<Runnable>& batch) const {
+                                                        const Point& previous,
+                                                        const std::vector<Runnable>& batch) const {
   auto create = commit_operation(*data_, value, point);
   if (!create) return {};
   const std::size_t chroot = session_.options().chroot.size();
   auto remove = op::Remove{commit_operation(*data_, {}, previous)->path, 0};
-  std::size_t bytes = fixed_multi_bytes() + serialized_size(*create, chroot) +
-                      serialized_size(remove, chroot);
+  std::size_t bytes =
+      fixed_multi_bytes() + serialized_size(*create, chroot) + serialized_size(remove, chroot);
   for (const Runnable& each : batch) bytes += serialized_size(op::Remove{each.node, 0}, chroot);
   if (bytes > multi_limit) return {};  // rule 11: the value goes to the store before the multi
   return {std::move(*create), std::move(remove)};

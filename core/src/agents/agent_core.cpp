@@ -95,7 +95,8 @@ Deadline AgentCore::default_deadline() const {
 
 bool AgentCore::await_until(const Deadline& deadline) {
   if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
-  if (OpenTransaction::current() != nullptr) throw Error("agent " + name_ + ": await inside dosync");
+  if (OpenTransaction::current() != nullptr)
+    throw Error("agent " + name_ + ": await inside dosync");
   return tickets_.wait(deadline, name_);
 }
 

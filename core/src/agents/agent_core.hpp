@@ -35,9 +35,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
-#include <map>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -126,9 +126,9 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // ZooKeeper stayed unreachable): resolved through its marker before anything else is tried.
   struct InDoubt {
     std::string marker;
-    Point previous;                                  // the value the batch replaced
-    std::optional<Point> written;                    // set when some action succeeded
-    bool in_multi = false;  // `written` created and `previous` removed by the multi itself
+    Point previous;                // the value the batch replaced
+    std::optional<Point> written;  // set when some action succeeded
+    bool in_multi = false;         // `written` created and `previous` removed by the multi itself
     std::vector<std::function<void()>> later_sends;  // their own sends, out once it landed
     std::vector<std::string> nodes;                  // the send nodes it deletes, oldest first
     std::size_t unrun = 0;  // our sends among them it drops unrun: the agent failed
@@ -159,7 +159,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // Guarded by create_mutex_ once shared.
   struct Creating {
     std::string tag;
-    Bytes data;  // the node's: empty for a closure
+    Bytes data;                     // the node's: empty for a closure
     std::int32_t head_version = 0;  // the head's when the send was made
     std::string node;
     std::exception_ptr error;
@@ -188,8 +188,12 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
     SendInDoubt(std::shared_ptr<AgentCore> agent, std::string tag,
                 std::shared_ptr<AgentAction> action, bool blocking, bool named,
                 std::uint64_t generation)
-        : agent(std::move(agent)), tag(std::move(tag)), action(std::move(action)),
-          blocking(blocking), named(named), generation(generation) {}
+        : agent(std::move(agent)),
+          tag(std::move(tag)),
+          action(std::move(action)),
+          blocking(blocking),
+          named(named),
+          generation(generation) {}
     SendInDoubt(const SendInDoubt&) = delete;
     SendInDoubt& operator=(const SendInDoubt&) = delete;
     ~SendInDoubt();
@@ -272,7 +276,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // process's batch moved the head meanwhile (plan again).
   std::optional<Operation> head_operation(const std::vector<Runnable>& batch,
                                           const NodeData& head_node, const AgentHead& head,
-                                          InDoubt& commit, std::vector<Operation>& value_operations);
+                                          InDoubt& commit,
+                                          std::vector<Operation>& value_operations);
   // Runs the batch's actions on `value` in queue order, each on the value the one before
   // left, until one fails (its error set in `next_head`, the sends behind it counted
   // unrun); true when some action changed the value. Their sends are kept in `commit`.
@@ -282,9 +287,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   static void count_unrun(InDoubt& commit, const std::vector<Runnable>& batch, std::size_t first,
                           const std::string& error);
   // Sends the batch's multi and acts on its outcome.
-  Step commit_batch(InDoubt commit, std::vector<Operation> operations,
-                    std::size_t cleanup, std::uint64_t generation, Pending& front,
-                    std::vector<std::string>& done);
+  Step commit_batch(InDoubt commit, std::vector<Operation> operations, std::size_t cleanup,
+                    std::uint64_t generation, Pending& front, std::vector<std::string>& done);
   // Whether the head names `point` now (a lost commit reply's resolution, rule 6).
   bool head_names(const std::optional<Point>& point);
   // Erases a value no head names; one left behind is gc's.
@@ -358,7 +362,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;
   std::string queue_path_;
-  SequentialQueue queue_;  // the send nodes in queue_path_
+  SequentialQueue queue_;     // the send nodes in queue_path_
   AgentValidator validator_;  // its own mutex
   NamedActions named_;        // defined here; its own mutex (looked up while mutex_ is held)
   AwaitTickets tickets_;      // its own mutex (taken while mutex_ is not)
@@ -367,10 +371,10 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   // Keyed by the send node's sequence: the local order is ZooKeeper's order, whatever order
   // the threads that sent got their replies in.
   PendingMap pending_;
-  bool running_ = false;  // a worker is in drive()
-  bool again_ = false;    // something changed while it ran: it looks once more
+  bool running_ = false;                      // a worker is in drive()
+  bool again_ = false;                        // something changed while it ran: it looks once more
   std::chrono::milliseconds retry_delay_{0};  // grows while the store or ZooKeeper is down
-  std::vector<std::string> known_queue_;  // last queue listing, minus nodes known gone
+  std::vector<std::string> known_queue_;      // last queue listing, minus nodes known gone
   // Sequence of our newest send made before that listing was asked for (nullopt: none).
   std::optional<std::int32_t> listed_up_to_;
   // Other processes' named sends read so far (nullopt: unreadable), by node; the driving
@@ -379,8 +383,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
 
   std::mutex create_mutex_;  // guards the members below
   std::condition_variable created_;
-  Group to_create_;                   // sends waiting for the multi in flight to return
-  bool creating_ = false;             // a thread is creating a group of sends
+  Group to_create_;        // sends waiting for the multi in flight to return
+  bool creating_ = false;  // a thread is creating a group of sends
 };
 
 }  // namespace avout::detail

@@ -165,7 +165,8 @@ std::optional<AgentCore::Step> AgentCore::resolve_in_doubt(Pending& front,
     for (const auto& node : doubt.nodes) sends.push_back(session_.exists_async(node));
     marked = session_.wait(marker).has_value();
     session_.wait(synced);
-    named = doubt.written && decode_agent_head(session_.wait(head).data, head_path_).point == *doubt.written;
+    named = doubt.written &&
+            decode_agent_head(session_.wait(head).data, head_path_).point == *doubt.written;
     for (auto& send : sends) queued = session_.wait(send).has_value() || queued;
   } catch (const ConnectionLoss&) {
     return Step::retry_later;
@@ -225,8 +226,8 @@ void AgentCore::make_later_send(const std::function<void()>& go) {
         continue;
       }
       log(workers_->logger(), LogLevel::error,
-          "agent " + name_ + ": a send made by an action was dropped (client closing): " +
-              error.what());
+          "agent " + name_ +
+              ": a send made by an action was dropped (client closing): " + error.what());
     } catch (const std::exception& error) {
       log(workers_->logger(), LogLevel::error,
           "agent " + name_ + ": a send made by an action was dropped: " + error.what());

@@ -14,7 +14,8 @@ std::optional<std::string> AgentCore::error() {
 
 void AgentCore::restart(const Bytes& value) {
   require_fits(value.size(), max_value_size_, "agent " + name_);
-  if (!accepts(value)) throw ValidationError("agent " + name_ + ": the validator rejected the value");
+  if (!accepts(value))
+    throw ValidationError("agent " + name_ + ": the validator rejected the value");
   for (std::size_t attempt = 0; attempt < runtime_.options().retry_limit; ++attempt) {
     // Rule 2: the commit goes out on the session the value is written for, or not at all.
     const std::uint64_t generation = session_.generation();
@@ -31,16 +32,18 @@ void AgentCore::restart(const Bytes& value) {
                     head_node.stat.version}};
     std::optional<bool> landed;
     try {
-      landed = runtime_.markers().commit(operations, marker, nullptr, 0,
-                                         [&] { return head_names(point); }, generation);
+      landed = runtime_.markers().commit(
+          operations, marker, nullptr, 0, [&] { return head_names(point); }, generation);
     } catch (const SessionExpired&) {
       erase_quietly(point);  // renewed before the multi went out: nothing was sent
       continue;
     }
     if (!landed) {
       // The new point may be referenced: it stays for gc to judge, like the marker.
-      throw OutcomeUnknown("agent " + name_ + ": restart: outcome unknown (ZooKeeper "
-                           "unreachable); marker " + marker);
+      throw OutcomeUnknown("agent " + name_ +
+                           ": restart: outcome unknown (ZooKeeper "
+                           "unreachable); marker " +
+                           marker);
     }
     if (*landed) {
       data_->erase(head.point);

@@ -104,18 +104,19 @@ void AgentCore::send_with_commit(OpenTransaction& transaction, const std::string
                                  AgentAction action, bool blocking, bool named,
                                  std::uint64_t generation) {
   // Sent only if, and once, the transaction commits: a create inside its commit multi.
-  auto in_doubt = std::make_shared<SendInDoubt>(
-      shared_from_this(), tag, std::make_shared<AgentAction>(std::move(action)), blocking, named,
-      generation);
-  transaction.add_to_commit(
-      {queue_.create_op(send_prefix(tag), std::move(data))},
-      [in_doubt](const std::vector<OperationResult>& results) {
-        in_doubt->landed = true;
-        if (results.empty()) return;  // the reply was lost: found in the background
-        in_doubt->settled = true;
-        in_doubt->agent->enqueue(results.front().created_path, std::move(*in_doubt->action),
-                                 in_doubt->blocking, in_doubt->named, in_doubt->generation);
-      });
+  auto in_doubt = std::make_shared<SendInDoubt>(shared_from_this(), tag,
+                                                std::make_shared<AgentAction>(std::move(action)),
+                                                blocking, named, generation);
+  transaction.add_to_commit({queue_.create_op(send_prefix(tag), std::move(data))},
+                            [in_doubt](const std::vector<OperationResult>& results) {
+                              in_doubt->landed = true;
+                              if (results.empty())
+                                return;  // the reply was lost: found in the background
+                              in_doubt->settled = true;
+                              in_doubt->agent->enqueue(
+                                  results.front().created_path, std::move(*in_doubt->action),
+                                  in_doubt->blocking, in_doubt->named, in_doubt->generation);
+                            });
 }
 
 void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, bool named,
@@ -127,9 +128,9 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
     // Kept alive by the workers while sends are queued, even when every handle is gone.
     if (pending_.empty()) workers_->retain(shared_from_this());
     const std::int32_t sequence = sequence_of(name_of(node)).value();
-    auto placed =
-        pending_.emplace(sequence, Pending{std::move(node), std::move(action), blocking, {},
-                                           named, generation, *ticket});
+    auto placed = pending_.emplace(
+        sequence,
+        Pending{std::move(node), std::move(action), blocking, {}, named, generation, *ticket});
     first = placed.first == pending_.begin();
   }
   // A send that goes before the one being waited for must be looked at now; one behind it
@@ -165,8 +166,10 @@ AgentCore::SendInDoubt::~SendInDoubt() {
         found = agent->locate_send(tag);
       } catch (const Error&) {
       }
-      if (found) agent->enqueue(*found, std::move(*action), blocking, named, generation, ticket);
-      else if (ticket) agent->tickets_.drop(ticket);
+      if (found)
+        agent->enqueue(*found, std::move(*action), blocking, named, generation, ticket);
+      else if (ticket)
+        agent->tickets_.drop(ticket);
     });
   } catch (...) {
     // Workers stopped: the node goes with this client's session.

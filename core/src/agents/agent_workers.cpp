@@ -31,8 +31,10 @@ class GrowingPool {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
     tasks_.push_back(std::move(task));
-    if (idle_ == 0) threads_.emplace_back([this] { work(); });
-    else ready_.notify_one();
+    if (idle_ == 0)
+      threads_.emplace_back([this] { work(); });
+    else
+      ready_.notify_one();
   }
   void stop() {
     {

@@ -43,7 +43,8 @@ bool AwaitTickets::wait(const Deadline& deadline, const std::string& agent) {
   // Taken once: sends other threads make while this one waits are not waited for.
   const std::uint64_t target = issued_;
   auto done = [&] { return unfinished_.empty() || *unfinished_.begin() > target; };
-  idle_.wait_until(lock, deadline.time_or_far(), [&] { return done() || deadline.stop_requested(); });
+  idle_.wait_until(lock, deadline.time_or_far(),
+                   [&] { return done() || deadline.stop_requested(); });
   if (!done()) return false;
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
     throw SessionExpired("agent " + agent + ": " + std::to_string(dropped) +
@@ -52,8 +53,9 @@ bool AwaitTickets::wait(const Deadline& deadline, const std::string& agent) {
                          "could not be created (see the log)");
   }
   if (const auto unrun = std::exchange(unrun_, 0); unrun > 0) {
-    throw AgentFailed("agent " + agent + " failed (" + unrun_error_ + "): " +
-                      std::to_string(unrun) + " action(s) sent by this process were dropped "
+    throw AgentFailed("agent " + agent + " failed (" + unrun_error_ +
+                      "): " + std::to_string(unrun) +
+                      " action(s) sent by this process were dropped "
                       "unrun; restart it first");
   }
   return true;

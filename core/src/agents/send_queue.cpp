@@ -27,8 +27,7 @@ bool AgentCore::head_exists_after_outage() {
   try {
     return outcome_of(session_, head_path_, has_head,
                       Deadline::after(session_.options().session_timeout),
-                      "agent " + name_ + ": looking for its head " + head_path_) ==
-           Outcome::landed;
+                      "agent " + name_ + ": looking for its head " + head_path_) == Outcome::landed;
   } catch (const Timeout&) {
     return false;  // no answer for one session timeout: the caller says OutcomeUnknown
   }
@@ -70,12 +69,11 @@ std::optional<std::string> AgentCore::locate_send(const std::string& tag) {
   try {
     return queue_.find(send_prefix(tag), until_closed);
   } catch (const Timeout&) {
-    throw ConnectionLoss("agent " + name_ + ": " +
-                         (until_closed.stop_requested() ? "the client closed"
-                                                        : "the reply deadline passed") +
-                         " while ZooKeeper was unreachable: whether send node " +
-                         send_path_prefix(tag) +
-                         "* exists is unknown (it goes with this client's session)");
+    throw ConnectionLoss(
+        "agent " + name_ + ": " +
+        (until_closed.stop_requested() ? "the client closed" : "the reply deadline passed") +
+        " while ZooKeeper was unreachable: whether send node " + send_path_prefix(tag) +
+        "* exists is unknown (it goes with this client's session)");
   }
 }
 
@@ -84,7 +82,8 @@ std::string AgentCore::create_send(const std::string& tag, Bytes data, std::int3
   // Threads that send at once share one multi of creates: their nodes come out next to one
   // another in the queue, so their actions run in one batch. A send begun after another
   // returned goes in a later multi, so it still comes later in the queue.
-  auto mine = std::make_shared<Creating>(Creating{tag, std::move(data), head_version, {}, {}, false, false, false});
+  auto mine = std::make_shared<Creating>(
+      Creating{tag, std::move(data), head_version, {}, {}, false, false, false});
   // A stop request wakes this thread's waits (made before the lock: it may run at once).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
     std::lock_guard lock(create_mutex_);
@@ -123,8 +122,10 @@ void AgentCore::create_next_group(std::unique_lock<std::mutex>& lock, const Dead
 void AgentCore::give_up_send(std::unique_lock<std::mutex>& lock,
                              const std::shared_ptr<Creating>& mine, const Deadline& deadline) {
   // Not sent yet: nothing to undo. Sent: whoever settles its create deletes the node.
-  if (mine->taken) mine->abandoned = true;
-  else std::erase(to_create_, mine);
+  if (mine->taken)
+    mine->abandoned = true;
+  else
+    std::erase(to_create_, mine);
   const bool sent = mine->taken;
   lock.unlock();
   // A named send's node may already be there, and any process that defined the name (this
@@ -156,7 +157,8 @@ void AgentCore::create_together(const Group& group, const Deadline& deadline) {
       operations.push_back(queue_.create_op(send_prefix(one->tag), one->data));
     }
     auto committed = session_.multi_async(operations).share();
-    reply = [this, committed, operations](const Deadline& by) -> std::optional<std::vector<std::string>> {
+    reply = [this, committed,
+             operations](const Deadline& by) -> std::optional<std::vector<std::string>> {
       auto result = session_.wait(committed, by);
       if (!result) return std::nullopt;
       result->throw_if_failed(operations);
@@ -219,7 +221,8 @@ void AgentCore::finish_create(Creating& one, std::optional<std::string> node,
   }
   // Nobody will run its action, and it would hold the queue for everyone behind it.
   if (orphan) {
-    workers_->post(true, [self = shared_from_this(), node = *node] { self->remove_abandoned(node); });
+    workers_->post(true,
+                   [self = shared_from_this(), node = *node] { self->remove_abandoned(node); });
   }
 }
 
@@ -261,7 +264,8 @@ std::optional<std::string> AgentCore::create_again(const Creating& one) {
   }
   if (gave_up_on) return std::nullopt;
   if (maybe_run) {
-    throw OutcomeUnknown("agent " + name_ + ": send: ZooKeeper lost the reply to the create "
+    throw OutcomeUnknown("agent " + name_ +
+                         ": send: ZooKeeper lost the reply to the create "
                          "of a named send and its node is gone: another process may have "
                          "run it (it ran once or not at all; not sent again)");
   }

@@ -122,9 +122,10 @@ void AtomCore::announce() {
     }
     if (!back_off(attempt, ReplyDeadline::current(), outage_pauses)) break;
   }
-  throw CommittedWithError("atom " + name_ + ": the new value is stored (the swap happened), "
-                           "but its change notice on " + watch_path_ + " could not be sent: " +
-                           failure);
+  throw CommittedWithError("atom " + name_ +
+                           ": the new value is stored (the swap happened), "
+                           "but its change notice on " +
+                           watch_path_ + " could not be sent: " + failure);
 }
 
 // A read whose view is at least as new as any write this process sent before it: for a
@@ -166,7 +167,8 @@ bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sen
           now.envelope.sequence - expected.envelope.sequence <= writers.size()) {
         return false;
       }
-      throw OutcomeUnknown("atom " + name_ + ": a write's reply was lost and too many writes "
+      throw OutcomeUnknown("atom " + name_ +
+                           ": a write's reply was lost and too many writes "
                            "followed it (or the value was deleted) to tell whether it landed");
     } catch (const OutcomeUnknown&) {
       throw;
@@ -179,8 +181,10 @@ bool AtomCore::resolve_lost_reply(const AtomSnapshot& expected, const Bytes& sen
     }
     (void)back_off(attempt, ReplyDeadline::current(), outage_pauses);
   }
-  throw OutcomeUnknown("atom " + name_ + ": a write's reply was lost and whether it landed "
-                       "could not be found out (it may have): " + failure);
+  throw OutcomeUnknown("atom " + name_ +
+                       ": a write's reply was lost and whether it landed "
+                       "could not be found out (it may have): " +
+                       failure);
 }
 
 void AtomCore::add_watch(const std::string& key, BytesWatch watch) {

@@ -16,7 +16,8 @@ struct BackOff {
 };
 
 /// Waits for ZooKeeper or a store to answer again: 25 ms growing to half a second.
-inline constexpr BackOff outage_pauses{std::chrono::milliseconds(25), std::chrono::milliseconds(500)};
+inline constexpr BackOff outage_pauses{std::chrono::milliseconds(25),
+                                       std::chrono::milliseconds(500)};
 
 /// The pause after `attempt` (0-based): d = min(cap, first * 2^attempt), then a random
 /// point of [d/2, d) so that contending processes drift apart instead of colliding again.

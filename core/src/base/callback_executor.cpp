@@ -16,7 +16,7 @@ struct CallbackExecutor::Impl {
   boost::asio::thread_pool pool{1};  // one thread: callbacks never run concurrently
   std::atomic<bool> stopping{false};
   Logger logger;
-  std::mutex timers_mutex;  // guards `timers`
+  std::mutex timers_mutex;                                      // guards `timers`
   std::set<std::shared_ptr<boost::asio::steady_timer>> timers;  // of post_after, not yet due
 };
 

@@ -17,9 +17,7 @@ bool Deadline::sleep_for(Clock::duration pause) const {
   return !expired();
 }
 
-std::string Deadline::reason() const {
-  return stop_requested() ? "cancelled" : "deadline passed";
-}
+std::string Deadline::reason() const { return stop_requested() ? "cancelled" : "deadline passed"; }
 
 void Deadline::expire(const std::string& what) const { throw Timeout(what + ": " + reason()); }
 

@@ -8,7 +8,8 @@ constexpr char digit_of[] = "0123456789abcdef";
 
 std::string hex(std::uint64_t value, std::size_t digits) {
   std::string text(digits, '0');
-  for (std::size_t i = digits; i > 0 && value != 0; --i, value >>= 4) text[i - 1] = digit_of[value & 15];
+  for (std::size_t i = digits; i > 0 && value != 0; --i, value >>= 4)
+    text[i - 1] = digit_of[value & 15];
   return text;
 }
 

@@ -1,16 +1,16 @@
 #include "agents/agent_core.hpp"
 #include "agents/agent_workers.hpp"
 #include "atoms/atom_core.hpp"
-#include "stm/barging.hpp"
 #include "base/callback_executor.hpp"
-#include "zk/chroot.hpp"
 #include "base/durations.hpp"
 #include "locks/lock_core.hpp"
 #include "locks/lock_removals.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/zookeeper_backend.hpp"
 #include "runtime/zookeeper_held_values.hpp"
+#include "stm/barging.hpp"
 #include "stm/stm_context.hpp"
+#include "zk/chroot.hpp"
 
 #include <avout/client.hpp>
 #include <avout/errors.hpp>
@@ -124,17 +124,17 @@ std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name,
 
 std::shared_ptr<detail::AgentHandle> Client::attach_agent(const std::string& name, Store& store) {
   validate_path(name);
-  return std::make_shared<detail::AgentCore>(
-      name, std::shared_ptr<ReferenceData>(store.reference_data(runtime_->layout().value_key("agent", name))),
-      store.max_value_size(), *runtime_, agent_workers_);
+  return std::make_shared<detail::AgentCore>(name,
+                                             std::shared_ptr<ReferenceData>(store.reference_data(
+                                                 runtime_->layout().value_key("agent", name))),
+                                             store.max_value_size(), *runtime_, agent_workers_);
 }
 
 Lock Client::lock(const std::string& name) {
   validate_path(name);
-  auto core = std::make_shared<detail::LockCore>(*session_, runtime_->liveness(), name,
-                                                 runtime_->layout().lock(name, false),
-                                                 std::nullopt, std::chrono::milliseconds(0),
-                                                 callbacks_, lock_removals_, options_.operation_timeout);
+  auto core = std::make_shared<detail::LockCore>(
+      *session_, runtime_->liveness(), name, runtime_->layout().lock(name, false), std::nullopt,
+      std::chrono::milliseconds(0), callbacks_, lock_removals_, options_.operation_timeout);
   core->start();
   return Lock(std::move(core));
 }
@@ -143,10 +143,9 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
                                       std::chrono::milliseconds quiet_period) {
   validate_path(name);
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
-  auto core = std::make_shared<detail::LockCore>(*session_, runtime_->liveness(), name,
-                                                 runtime_->layout().lock(name, true), policy,
-                                                 quiet_period, callbacks_, lock_removals_,
-                                                 options_.operation_timeout);
+  auto core = std::make_shared<detail::LockCore>(
+      *session_, runtime_->liveness(), name, runtime_->layout().lock(name, true), policy,
+      quiet_period, callbacks_, lock_removals_, options_.operation_timeout);
   core->start();
   return ReadWriteLock(std::move(core));
 }

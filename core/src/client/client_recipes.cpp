@@ -9,8 +9,8 @@ namespace avout {
 Barrier Client::barrier(const std::string& name, std::size_t n) {
   validate_path(name);
   if (n == 0) throw InvalidOption("barrier " + name + ": a round needs at least one participant");
-  return Barrier(std::make_shared<detail::BarrierCore>(*session_, name,
-                                                       runtime_->layout().barrier(name), n));
+  return Barrier(
+      std::make_shared<detail::BarrierCore>(*session_, name, runtime_->layout().barrier(name), n));
 }
 
 }  // namespace avout

@@ -2,9 +2,9 @@
 // and decoders, for tools and tests.
 #include "agents/agent_core.hpp"
 #include "atoms/atom_core.hpp"
+#include "records/stm_records.hpp"
 #include "runtime/layout.hpp"
 #include "runtime/zookeeper_held_values.hpp"
-#include "records/stm_records.hpp"
 
 #include <avout/errors.hpp>
 #include <avout/inspect.hpp>

@@ -55,8 +55,8 @@ void validate_lease_name(const std::string& name) {
 void validate_lease_duration(milliseconds duration, const char* what) {
   detail::require_positive(duration, std::string("lease ") + what);
   if (duration > longest_duration) {
-    throw InvalidDuration(std::string("lease ") + what + " of " +
-                          std::to_string(duration.count()) + " ms is longer than a year");
+    throw InvalidDuration(std::string("lease ") + what + " of " + std::to_string(duration.count()) +
+                          " ms is longer than a year");
   }
 }
 

@@ -9,8 +9,8 @@
 namespace avout::detail {
 
 LockCore::LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::string name,
-                   std::string path,
-                   std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
+                   std::string path, std::optional<WriterPolicy> policy,
+                   std::chrono::milliseconds quiet_period,
                    std::shared_ptr<CallbackExecutor> callbacks,
                    std::shared_ptr<LockRemovals> removals,
                    std::optional<std::chrono::milliseconds> operation_timeout)
@@ -123,7 +123,8 @@ bool LockCore::reenter(bool shared, std::uint64_t& generation) {
     holds_.erase(found);
   } else if (found != holds_.end()) {
     if (found->second.shared && !shared) {
-      throw Error("lock " + name_ + ": this thread reads; asking to write would upgrade a read "
+      throw Error("lock " + name_ +
+                  ": this thread reads; asking to write would upgrade a read "
                   "hold, which can deadlock two readers");
     }
     ++found->second.count;  // reentrant (a writer may also read)

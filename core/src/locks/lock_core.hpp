@@ -72,10 +72,10 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
  private:
   // One thread's hold, from its acquisition to its release.
   struct Hold {
-    std::string node;          // the writer or reader node
-    std::string gate;          // a soft writer's gate node (empty: none)
-    std::uint64_t token = 0;   // read on first use (0: not yet)
-    int count = 0;             // nested holds (a writer's reads count here too)
+    std::string node;         // the writer or reader node
+    std::string gate;         // a soft writer's gate node (empty: none)
+    std::uint64_t token = 0;  // read on first use (0: not yet)
+    int count = 0;            // nested holds (a writer's reads count here too)
     bool shared = false;
     bool lost = false;
   };
@@ -168,7 +168,7 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   std::uint64_t events_ = 0;
   std::uint64_t session_events_ = 0;
   std::uint64_t lost_generation_ = 0;  // bumped when the session expires
-  int acquiring_ = 0;         // acquire() calls in flight (their holds are not in holds_ yet)
+  int acquiring_ = 0;  // acquire() calls in flight (their holds are not in holds_ yet)
   std::map<std::thread::id, Hold> holds_;
   std::vector<std::function<void()>> lost_callbacks_;
   bool stopping_ = false;

@@ -1,7 +1,7 @@
 // A lock's holds and their loss: release, the questions asked of a hold, and what the
 // session's liveness monitor tells (a lapse or an expiry marks every hold lost).
-#include "locks/lock_core.hpp"
 #include "base/callback_executor.hpp"
+#include "locks/lock_core.hpp"
 #include "locks/lock_removals.hpp"
 
 #include <avout/errors.hpp>
@@ -81,11 +81,9 @@ void LockCore::on_liveness(LivenessEvent event) {
     std::lock_guard lock(mutex_);
     switch (event) {
       case LivenessEvent::stalled:
-      case LivenessEvent::confirmed:
-        return;  // held() asks the monitor; waits need not look again
+      case LivenessEvent::confirmed: return;  // held() asks the monitor; waits need not look again
       case LivenessEvent::disconnected:
-      case LivenessEvent::connected:
-        break;
+      case LivenessEvent::connected: break;
       case LivenessEvent::lapsed:
         // The server may have ended the session: another process may hold the lock now.
         // The session may also live on, so the nodes go to removals_.

@@ -1,7 +1,7 @@
 // Making, waiting on and removing a lock's nodes: the engine's protected create, the waits
 // a watch or a session change ends, and the removals of nodes given up or released.
-#include "locks/lock_core.hpp"
 #include "base/back_off.hpp"
+#include "locks/lock_core.hpp"
 #include "locks/lock_removals.hpp"
 
 #include <avout/errors.hpp>
@@ -26,8 +26,7 @@ constexpr std::int32_t lock_node_version = 0;
 
 }  // namespace
 
-std::optional<std::string> LockCore::create_node(SequentialQueue& queue,
-                                                 const std::string& prefix,
+std::optional<std::string> LockCore::create_node(SequentialQueue& queue, const std::string& prefix,
                                                  const Deadline& deadline, bool sent) {
   // Curator's protected mode: a create whose reply was lost may have landed, so before
   // creating again the engine looks for the unique id in the name. A create still unknown at
@@ -83,7 +82,7 @@ void LockCore::remove_own(const std::string& node) {
     try {
       if (session_.generation() != generation) return;  // the node went with its session
       const auto released = queues_.holding(node).release(node, lock_node_version, Deadline{});
-      if (released.has_value()) return;  // deleted, or gone already (with its session too)
+      if (released.has_value()) return;   // deleted, or gone already (with its session too)
       removals_->post(node, generation);  // the thread's reply deadline passed first
       return;
     } catch (const ConnectionLoss&) {

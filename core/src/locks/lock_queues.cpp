@@ -5,12 +5,9 @@ namespace avout::detail {
 NodeKind lock_node_kind(LockQueue which) {
   constexpr std::size_t id_digits = 16;
   switch (which) {
-    case LockQueue::writers:
-      return NodeKind{"w", id_digits};
-    case LockQueue::readers:
-      return NodeKind{"r", id_digits};
-    case LockQueue::gates:
-      return NodeKind{"g", id_digits};
+    case LockQueue::writers: return NodeKind{"w", id_digits};
+    case LockQueue::readers: return NodeKind{"r", id_digits};
+    case LockQueue::gates: return NodeKind{"g", id_digits};
   }
   return NodeKind{"w", id_digits};  // not reached: every queue is named above
 }
@@ -22,12 +19,9 @@ LockQueues::LockQueues(ZooKeeperSession& session, const std::string& path)
 
 SequentialQueue& LockQueues::operator[](LockQueue which) {
   switch (which) {
-    case LockQueue::writers:
-      return writers;
-    case LockQueue::readers:
-      return readers;
-    case LockQueue::gates:
-      return gates;
+    case LockQueue::writers: return writers;
+    case LockQueue::readers: return readers;
+    case LockQueue::gates: return gates;
   }
   return writers;  // not reached: every queue is named above
 }

@@ -81,7 +81,8 @@ void LockRemovals::work() {
       attempt = 0;
       continue;
     }
-    queue_.insert(queue_.end(), std::make_move_iterator(left.begin()), std::make_move_iterator(left.end()));
+    queue_.insert(queue_.end(), std::make_move_iterator(left.begin()),
+                  std::make_move_iterator(left.end()));
     changed_.wait_for(lock, back_off_pause(attempt++, retry_pauses),
                       [&] { return stopping_ || reconnects_ != reconnects; });
   }
@@ -102,8 +103,8 @@ std::vector<LockRemovals::Removal> LockRemovals::resolve(std::vector<Removal> re
                                                          std::vector<Removal>& left) {
   std::vector<Removal> nodes;
   // Given up at stop() too (a stop is noticed within 50 ms by the outcome module's waits).
-  const Deadline give_up_at = Deadline::after(2 * session_.negotiated_timeout())
-                                  .with_stop(stop_.get_token());
+  const Deadline give_up_at =
+      Deadline::after(2 * session_.negotiated_timeout()).with_stop(stop_.get_token());
   for (auto& removal : removals) {
     if (removal.prefix.empty()) {
       nodes.push_back(std::move(removal));

@@ -9,8 +9,8 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <cstdint>
+#include <future>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -45,9 +45,9 @@ class LockRemovals {
 
  private:
   struct Removal {
-    std::string node;            // or, with `prefix`, the folder to look in
+    std::string node;  // or, with `prefix`, the folder to look in
     std::uint64_t generation;
-    std::string prefix{};        // non-empty: remove the child of `node` named prefix...
+    std::string prefix{};  // non-empty: remove the child of `node` named prefix...
   };
   // Finds the nodes the creates of the removals with a prefix made (zk/outcome.hpp's
   // child_outcome) and returns them (the others pass unchanged); those not answered by
@@ -67,7 +67,7 @@ class LockRemovals {
   std::stop_source stop_;         // requested by stop(): ends the worker's outcome questions
   std::uint64_t reconnects_ = 0;  // bumped by the session listener: a retry need not wait
   bool stopping_ = false;
-  std::once_flag started_;     // the listener and the worker, on the first post
+  std::once_flag started_;  // the listener and the worker, on the first post
   std::uint64_t listener_ = 0;
   std::thread worker_;
 };

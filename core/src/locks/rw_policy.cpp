@@ -35,12 +35,9 @@ const ReadWritePolicy& ReadWritePolicy::of(WriterPolicy policy) {
   static const SoftPolicy soft;
   static const TimedSoftPolicy timed_soft;
   switch (policy) {
-    case WriterPolicy::hard:
-      return hard;
-    case WriterPolicy::soft:
-      return soft;
-    case WriterPolicy::timed_soft:
-      return timed_soft;
+    case WriterPolicy::hard: return hard;
+    case WriterPolicy::soft: return soft;
+    case WriterPolicy::timed_soft: return timed_soft;
   }
   return hard;  // not reached: every policy is named above
 }

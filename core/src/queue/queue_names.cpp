@@ -19,9 +19,9 @@ bool is_queue_node(std::string_view name, const NodeKind& kind) {
   if (separator <= id_begin) return false;
   const auto id = name.substr(id_begin, separator - id_begin);
   if (kind.hex_id_digits == 0) return true;
-  return id.size() == kind.hex_id_digits &&
-         std::all_of(id.begin(), id.end(),
-                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+  return id.size() == kind.hex_id_digits && std::all_of(id.begin(), id.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
 }
 
 std::optional<std::int32_t> sequence_of(std::string_view name) { return sequence_after_dash(name); }
@@ -43,8 +43,6 @@ std::string fresh_prefix(const NodeKind& kind, std::string_view mark) {
   return prefix_for(kind, std::string(mark) + unique_uuid());
 }
 
-std::string name_of(std::string_view path) {
-  return std::string(path.substr(path.rfind('/') + 1));
-}
+std::string name_of(std::string_view path) { return std::string(path.substr(path.rfind('/') + 1)); }
 
 }  // namespace avout::detail

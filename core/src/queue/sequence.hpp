@@ -38,7 +38,8 @@ inline std::optional<std::int32_t> sequence_after_dash(std::string_view name) {
 // folder's children. A strict weak order on such a set, so fit for sorting and map keys.
 struct SequenceOrder {
   bool operator()(std::int32_t a, std::int32_t b) const {
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b)) < 0;
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) -
+                                     static_cast<std::uint32_t>(b)) < 0;
   }
 };
 

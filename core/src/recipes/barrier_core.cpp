@@ -72,8 +72,8 @@ std::optional<BarrierCore::Snapshot> BarrierCore::look(const Deadline& deadline)
       // record then is a death, not a completed round's cleanup). The first read's watch
       // wakes us on any later change.
       auto synced = session_.sync_async(folder_);
-      auto before = session_.get_async(folder_, [wake = wake_](const WatchEvent&) { wake->bump(); })
-                        .share();
+      auto before =
+          session_.get_async(folder_, [wake = wake_](const WatchEvent&) { wake->bump(); }).share();
       auto listed = session_.children_async(folder_).share();
       auto after = session_.get_async(folder_).share();
       const auto first = session_.wait(before, bound);

@@ -98,11 +98,11 @@ class BarrierCore {
   std::shared_ptr<WakeSignal> wake_ = std::make_shared<WakeSignal>();
   std::uint64_t listener_ = 0;
 
-  std::mutex mutex_;                      // one enter or leave at a time
-  std::optional<std::string> node_;       // this participant's node path
-  std::uint64_t generation_ = 0;          // the session it was created in
-  std::optional<BarrierRound> round_;     // the closed round entered
-  std::int32_t round_version_ = 0;        // the folder node's version once it closed
+  std::mutex mutex_;                   // one enter or leave at a time
+  std::optional<std::string> node_;    // this participant's node path
+  std::uint64_t generation_ = 0;       // the session it was created in
+  std::optional<BarrierRound> round_;  // the closed round entered
+  std::int32_t round_version_ = 0;     // the folder node's version once it closed
 };
 
 }  // namespace avout::detail

@@ -79,7 +79,8 @@ bool BarrierCore::try_close(const Snapshot& seen, const std::vector<std::string>
   // One multi: the record changes only if it is still the open round we saw, and only with
   // every member's node still there (one that timed out and withdrew is not counted).
   const BarrierRound closed = closed_round(seen.round, line, n_);
-  std::vector<Operation> ops{op::SetData{folder_, encode_record(BarrierRecord{n_, closed}), seen.version}};
+  std::vector<Operation> ops{
+      op::SetData{folder_, encode_record(BarrierRecord{n_, closed}), seen.version}};
   for (const auto& name : closed.members) ops.emplace_back(op::Check{path_of(name), 0});
   try {
     const ReplyDeadline replies(deadline);

@@ -58,7 +58,8 @@ void BarrierCore::record_leaving(const std::string& record, const Deadline& dead
   // Only while our node is there: once it went with our session, the others may have judged
   // us dead already, and a record now would contradict them.
   const std::string path = path_of(record);
-  const std::vector<Operation> ops{op::Check{*node_, 0}, op::Create{path, {}, CreateMode::persistent}};
+  const std::vector<Operation> ops{op::Check{*node_, 0},
+                                   op::Create{path, {}, CreateMode::persistent}};
   const std::string what = "barrier " + name_ + ": recording that " + mine() + " left";
   for (;;) {
     try {
@@ -110,7 +111,7 @@ bool BarrierCore::watch_members(const Deadline& deadline) {
     const ReplyDeadline replies(outcome_deadline(deadline));
     bool all_there = true;
     for (auto& reply : answers) all_there = session_.wait(reply).has_value() && all_there;
-    return all_there;  // one gone: look again now
+    return all_there;       // one gone: look again now
   } catch (const Error&) {  // a connection loss or the deadline: the wait below tells
     return true;
   }
@@ -120,8 +121,8 @@ void BarrierCore::reopen(const Snapshot& seen, bool completed) {
   // One multi, conditional on the record still being our closed round: the next round
   // opens; when it completed, the records go with it (when broken they stay, so a member
   // still leaving finds its own and learns the round broke).
-  std::vector<Operation> ops{
-      op::SetData{folder_, encode_record(BarrierRecord{n_, next_round(*round_, !completed)}), seen.version}};
+  std::vector<Operation> ops{op::SetData{
+      folder_, encode_record(BarrierRecord{n_, next_round(*round_, !completed)}), seen.version}};
   if (completed) {
     for (const auto& name : round_->members) {
       ops.emplace_back(op::Remove{path_of(left_record(round_->number, name)), 0});
@@ -130,7 +131,7 @@ void BarrierCore::reopen(const Snapshot& seen, bool completed) {
   try {
     const ReplyDeadline replies(grace());
     (void)session_.multi(ops);  // not committed: another member reopened it first
-  } catch (const Error&) {  // its outcome shows in the next look (or another member's)
+  } catch (const Error&) {      // its outcome shows in the next look (or another member's)
   }
 }
 

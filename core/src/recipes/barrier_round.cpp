@@ -25,7 +25,9 @@ Bytes encode_record(const BarrierRecord& record) {
 
 BarrierRecord decode_record(const Bytes& bytes, const std::string& path) {
   const std::string text(bytes.begin(), bytes.end());
-  const auto bad = [&] { return CodecError("barrier " + path + ": not a barrier record: " + text); };
+  const auto bad = [&] {
+    return CodecError("barrier " + path + ": not a barrier record: " + text);
+  };
   std::istringstream in(text);
   std::string state, word;
   BarrierRecord record;

@@ -26,11 +26,11 @@ namespace avout::detail {
 
 /// One round of a barrier as its round node records it.
 struct BarrierRound {
-  std::uint64_t number = 0;                ///< rounds reopened before this one
-  bool closed = false;                     ///< its members are chosen (they entered)
-  std::optional<std::int32_t> after;       ///< open: only nodes sequenced after this count
-  std::vector<std::string> members;        ///< closed: the member node names, in queue order
-  bool previous_broke = false;             ///< open: the round before this one broke
+  std::uint64_t number = 0;           ///< rounds reopened before this one
+  bool closed = false;                ///< its members are chosen (they entered)
+  std::optional<std::int32_t> after;  ///< open: only nodes sequenced after this count
+  std::vector<std::string> members;   ///< closed: the member node names, in queue order
+  bool previous_broke = false;        ///< open: the round before this one broke
   bool operator==(const BarrierRound&) const = default;
 };
 

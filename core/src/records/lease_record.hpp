@@ -16,7 +16,7 @@ struct LeaseRecord {
   bool held = false;                      ///< whether someone holds the lease now
   std::uint64_t token = 0;                ///< the newest hold's token; kept when released
   std::chrono::milliseconds duration{0};  ///< the holder's: contenders wait this (+ margin)
-  std::string holder;                     ///< unique per acquire: finds a write whose reply was lost
+  std::string holder;  ///< unique per acquire: finds a write whose reply was lost
 };
 
 /// The longest duration a lease record may carry (a longer one is malformed).

@@ -13,6 +13,8 @@ std::string writer_policy_name(WriterPolicy policy) {
 
 Bytes encode_writer_policy(WriterPolicy policy) { return to_bytes(writer_policy_name(policy)); }
 
-std::string decode_writer_policy(const Bytes& data) { return std::string(data.begin(), data.end()); }
+std::string decode_writer_policy(const Bytes& data) {
+  return std::string(data.begin(), data.end());
+}
 
 }  // namespace avout::detail

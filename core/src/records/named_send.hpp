@@ -12,8 +12,8 @@ namespace avout::detail {
 
 /// What a named send node holds.
 struct NamedSend {
-  std::string action;  ///< the name the action was defined under
-  Bytes arguments;     ///< its encoded arguments
+  std::string action;     ///< the name the action was defined under
+  Bytes arguments;        ///< its encoded arguments
   bool blocking = false;  ///< sent with send_off: runs on the growing pool
 };
 

@@ -72,17 +72,21 @@ std::optional<std::int64_t> writer_of(const std::string& id) {
   for (std::size_t i = 0; i < session_hex_digits; ++i) {
     const char c = id[i];
     int digit = 0;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else
+      return std::nullopt;
     session = session * 16 + static_cast<std::uint64_t>(digit);
   }
   return static_cast<std::int64_t>(session);
 }
 
 bool names(const HeadRecord& head, const Point& point) {
-  return head.newest == point || std::any_of(head.history.begin(), head.history.end(),
-                                             [&](const HeadEntry& older) { return older.point == point; });
+  return head.newest == point ||
+         std::any_of(head.history.begin(), head.history.end(),
+                     [&](const HeadEntry& older) { return older.point == point; });
 }
 
 }  // namespace avout::detail

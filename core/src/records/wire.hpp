@@ -15,7 +15,8 @@ class WireWriter {
  public:
   void u8(std::uint8_t value) { out_.push_back(value); }
   void u64(std::uint64_t value) {
-    for (int shift = 0; shift < 64; shift += 8) out_.push_back(static_cast<std::uint8_t>(value >> shift));
+    for (int shift = 0; shift < 64; shift += 8)
+      out_.push_back(static_cast<std::uint8_t>(value >> shift));
   }
   void text(const std::string& value) {
     u64(value.size());

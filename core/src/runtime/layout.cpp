@@ -22,9 +22,12 @@ std::string Layout::value_key(const std::string& kind, const std::string& name) 
   // and root "/r/ref/x" with ref "/y" must not compose to the same key.
   std::string deployment;
   for (const char c : chroot_ + root_) {
-    if (c == '%') deployment += "%25";
-    else if (c == '/') deployment += "%2F";
-    else deployment += c;
+    if (c == '%')
+      deployment += "%25";
+    else if (c == '/')
+      deployment += "%2F";
+    else
+      deployment += c;
   }
   return "/" + deployment + "/" + kind + name;
 }

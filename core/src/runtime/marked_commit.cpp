@@ -12,8 +12,8 @@ std::chrono::steady_clock::time_point resolution_deadline(const ZooKeeperSession
   return std::chrono::steady_clock::now() + session.negotiated_timeout() * 3;
 }
 
-std::chrono::steady_clock::time_point absence_proves_until(std::chrono::steady_clock::time_point sent,
-                                                           std::chrono::milliseconds grace) {
+std::chrono::steady_clock::time_point absence_proves_until(
+    std::chrono::steady_clock::time_point sent, std::chrono::milliseconds grace) {
   // The marker, if created, was created after `sent`, and gc removes none younger than the
   // grace on ZooKeeper's clock; half of it leaves room for clocks that do not run alike.
   return sent + grace / 2;
@@ -29,7 +29,8 @@ std::optional<bool> resolve_commit(ZooKeeperSession& session, const Resolution& 
     // Answered now at the latest: while gc could not have removed the marker, its absence
     // says the multi was not applied. Past that, only what the multi wrote can tell, and
     // never that it did not land.
-    if (std::chrono::steady_clock::now() < absence_proves_until(sent, resolution.grace)) return false;
+    if (std::chrono::steady_clock::now() < absence_proves_until(sent, resolution.grace))
+      return false;
     if (!resolution.written_named) return std::nullopt;
     // The heads are read after a sync as the marker was, and silence is asked again the same way.
     if (outcome_of(session, resolution.marker, resolution.written_named, deadline, what) ==
@@ -65,7 +66,8 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
   }
 }
 
-std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<Operation> operations,
+std::optional<bool> commit_with_cleanup(ZooKeeperSession& session,
+                                        std::vector<Operation> operations,
                                         std::size_t first_cleanup, const Resolution& resolution,
                                         MultiResult& result,
                                         const std::function<void(const std::string&)>& gone) {

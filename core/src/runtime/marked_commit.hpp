@@ -31,8 +31,8 @@ struct Resolution {
 /// Until when an answer that a commit's marker is absent proves the commit, sent at `sent`,
 /// did not land: half the grace within which gc leaves markers alone (rule 6), judged on this
 /// process's steady clock, as gc judges their age on ZooKeeper's.
-std::chrono::steady_clock::time_point absence_proves_until(std::chrono::steady_clock::time_point sent,
-                                                           std::chrono::milliseconds grace);
+std::chrono::steady_clock::time_point absence_proves_until(
+    std::chrono::steady_clock::time_point sent, std::chrono::milliseconds grace);
 
 /// A definite "did it land?" for a multi sent at `sent` whose reply was lost (rule 6), asked
 /// through the outcome module (zk/outcome.hpp): true when its marker is found, or later a
@@ -61,7 +61,8 @@ std::optional<bool> commit_with_marker(ZooKeeperSession& session,
 /// markers, trimmed ZooKeeper-held values). A failing one is no conflict (ZooKeeper reports
 /// the first failing op, so every op before it succeeded): `gone` hears its path and the
 /// multi goes again without it; nothing else is retried. `result` tells a failure's op.
-std::optional<bool> commit_with_cleanup(ZooKeeperSession& session, std::vector<Operation> operations,
+std::optional<bool> commit_with_cleanup(ZooKeeperSession& session,
+                                        std::vector<Operation> operations,
                                         std::size_t first_cleanup, const Resolution& resolution,
                                         MultiResult& result,
                                         const std::function<void(const std::string&)>& gone);

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <mutex>
-#include <unordered_map>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace avout::detail {
@@ -16,11 +16,11 @@ constexpr std::size_t cached_nodes = 65536;
 
 struct NodeCache::State {
   struct Slot {
-    std::optional<NodeData> node;         // valid while `armed` and no event came
-    std::shared_future<NodeData> pending; // a read in flight, if any
+    std::optional<NodeData> node;          // valid while `armed` and no event came
+    std::shared_future<NodeData> pending;  // a read in flight, if any
     std::uint64_t pending_ticket = 0;
-    bool armed = false;                   // a watch of ours is registered on the path
-    std::uint64_t epoch = 0;              // bumped by every event on the path
+    bool armed = false;                        // a watch of ours is registered on the path
+    std::uint64_t epoch = 0;                   // bumped by every event on the path
     std::optional<std::int64_t> unwatched_at;  // `node` was installed unwatched at this zxid
   };
   std::mutex mutex;
@@ -28,9 +28,9 @@ struct NodeCache::State {
   // Per thread: its last commit's unwatched nodes, and whether reading them ahead pays.
   struct Kept {
     std::vector<std::string> paths;  // may have gone or been read again since
-    bool used = false;      // a lookup of this thread asked for one of them since
-    bool reused = true;     // the thread's previous transaction did ask for its predecessor's
-    bool rearmed = false;   // read again already
+    bool used = false;               // a lookup of this thread asked for one of them since
+    bool reused = true;    // the thread's previous transaction did ask for its predecessor's
+    bool rearmed = false;  // read again already
   };
   std::unordered_map<std::thread::id, Kept> kept_by_thread;
   // Our own run of commits: every commit with a zxid in (run_start, run_end] is one of this
@@ -136,7 +136,8 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
       state_->note_use(lookup.path);
       auto& slot = state_->slots[lookup.path];
       const bool unchanged = state_->ticket(slot) == lookup.ticket && slot.node;
-      if (unchanged && (!lookup.unwatched_at || state_->current(*lookup.unwatched_at, read_point))) {
+      if (unchanged &&
+          (!lookup.unwatched_at || state_->current(*lookup.unwatched_at, read_point))) {
         lookup.watched = !lookup.unwatched_at;
         return *lookup.known;
       }
@@ -179,8 +180,8 @@ bool NodeCache::changed_since(const Lookup& lookup) const {
   return found != state_->slots.end() && state_->ticket(found->second) != lookup.ticket;
 }
 
-void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes, std::int64_t zxid,
-                               std::int32_t clock_version) {
+void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes,
+                               std::int64_t zxid, std::int32_t clock_version) {
   std::lock_guard lock(state_->mutex);
   auto& run = state_->run;
   // 64-bit: the clock's version is ZooKeeper's int32, which wraps after 2^31 commits.
@@ -230,7 +231,8 @@ void NodeCache::rearm_stale(std::int64_t read_point) {
     auto kept = state_->kept_by_thread.find(std::this_thread::get_id());
     // Only for a thread whose transactions come back to what they wrote (a loop over the same
     // refs); one that moves on (transfers between random accounts) would read in vain.
-    if (kept == state_->kept_by_thread.end() || !kept->second.reused || kept->second.rearmed) return;
+    if (kept == state_->kept_by_thread.end() || !kept->second.reused || kept->second.rearmed)
+      return;
     kept->second.rearmed = true;
     for (const auto& path : kept->second.paths) {
       auto found = state_->slots.find(path);

@@ -1,8 +1,8 @@
 #include "runtime/pending_markers.hpp"
 
 #include "base/log.hpp"
-#include "zk/multi_size.hpp"
 #include "runtime/marked_commit.hpp"
+#include "zk/multi_size.hpp"
 
 #include <avout/errors.hpp>
 
@@ -54,7 +54,8 @@ void PendingMarkers::landed(const std::string& marker) {
   }
 }
 
-void PendingMarkers::evict_over_limits(std::deque<Waiting>& own, std::vector<std::string>& evicted) {
+void PendingMarkers::evict_over_limits(std::deque<Waiting>& own,
+                                       std::vector<std::string>& evicted) {
   while (own.size() > per_thread) {
     evicted.push_back(std::move(own.front().path));
     own.pop_front();
@@ -88,16 +89,19 @@ void PendingMarkers::removed(const std::vector<std::string>& markers) {
   // names those of the thread that sent it.
   const auto own = waiting_.find(std::this_thread::get_id());
   if (own != waiting_.end()) drop_from(own->second);
-  for (auto it = waiting_.begin(); it != waiting_.end() && !left.empty(); ++it) drop_from(it->second);
+  for (auto it = waiting_.begin(); it != waiting_.end() && !left.empty(); ++it)
+    drop_from(it->second);
   std::erase_if(waiting_, [](const auto& entry) { return entry.second.empty(); });
 }
 
-void PendingMarkers::commit_landed(const std::vector<std::string>& carried, const std::string& marker) {
+void PendingMarkers::commit_landed(const std::vector<std::string>& carried,
+                                   const std::string& marker) {
   removed(carried);
   landed(marker);
 }
 
-void PendingMarkers::carried_gone(const std::vector<std::string>& carried, const std::string& path) {
+void PendingMarkers::carried_gone(const std::vector<std::string>& carried,
+                                  const std::string& path) {
   if (std::find(carried.begin(), carried.end(), path) != carried.end()) removed({path});
 }
 
@@ -129,7 +133,8 @@ void PendingMarkers::remove_all() noexcept {
     waiting_.clear();
     count_ = 0;
   }
-  std::sort(all.begin(), all.end(), [](const Waiting& a, const Waiting& b) { return a.order < b.order; });
+  std::sort(all.begin(), all.end(),
+            [](const Waiting& a, const Waiting& b) { return a.order < b.order; });
   if (all.empty()) return;
   std::size_t left = all.size();
   try {

@@ -2,10 +2,10 @@
 
 #include "base/callback_executor.hpp"
 #include "base/hex.hpp"
+#include "base/unique_ids.hpp"
 #include "runtime/node_cache.hpp"
 #include "runtime/pending_markers.hpp"
 #include "runtime/session_deaths.hpp"
-#include "base/unique_ids.hpp"
 #include "zk/session_liveness.hpp"
 
 #include <avout/errors.hpp>

@@ -32,8 +32,9 @@ struct Registry {
   Registry() {
     factories.emplace("zookeeper", [](Client& client, const std::string& url) {
       if (lowercase(url) != "zookeeper:") {
-        throw InvalidName("a zookeeper store URL is just \"zookeeper:\" (the client's own "
-                          "ZooKeeper and root)");
+        throw InvalidName(
+            "a zookeeper store URL is just \"zookeeper:\" (the client's own "
+            "ZooKeeper and root)");
       }
       return StoreHandle::borrowed(client.default_store());
     });
@@ -88,7 +89,9 @@ StoreFactory factory_of(const std::string& url) {
 
 }  // namespace
 
-StoreHandle make_store(Client& client, const std::string& url) { return factory_of(url)(client, url); }
+StoreHandle make_store(Client& client, const std::string& url) {
+  return factory_of(url)(client, url);
+}
 
 void require_registered_scheme(const std::string& url) { (void)factory_of(url); }
 

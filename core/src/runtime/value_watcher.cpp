@@ -15,8 +15,7 @@
 namespace avout::detail {
 
 ValueWatcher::ValueWatcher(ZooKeeperSession& session, std::string watch_path, std::string name,
-                           std::function<Bytes()> read,
-                           std::shared_ptr<CallbackExecutor> callbacks,
+                           std::function<Bytes()> read, std::shared_ptr<CallbackExecutor> callbacks,
                            std::shared_ptr<SessionDeaths> deaths)
     : session_(session),
       watch_path_(std::move(watch_path)),
@@ -75,9 +74,8 @@ void ValueWatcher::remove(const std::string& key) {
   if (watches_.empty()) released = std::move(subscription_);
   // What the watch uses may go once this returns (a watch capturing `this` removed in a
   // destructor): a call under way ends first.
-  called_.wait(lock, [&] {
-    return calling_ != key || calling_thread_ == std::this_thread::get_id();
-  });
+  called_.wait(lock,
+               [&] { return calling_ != key || calling_thread_ == std::this_thread::get_id(); });
 }
 
 void ValueWatcher::on_change(int failed_reads) {

@@ -60,7 +60,7 @@ class ValueWatcher : public std::enable_shared_from_this<ValueWatcher> {
   std::map<std::string, BytesWatch> watches_;
   std::optional<std::string> calling_;  // the watch running now, on calling_thread_
   std::thread::id calling_thread_;
-  std::condition_variable called_;      // a call ended
+  std::condition_variable called_;  // a call ended
   std::shared_ptr<void> subscription_;
   std::uint64_t deaths_listener_ = 0;  // while subscribed, with deaths_
   Bytes last_seen_;

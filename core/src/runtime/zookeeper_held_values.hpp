@@ -69,7 +69,8 @@ class HeldValuesKept final : public Decorator, public ZooKeeperHeldValues {
 template <class Decorator, class... Args>
 std::unique_ptr<ReferenceData> decorate(std::unique_ptr<ReferenceData> inner, Args&&... args) {
   if (auto* held = dynamic_cast<ZooKeeperHeldValues*>(inner.get())) {
-    return std::make_unique<HeldValuesKept<Decorator>>(*held, std::move(inner), std::forward<Args>(args)...);
+    return std::make_unique<HeldValuesKept<Decorator>>(*held, std::move(inner),
+                                                       std::forward<Args>(args)...);
   }
   return std::make_unique<Decorator>(std::move(inner), std::forward<Args>(args)...);
 }

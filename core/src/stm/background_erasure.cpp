@@ -78,9 +78,8 @@ void BackgroundErasure::work() {
     changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
     if (jobs_.empty()) return;  // stopping, and everything queued is done
     // Commits that follow within the window share the erase round trips.
-    changed_.wait_for(lock, gather_window, [&] {
-      return stopping_ || queued_values_ >= gather_limit;
-    });
+    changed_.wait_for(lock, gather_window,
+                      [&] { return stopping_ || queued_values_ >= gather_limit; });
     auto jobs = std::exchange(jobs_, {});
     queued_values_ = 0;
     lock.unlock();

@@ -117,21 +117,24 @@ void settle_later(Runtime& runtime, std::uint64_t generation, const TransactionA
                   Pending pending, std::size_t round) {
   const auto callbacks = runtime.callbacks();
   if (!callbacks) return;  // a bare runtime (tests): what is left ends with the session
-  const auto pause = std::chrono::ceil<std::chrono::milliseconds>(back_off_pause(round, outage_pauses));
+  const auto pause =
+      std::chrono::ceil<std::chrono::milliseconds>(back_off_pause(round, outage_pauses));
   // The callback thread stops before the runtime goes (Client::~Client), and drops what is
   // still waiting: closing the session ends those claims.
-  callbacks->post_after(pause, [&runtime, generation, age, pending = std::move(pending), round]() mutable {
-    if (runtime.session().ended_since(generation)) return;
-    if (settle(runtime.session(), age, pending, Deadline::after(background_round))) return;
-    settle_later(runtime, generation, age, std::move(pending), round + 1);
-  });
+  callbacks->post_after(
+      pause, [&runtime, generation, age, pending = std::move(pending), round]() mutable {
+        if (runtime.session().ended_since(generation)) return;
+        if (settle(runtime.session(), age, pending, Deadline::after(background_round))) return;
+        settle_later(runtime, generation, age, std::move(pending), round + 1);
+      });
 }
 }  // namespace
 
 void require_valid(const BargingOptions& options) {
   if (options.after == 0) {
-    throw InvalidOption("ClientOptions::barging.after must be at least 1: a dosync claims its refs "
-                        "after that many failed attempts");
+    throw InvalidOption(
+        "ClientOptions::barging.after must be at least 1: a dosync claims its refs "
+        "after that many failed attempts");
   }
 }
 
@@ -139,7 +142,8 @@ NodeCache::Lookup begin_tag(StmContext& stm, const RefCore& ref) {
   return stm.runtime().nodes().begin(stm.runtime().layout().tag(ref.name()));
 }
 
-std::vector<BargeTag> finish_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs,
+std::vector<BargeTag> finish_tags(StmContext& stm,
+                                  const std::vector<std::shared_ptr<RefCore>>& refs,
                                   std::vector<NodeCache::Lookup>& lookups) {
   std::vector<BargeTag> tags;
   for (std::size_t i = 0; i < refs.size(); ++i) {
@@ -156,7 +160,8 @@ std::vector<BargeTag> finish_tags(StmContext& stm, const std::vector<std::shared
   return tags;
 }
 
-std::vector<BargeTag> read_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs) {
+std::vector<BargeTag> read_tags(StmContext& stm,
+                                const std::vector<std::shared_ptr<RefCore>>& refs) {
   std::vector<NodeCache::Lookup> lookups;
   lookups.reserve(refs.size());
   for (const auto& ref : refs) lookups.push_back(begin_tag(stm, *ref));
@@ -245,8 +250,10 @@ ClaimRelease::~ClaimRelease() {
   // Claims made on a session that has ended since are everyone's to ignore.
   if (session.session_id() != barge_.age->session || session.ended_since(generation)) return;
   Pending pending;
-  for (const auto& [ref, version] : barge_.held) pending.emplace(runtime.layout().tag(ref->name()), version);
-  for (const auto& ref : barge_.unsure) pending.emplace(runtime.layout().tag(ref->name()), std::nullopt);
+  for (const auto& [ref, version] : barge_.held)
+    pending.emplace(runtime.layout().tag(ref->name()), version);
+  for (const auto& ref : barge_.unsure)
+    pending.emplace(runtime.layout().tag(ref->name()), std::nullopt);
   if (settle(session, *barge_.age, pending, Deadline{})) return;
   settle_later(runtime, generation, *barge_.age, std::move(pending), 0);
 }

@@ -24,8 +24,8 @@ struct BargeState {
   /// Set by the first attempt's read point, or by the first claim of a dosync whose attempts
   /// so far were speculative (without a read point of their own): every claim carries one.
   std::optional<TransactionAge> age;
-  std::size_t failed_attempts = 0;    ///< attempts that retried so far
-  std::size_t yields = 0;             ///< attempts that gave way to an older transaction
+  std::size_t failed_attempts = 0;  ///< attempts that retried so far
+  std::size_t yields = 0;           ///< attempts that gave way to an older transaction
   /// Tags this dosync holds: ref -> tag version after our setData.
   std::map<std::shared_ptr<RefCore>, std::int32_t> held;
   /// Claims whose reply was lost: held exactly when the tag carries our age (read again
@@ -44,7 +44,8 @@ NodeCache::Lookup begin_tag(StmContext& stm, const RefCore& ref);
 
 /// The tags of `refs` from their lookups begun by begin_tag, one per ref (a missing tag, of a
 /// ref made before tags existed, is created).
-std::vector<BargeTag> finish_tags(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& refs,
+std::vector<BargeTag> finish_tags(StmContext& stm,
+                                  const std::vector<std::shared_ptr<RefCore>>& refs,
                                   std::vector<NodeCache::Lookup>& lookups);
 
 /// Reads the tags of `refs` pipelined through the node cache (begin_tag, then finish_tags).

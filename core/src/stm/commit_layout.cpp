@@ -17,7 +17,8 @@ CommitMulti lay_out_commit_multi(CommitPlan plan) {
   for (auto& head : plan.fixed) {
     if (head.record) {
       multi.heads_set.push_back(operations.size());
-      operations.push_back(op::SetData{std::move(head.path), std::move(*head.record), head.version});
+      operations.push_back(
+          op::SetData{std::move(head.path), std::move(*head.record), head.version});
     } else {
       operations.push_back(op::Check{std::move(head.path), head.version});
     }
@@ -25,7 +26,8 @@ CommitMulti lay_out_commit_multi(CommitPlan plan) {
   multi.first_commuted = operations.size();
   for (auto& head : plan.commuted) {
     multi.heads_set.push_back(operations.size());
-    operations.push_back(op::SetData{std::move(head.path), std::move(head.record).value_or(Bytes{}), head.version});
+    operations.push_back(
+        op::SetData{std::move(head.path), std::move(head.record).value_or(Bytes{}), head.version});
   }
   for (auto& tag : plan.tags) operations.push_back(std::move(tag));
   multi.first_addition = operations.size();

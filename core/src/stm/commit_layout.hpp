@@ -34,16 +34,16 @@ struct CommitPlan {
     std::optional<Bytes> record;  ///< the encoded head to set; none: an ensured head's check
     std::int32_t version = 0;     ///< the head's version as read
   };
-  std::string marker;                              ///< created by op 0 (rule 6)
-  std::vector<Head> fixed;                         ///< written or ensured refs' heads
-  std::vector<Head> commuted;                      ///< commuted refs' heads (always set)
-  std::vector<Operation> tags;                     ///< barging tags set or released (rule 10)
-  std::vector<std::vector<Operation>> additions;   ///< agents' sends, locks' guards, per addition
-  std::vector<Operation> values;                   ///< values the multi creates (rule 11)
-  std::string clock;                               ///< the STM clock's path
-  std::int32_t clock_version = -1;                 ///< -1: any version; else a speculative commit's
-  std::vector<std::string> cleanup;                ///< trimmed value nodes, carried markers (rule 16)
-  std::set<std::string> gone;                      ///< clean-up nodes found gone: left out
+  std::string marker;                             ///< created by op 0 (rule 6)
+  std::vector<Head> fixed;                        ///< written or ensured refs' heads
+  std::vector<Head> commuted;                     ///< commuted refs' heads (always set)
+  std::vector<Operation> tags;                    ///< barging tags set or released (rule 10)
+  std::vector<std::vector<Operation>> additions;  ///< agents' sends, locks' guards, per addition
+  std::vector<Operation> values;                  ///< values the multi creates (rule 11)
+  std::string clock;                              ///< the STM clock's path
+  std::int32_t clock_version = -1;                ///< -1: any version; else a speculative commit's
+  std::vector<std::string> cleanup;  ///< trimmed value nodes, carried markers (rule 16)
+  std::set<std::string> gone;        ///< clean-up nodes found gone: left out
 };
 
 /// One round's commit multi and where its parts start.

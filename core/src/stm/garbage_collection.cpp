@@ -36,7 +36,8 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
                                           std::chrono::milliseconds marker_grace) {
   GarbageReport report;
   runtime_.announce_session();
-  const std::vector<std::string> names = find_heads(runtime_.session(), runtime_.layout().ref_heads());
+  const std::vector<std::string> names =
+      find_heads(runtime_.session(), runtime_.layout().ref_heads());
   for (const auto& name : names) {
     ++report.refs_scanned;
     for (Store* store : stores) {
@@ -68,7 +69,8 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
   // its commit (rule 6): no marker younger than that grace goes, judged on one clock,
   // ZooKeeper's own: the mtime of a write made now against the markers' ctimes.
   const auto grace = std::max(marker_grace, runtime_.options().marker_grace);
-  const std::int64_t now = runtime_.session().set(runtime_.layout().session(runtime_.session().session_id()), {}).mtime;
+  const std::int64_t now =
+      runtime_.session().set(runtime_.layout().session(runtime_.session().session_id()), {}).mtime;
   for (const auto& child : runtime_.session().children(runtime_.layout().markers())) {
     const std::string path = runtime_.layout().marker(child);
     auto stat = runtime_.session().exists(path);

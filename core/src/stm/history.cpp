@@ -4,8 +4,9 @@
 
 namespace avout::detail {
 
-std::uint32_t history_to_keep(std::uint32_t kept, std::size_t misses_here, std::int32_t head_cversion,
-                              std::size_t min_history, std::size_t max_history) {
+std::uint32_t history_to_keep(std::uint32_t kept, std::size_t misses_here,
+                              std::int32_t head_cversion, std::size_t min_history,
+                              std::size_t max_history) {
   // Misses grow what is kept, those of every process (a reported miss creates and removes a
   // child of the head: 2 on its child version) and this process's own.
   const std::size_t misses =

@@ -15,8 +15,9 @@ namespace avout::detail {
 /// `min_history` plus the history misses seen (this process's `misses_here`, or every
 /// process's, reported as half the head's child version `head_cversion`, whichever is more),
 /// at most `max_history`.
-std::uint32_t history_to_keep(std::uint32_t kept, std::size_t misses_here, std::int32_t head_cversion,
-                              std::size_t min_history, std::size_t max_history);
+std::uint32_t history_to_keep(std::uint32_t kept, std::size_t misses_here,
+                              std::int32_t head_cversion, std::size_t min_history,
+                              std::size_t max_history);
 
 /// The head a commit writes over `head` (committed at `head_mzxid`): `point` is the newest,
 /// the old newest heads the history, which keeps `keep` older versions. The points trimmed

@@ -26,8 +26,9 @@ class OpenTransaction {
 
   /// Operations added by one participant, with what hears the commit's outcome.
   struct Addition {
-    std::vector<Operation> operations;                                   ///< in the multi, in order
-    std::function<void(const std::vector<OperationResult>&)> on_commit;  ///< their results once landed
+    std::vector<Operation> operations;  ///< in the multi, in order
+    std::function<void(const std::vector<OperationResult>&)>
+        on_commit;                     ///< their results once landed
     std::function<void()> on_failure;  ///< thrown instead of a retry when one of them failed
   };
 

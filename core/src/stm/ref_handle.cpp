@@ -20,7 +20,8 @@ Transaction* transaction_of(RefCore& ref) {
 Transaction& required_transaction(RefCore& ref) {
   Transaction* transaction = transaction_of(ref);
   if (transaction == nullptr) {
-    throw NoTransaction("ref " + ref.name() + ": alter, commute, ensure and ref_set need "
+    throw NoTransaction("ref " + ref.name() +
+                        ": alter, commute, ensure and ref_set need "
                         "a running dosync on this thread");
   }
   return *transaction;
@@ -40,7 +41,8 @@ std::vector<Bytes> RefCore::deref_together(const std::vector<RefHandle*>& handle
   for (RefHandle* handle : handles) {
     auto* ref = dynamic_cast<RefCore*>(handle);
     if (ref == nullptr || &ref->stm() != &stm()) {
-      throw Error("deref_all: ref " + handle->name() + " belongs to another client than ref " + name());
+      throw Error("deref_all: ref " + handle->name() + " belongs to another client than ref " +
+                  name());
     }
     refs.push_back(ref);
   }

@@ -1,7 +1,7 @@
-#include "stm/background_erasure.hpp"
-#include "runtime/pending_markers.hpp"
-#include "stm/ref_core.hpp"
 #include "stm/stm_context.hpp"
+#include "runtime/pending_markers.hpp"
+#include "stm/background_erasure.hpp"
+#include "stm/ref_core.hpp"
 #include "stm/value_batches.hpp"
 
 #include <avout/codec.hpp>
@@ -104,9 +104,10 @@ std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& stor
                   ") in this client");
     }
     if (!ref) {
-      ref = std::make_shared<RefCore>(
-          name, std::shared_ptr<ReferenceData>(store.reference_data(runtime_.layout().value_key("ref", name))),
-          store, store.max_value_size(), *this);
+      ref = std::make_shared<RefCore>(name,
+                                      std::shared_ptr<ReferenceData>(store.reference_data(
+                                          runtime_.layout().value_key("ref", name))),
+                                      store, store.max_value_size(), *this);
       known = KnownRef{ref, store.description()};
     }
   }
@@ -122,7 +123,8 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
     if (stat && stat->data_length > 0) return;
     require_fits(initial.size(), store.max_value_size(), "ref " + ref.name());
     runtime_.session().create_recursive(head.substr(0, head.rfind('/')));
-    runtime_.session().create_recursive(runtime_.layout().tag(ref.name()));  // tags change only by setData (rule 10)
+    runtime_.session().create_recursive(
+        runtime_.layout().tag(ref.name()));  // tags change only by setData (rule 10)
     const std::uint64_t generation = runtime_.session().generation();  // the point's (rule 2)
     runtime_.announce_session();
     const Point point = runtime_.new_point();
@@ -139,7 +141,8 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
       landed = runtime_.markers().commit(
           {op::Create{marker, {}, CreateMode::persistent}, write_head,
            op::SetData{runtime_.layout().stm_clock(), {}, -1}},
-          marker, nullptr, 0, [&] { return names(decode_head(runtime_.session().get(head).data, head), point); },
+          marker, nullptr, 0,
+          [&] { return names(decode_head(runtime_.session().get(head).data, head), point); },
           generation);
     } catch (const SessionExpired&) {
       // Renewed since the point was written: the multi did not go out; a new point will.

@@ -39,7 +39,8 @@ Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefC
   // version this client's commit gave it, so it lands only if no commit came after, when
   // everything the body read is still current. That commit, which may be long past, does not
   // date it for barging (rule 10): until a read point of its own does, it is the youngest.
-  const auto own = speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
+  const auto own =
+      speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
   if (own && speculates_at(own->clock_version)) {
     speculative_ = true;
     read_point_ = own->zxid;
@@ -81,7 +82,8 @@ void Transaction::await_read_point() {
     auto& session = runtime_.session();
     auto clock_stat = session.wait(clock_);  // replies come in order: the sync's is in too
     session.wait(synced_);
-    if (!clock_stat) throw BackendError("stm clock " + runtime_.layout().stm_clock() + " is missing");
+    if (!clock_stat)
+      throw BackendError("stm clock " + runtime_.layout().stm_clock() + " is missing");
     read_point_ = clock_stat->mzxid;
     check_session();
   } catch (...) {
@@ -124,13 +126,16 @@ Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Looku
 void Transaction::read_heads(const std::vector<RefCore*>& refs) {
   std::vector<std::pair<RefCore*, Lookups>> pending;
   for (RefCore* ref : refs) {
-    const bool known = entries_.contains(ref) ||
-                       std::any_of(pending.begin(), pending.end(), [&](const auto& p) { return p.first == ref; });
-    if (!known) pending.emplace_back(ref, begin_lookups(*ref));  // sent before awaiting the read point
+    const bool known =
+        entries_.contains(ref) ||
+        std::any_of(pending.begin(), pending.end(), [&](const auto& p) { return p.first == ref; });
+    if (!known)
+      pending.emplace_back(ref, begin_lookups(*ref));  // sent before awaiting the read point
   }
   if (pending.empty()) return;
   await_read_point();
-  for (auto& [ref, lookups] : pending) entries_.emplace(ref, finish_entry(ref->shared_from_this(), lookups));
+  for (auto& [ref, lookups] : pending)
+    entries_.emplace(ref, finish_entry(ref->shared_from_this(), lookups));
   check_session();
 }
 
@@ -148,7 +153,8 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
 void Transaction::leave_speculation() {
   if (!speculative_) return;
   std::vector<std::pair<Entry*, NodeCache::Lookup>> again;
-  for (auto& [key, target] : entries_) again.emplace_back(&target, runtime_.nodes().begin(target.ref->head_path()));
+  for (auto& [key, target] : entries_)
+    again.emplace_back(&target, runtime_.nodes().begin(target.ref->head_path()));
   request_read_point();
   speculative_ = false;
   await_read_point();
@@ -205,10 +211,12 @@ void Transaction::claim_refs() {
   claim(stm_, barge_, refs);
 }
 
-void OpenTransaction::add_to_commit(std::vector<Operation> operations,
-                                    std::function<void(const std::vector<OperationResult>&)> on_commit,
-                                    std::function<void()> on_failure) {
-  additions_.push_back(Addition{std::move(operations), std::move(on_commit), std::move(on_failure)});
+void OpenTransaction::add_to_commit(
+    std::vector<Operation> operations,
+    std::function<void(const std::vector<OperationResult>&)> on_commit,
+    std::function<void()> on_failure) {
+  additions_.push_back(
+      Addition{std::move(operations), std::move(on_commit), std::move(on_failure)});
 }
 
 }  // namespace avout::detail

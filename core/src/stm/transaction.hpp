@@ -158,7 +158,7 @@ class Transaction : public OpenTransaction {
   bool speculative_ = false;
   std::int32_t clock_version_ = 0;
   std::exception_ptr read_failure_;  // what awaiting the read point threw
-  std::string marker_path_;  // the commit's outcome marker
+  std::string marker_path_;          // the commit's outcome marker
   std::map<RefCore*, Entry> entries_;
 };
 

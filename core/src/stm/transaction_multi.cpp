@@ -29,7 +29,8 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   }
   for (std::size_t i = 0; i < commit.recomputed.size(); ++i) {
     plan.commuted.push_back({commit.recomputed[i].target->ref->head_path(),
-                             encode_head(commit.recomputed[i].next), commit.commuted_stats[i].version});
+                             encode_head(commit.recomputed[i].next),
+                             commit.commuted_stats[i].version});
   }
   Multi multi;
   plan.tags = tag_operations(stm_, barge_, commit.claimable, commit.tags, multi.released);
@@ -42,7 +43,8 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   plan.clock = runtime_.layout().stm_clock();
   plan.clock_version = speculative_ ? clock_version_ : -1;
   for (auto* staged : {&commit.written, &commit.recomputed}) {
-    for (auto& s : *staged) plan.cleanup.insert(plan.cleanup.end(), s.trimmed_nodes.begin(), s.trimmed_nodes.end());
+    for (auto& s : *staged)
+      plan.cleanup.insert(plan.cleanup.end(), s.trimmed_nodes.begin(), s.trimmed_nodes.end());
   }
   plan.cleanup.insert(plan.cleanup.end(), commit.carried.begin(), commit.carried.end());
   plan.gone = commit.gone;
@@ -68,8 +70,10 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   const std::optional<bool> landed = send_multi(commit, multi);
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
-    throw OutcomeUnknown("transaction commit: outcome unknown (ZooKeeper unreachable); "
-                         "marker " + marker_path_);
+    throw OutcomeUnknown(
+        "transaction commit: outcome unknown (ZooKeeper unreachable); "
+        "marker " +
+        marker_path_);
   }
   if (*landed) {
     if (speculated) stm_.speculation().landed();
@@ -86,8 +90,8 @@ std::optional<bool> Transaction::send_multi(Commit& commit, const Multi& multi) 
   const Resolution resolution{marker_path_, runtime_.options().marker_grace,
                               [&] { return heads_name_points(commit); }, generation_};
   try {
-    return commit_with_cleanup(runtime_.session(), multi.operations, multi.first_cleanup, resolution,
-                               commit.result, [&](const std::string& path) {
+    return commit_with_cleanup(runtime_.session(), multi.operations, multi.first_cleanup,
+                               resolution, commit.result, [&](const std::string& path) {
                                  commit.gone.insert(path);
                                  runtime_.markers().carried_gone(commit.carried, path);
                                });
@@ -124,8 +128,9 @@ bool Transaction::after_conflict(Commit& commit, const Multi& multi, bool specul
     Commit::discard(stm_, commit.written);
     throw RetryAttempt{"a speculative commit found another commit first", true};
   }
-  const bool only_commutes_conflicted = result.failed_index >= multi.first_commuted &&
-                                        result.failed_index < multi.first_commuted + commit.commuted.size();
+  const bool only_commutes_conflicted =
+      result.failed_index >= multi.first_commuted &&
+      result.failed_index < multi.first_commuted + commit.commuted.size();
   if (!only_commutes_conflicted) {
     Commit::discard(stm_, commit.written);
     throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
@@ -141,7 +146,8 @@ bool Transaction::heads_name_points(const Commit& commit) {
   auto& session = runtime_.session();
   std::vector<std::pair<const Commit::Staged*, std::future<NodeData>>> heads;
   for (const auto* staged : {&commit.written, &commit.recomputed}) {
-    for (const auto& s : *staged) heads.emplace_back(&s, session.get_async(s.target->ref->head_path()));
+    for (const auto& s : *staged)
+      heads.emplace_back(&s, session.get_async(s.target->ref->head_path()));
   }
   bool named = false;
   for (auto& [staged, reply] : heads) {
@@ -170,7 +176,8 @@ void Transaction::keep_written_heads(const Commit& commit, const Multi& multi) {
     const auto& set = std::get<op::SetData>(multi.operations[at]);
     kept.emplace_back(set.path, NodeData{set.data, results[at].stat});
   }
-  runtime_.nodes().keep_unwatched(std::move(kept), results[clock].stat.mzxid, results[clock].stat.version);
+  runtime_.nodes().keep_unwatched(std::move(kept), results[clock].stat.mzxid,
+                                  results[clock].stat.version);
 }
 
 // What a landed commit leaves to do: erase what it trimmed, end its claims, keep or read
@@ -188,7 +195,8 @@ void Transaction::clean_up_after_landing(Commit& commit, const Multi& multi) {
   forget_claims(barge_, multi.released);
   keep_written_heads(commit, multi);
   // Released tags just changed: read them ahead for the next transaction.
-  for (const auto& ref : multi.released) runtime_.nodes().refresh(runtime_.layout().tag(ref->name()));
+  for (const auto& ref : multi.released)
+    runtime_.nodes().refresh(runtime_.layout().tag(ref->name()));
 }
 
 void Transaction::after_landing(Commit& commit, const Multi& multi) {

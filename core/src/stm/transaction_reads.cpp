@@ -36,11 +36,13 @@ void Transaction::cache_values(const std::vector<std::pair<RefCore*, Point>>& wa
     const Point& point = one.second;
     if (runtime_.has_value(point)) continue;
     auto& reads = batch_for(batches, &one.first->store()).reads;
-    if (std::none_of(reads.begin(), reads.end(), [&](const PointRead& r) { return r.point == point; })) {
+    if (std::none_of(reads.begin(), reads.end(),
+                     [&](const PointRead& r) { return r.point == point; })) {
       reads.push_back(PointRead{&one.first->data(), point});
     }
   }
-  if (batches.empty() || (batches.size() == 1 && batches.front().reads.size() == 1)) return;  // read() asks alone
+  if (batches.empty() || (batches.size() == 1 && batches.front().reads.size() == 1))
+    return;  // read() asks alone
   stm_.batches().read(batches);
   for (const auto& batch : batches) {
     for (std::size_t i = 0; i < batch.reads.size(); ++i) {
@@ -75,8 +77,10 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     // A commute only needs some recent value now (commit recomputes from the newest), so a
     // trimmed one is replaced by the newest instead of costing a retry of the whole body.
     for (int reread = 0; reread < 100; ++reread) {
-      if (auto value = runtime_.fetch_value(target.ref->data(), now.newest)) return std::move(*value);
-      now = decode_head(runtime_.session().get(target.ref->head_path()).data, target.ref->head_path());
+      if (auto value = runtime_.fetch_value(target.ref->data(), now.newest))
+        return std::move(*value);
+      now = decode_head(runtime_.session().get(target.ref->head_path()).data,
+                        target.ref->head_path());
     }
   }
   report_history_miss(*target.ref);
@@ -91,8 +95,8 @@ void Transaction::report_history_miss(RefCore& ref) {
   // only makes the history grow later.
   const std::string probe = ref.head_path() + "/history-miss-" + runtime_.new_point().id;
   try {
-    (void)runtime_.session().multi_async({op::Create{probe, {}, CreateMode::persistent},
-                                      op::Remove{probe, 0}});
+    (void)runtime_.session().multi_async(
+        {op::Create{probe, {}, CreateMode::persistent}, op::Remove{probe, 0}});
   } catch (const Error&) {
   }
 }
@@ -135,8 +139,10 @@ Bytes Transaction::commute(RefCore& ref, std::function<Bytes(const Bytes&)> func
   if (!target.value) target.value = value_at_read_point(target, true);
   target.value = function(*target.value);
   // On a written or ensured ref, a commute is an alter: its version is checked anyway.
-  if (target.written || target.ensured) target.written = true;
-  else target.commutes.push_back(std::move(function));
+  if (target.written || target.ensured)
+    target.written = true;
+  else
+    target.commutes.push_back(std::move(function));
   return *target.value;
 }
 

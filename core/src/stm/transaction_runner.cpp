@@ -14,8 +14,8 @@ namespace avout::detail {
 namespace {
 // One attempt: runs `body` and commits. A RetryAttempt passes on once the refs the attempt
 // touched are noted for the next one to read ahead, and its refs claimed when barging is due.
-void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetch, BargeState& barge,
-                 bool speculate, const std::function<void()>& body) {
+void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetch,
+                 BargeState& barge, bool speculate, const std::function<void()>& body) {
   Transaction transaction(stm, prefetch, barge, speculate);
   try {
     transaction.run(body);
@@ -40,7 +40,8 @@ void run_transaction(StmContext& stm, const std::function<void()>& body) {
 
 void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body) {
   if (auto* outer = Transaction::current()) {
-    if (&outer->stm() != &stm) throw Error("dosync: another client's transaction runs on this thread");
+    if (&outer->stm() != &stm)
+      throw Error("dosync: another client's transaction runs on this thread");
     body();
     return;
   }
@@ -88,8 +89,8 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
     }
     ++attempt;
   }
-  throw RetryLimitExceeded("dosync gave up after " + std::to_string(stm.runtime().options().retry_limit) +
-                           " attempts");
+  throw RetryLimitExceeded("dosync gave up after " +
+                           std::to_string(stm.runtime().options().retry_limit) + " attempts");
 }
 
 }  // namespace avout::detail

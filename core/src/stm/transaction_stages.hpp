@@ -32,10 +32,10 @@ struct Transaction::Commit {
     Entry* target;
     Point point;
     HeadRecord next;
-    std::vector<Point> trimmed;             // erased in the background once landed
+    std::vector<Point> trimmed;              // erased in the background once landed
     std::vector<std::string> trimmed_nodes;  // ZooKeeper-held: removed by the multi itself
-    std::optional<op::Create> in_multi;  // rule 11: created by the commit multi itself
-    std::optional<Bytes> unstored;       // the value, until store() wrote it to its store
+    std::optional<op::Create> in_multi;      // rule 11: created by the commit multi itself
+    std::optional<Bytes> unstored;           // the value, until store() wrote it to its store
   };
 
   std::vector<Entry*> fixed;     // written or ensured: checked at the version read
@@ -43,13 +43,14 @@ struct Transaction::Commit {
   // Rule 10: every ref this commit changes respects an older transaction's claim, commuted
   // ones too (else a stream of commutes starves a claimant that writes the ref).
   std::vector<std::shared_ptr<RefCore>> claimable;
-  std::vector<NodeCache::Lookup> tag_lookups;  // of the claimable refs' tags, begun with their heads
-  std::vector<BargeTag> tags;          // the claimable refs' tags, finished once values are stored
-  std::size_t multi_bytes = 0;         // the multi's serialized size so far (rule 11)
-  std::vector<Staged> written;         // values of written refs, stored once per commit
-  std::vector<Staged> recomputed;      // values of commuted refs, stored again each round
+  std::vector<NodeCache::Lookup>
+      tag_lookups;                 // of the claimable refs' tags, begun with their heads
+  std::vector<BargeTag> tags;      // the claimable refs' tags, finished once values are stored
+  std::size_t multi_bytes = 0;     // the multi's serialized size so far (rule 11)
+  std::vector<Staged> written;     // values of written refs, stored once per commit
+  std::vector<Staged> recomputed;  // values of commuted refs, stored again each round
   std::vector<NodeStat> commuted_stats;  // the commuted heads this round recomputed from
-  MultiResult result;                  // the multi's reply
+  MultiResult result;                    // the multi's reply
   // Rule 16: markers of this thread's earlier commits, removed by this commit's multi.
   std::vector<std::string> carried;
   // Rule 16: trimmed value nodes and carried markers the multi found gone already, left out
@@ -68,7 +69,8 @@ struct Transaction::Commit {
 
  private:
   // Sorts the points `next` trimmed into those the multi removes and those erased later.
-  void place_trimmed(RefCore& ref, const std::vector<Point>& trimmed, Staged& staged, std::size_t chroot);
+  void place_trimmed(RefCore& ref, const std::vector<Point>& trimmed, Staged& staged,
+                     std::size_t chroot);
   // Lets the multi create `value` while it fits and its store keeps it in ZooKeeper.
   void place_value(RefCore& ref, const Bytes& value, Staged& staged, std::size_t chroot);
 };

@@ -19,10 +19,12 @@ namespace avout::detail {
 
 Transaction::Commit::Staged Transaction::Commit::stage(StmContext& stm, Entry* target,
                                                        const HeadRecord& head,
-                                                       const NodeStat& head_stat, const Bytes& value) {
+                                                       const NodeStat& head_stat,
+                                                       const Bytes& value) {
   RefCore& ref = *target->ref;
   ref.validate(value);
-  Staged staged{target, stm.runtime().new_point(), HeadRecord{}, {}, {}, std::nullopt, std::nullopt};
+  Staged staged{target,      stm.runtime().new_point(), HeadRecord{}, {}, {}, std::nullopt,
+                std::nullopt};
   // Adaptive history (Clojure's min/max history): misses grow what is kept, those of every
   // process (reported in the head's child version) and this process's own.
   const auto& options = stm.runtime().options();
@@ -33,8 +35,10 @@ Transaction::Commit::Staged Transaction::Commit::stage(StmContext& stm, Entry* t
   const std::size_t chroot = stm.runtime().session().options().chroot.size();
   place_trimmed(ref, trimmed, staged, chroot);
   place_value(ref, value, staged, chroot);
-  if (staged.in_multi) stm.runtime().remember(staged.point, value);
-  else staged.unstored = value;
+  if (staged.in_multi)
+    stm.runtime().remember(staged.point, value);
+  else
+    staged.unstored = value;
   return staged;
 }
 
@@ -60,8 +64,10 @@ void Transaction::Commit::place_value(RefCore& ref, const Bytes& value, Staged& 
   staged.in_multi = commit_operation(ref.data(), value, staged.point);
   if (!staged.in_multi) return;
   const std::size_t size = serialized_size(*staged.in_multi, chroot);
-  if (multi_bytes + size <= multi_limit) multi_bytes += size;
-  else staged.in_multi.reset();
+  if (multi_bytes + size <= multi_limit)
+    multi_bytes += size;
+  else
+    staged.in_multi.reset();
 }
 
 // Rule 16: writes the staged values the multi does not create, one batch per store, the
@@ -140,11 +146,10 @@ bool Transaction::plan_commit(Commit& commit) {
   std::size_t& bytes = commit.multi_bytes;
   bytes = estimate_multi_bytes(commit);
   if (bytes > multi_limit) {
-    throw ValueTooLarge("transaction over " +
-                        std::to_string(commit.fixed.size() + commit.commuted.size()) +
-                        " refs: its commit would take about " + std::to_string(bytes) +
-                        " bytes, over the " + std::to_string(multi_limit) +
-                        " ZooKeeper accepts in one request; nothing was written");
+    throw ValueTooLarge(
+        "transaction over " + std::to_string(commit.fixed.size() + commit.commuted.size()) +
+        " refs: its commit would take about " + std::to_string(bytes) + " bytes, over the " +
+        std::to_string(multi_limit) + " ZooKeeper accepts in one request; nothing was written");
   }
   // Rule 16: the markers this thread's earlier commits left ride in this multi, counted in
   // its size like everything in it; the values ZooKeeper holds get what room is left.
@@ -214,7 +219,8 @@ bool Transaction::stage_commuted(Commit& commit) {
   auto& session = runtime_.session();
   try {
     std::vector<std::future<NodeData>> replies;
-    for (Entry* target : commit.commuted) replies.push_back(session.get_async(target->ref->head_path()));
+    for (Entry* target : commit.commuted)
+      replies.push_back(session.get_async(target->ref->head_path()));
     std::vector<std::pair<NodeData, HeadRecord>> heads;
     std::vector<std::pair<RefCore*, Point>> newest;
     for (std::size_t i = 0; i < commit.commuted.size(); ++i) {

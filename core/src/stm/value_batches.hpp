@@ -26,9 +26,9 @@ struct StoreWrites {
 
 /// The values one transaction reads from one store.
 struct StoreReads {
-  Store* store;                                ///< where they are
-  std::vector<PointRead> reads;                ///< each by its point
-  std::vector<std::optional<Bytes>> values;    ///< filled by StoreBatches::read, in that order
+  Store* store;                              ///< where they are
+  std::vector<PointRead> reads;              ///< each by its point
+  std::vector<std::optional<Bytes>> values;  ///< filled by StoreBatches::read, in that order
 };
 
 /// The batch of `batches` (StoreWrites or StoreReads) for `store`, added at

@@ -29,7 +29,8 @@ struct PersistentWatch : std::enable_shared_from_this<PersistentWatch> {
   void deliver(const WatchEvent& event) {
     std::lock_guard lock(calling);
     if (!active) return;
-    run_callback_safely(logger, [&] { callback(event); }, "persistent watch callback");
+    run_callback_safely(
+        logger, [&] { callback(event); }, "persistent watch callback");
   }
 };
 

@@ -7,7 +7,8 @@ namespace {
 thread_local const Deadline* reply_deadline = nullptr;
 }  // namespace
 
-ReplyDeadline::ReplyDeadline(const Deadline& deadline) : deadline_(deadline), outer_(reply_deadline) {
+ReplyDeadline::ReplyDeadline(const Deadline& deadline)
+    : deadline_(deadline), outer_(reply_deadline) {
   reply_deadline = &deadline_;
 }
 

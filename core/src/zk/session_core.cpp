@@ -20,8 +20,8 @@ void SessionCore::dispatch(SessionState session_state) {
   for (const auto& entry : listeners) snapshot.push_back(entry.second);
   for (const auto& listener : snapshot) {
     if (!listener->active) continue;  // removed by a listener that ran before it
-    run_callback_safely(options.logger, [&] { listener->call(session_state); },
-                                "session listener");
+    run_callback_safely(
+        options.logger, [&] { listener->call(session_state); }, "session listener");
   }
 }
 
@@ -37,10 +37,14 @@ void SessionCore::on_state(std::uint64_t handle_generation, int new_state) {
     state = new_state;
     changed.notify_all();
   }
-  if (new_state == ZOO_CONNECTED_STATE) dispatch(SessionState::connected);
-  else if (new_state == ZOO_EXPIRED_SESSION_STATE) dispatch(SessionState::expired);
-  else if (new_state == ZOO_AUTH_FAILED_STATE) dispatch(SessionState::auth_failed);
-  else if (new_state == ZOO_CONNECTING_STATE) dispatch(SessionState::disconnected);
+  if (new_state == ZOO_CONNECTED_STATE)
+    dispatch(SessionState::connected);
+  else if (new_state == ZOO_EXPIRED_SESSION_STATE)
+    dispatch(SessionState::expired);
+  else if (new_state == ZOO_AUTH_FAILED_STATE)
+    dispatch(SessionState::auth_failed);
+  else if (new_state == ZOO_CONNECTING_STATE)
+    dispatch(SessionState::disconnected);
 }
 
 std::shared_ptr<Handle> SessionCore::open(std::uint64_t handle_generation) {
@@ -66,8 +70,7 @@ void SessionCore::authenticate(Handle& target) {
   auto* reply = new Reply<void>{{}, "add_auth", "", nullptr, nullptr};
   auto done = reply->promise.get_future();
   const int rc = zoo_add_auth(target.get(), "digest", options.digest->c_str(),
-                              static_cast<int>(options.digest->size()),
-                              &complete_void, reply);
+                              static_cast<int>(options.digest->size()), &complete_void, reply);
   if (rc != ZOK) complete_void(rc, reply);
   if (done.wait_for(options.connect_timeout) != std::future_status::ready) {
     throw ConnectionLoss("zookeeper: no reply to add_auth within the connect timeout");
@@ -79,9 +82,7 @@ void SessionCore::authenticate(Handle& target) {
 void SessionCore::renew_forever() {
   std::unique_lock lock(mutex);
   while (true) {
-    changed.wait(lock, [&] {
-      return closing || state == ZOO_EXPIRED_SESSION_STATE;
-    });
+    changed.wait(lock, [&] { return closing || state == ZOO_EXPIRED_SESSION_STATE; });
     if (closing) return;
     candidate_state = 0;
     const std::uint64_t next = generation + 1;

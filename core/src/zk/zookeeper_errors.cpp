@@ -30,26 +30,17 @@ std::exception_ptr zookeeper_error(int code, std::string_view operation, const s
     case ZCONNECTIONLOSS:
     case ZOPERATIONTIMEOUT:
     case ZCLOSING:
-    case ZSESSIONMOVED:
-      return std::make_exception_ptr(ConnectionLoss(message));
+    case ZSESSIONMOVED: return std::make_exception_ptr(ConnectionLoss(message));
     case ZSESSIONEXPIRED:
-    case ZINVALIDSTATE:
-      return std::make_exception_ptr(SessionExpired(message));
-    case ZNONODE:
-      return std::make_exception_ptr(NoNode(message, code, path));
-    case ZNODEEXISTS:
-      return std::make_exception_ptr(NodeExists(message, code, path));
-    case ZBADVERSION:
-      return std::make_exception_ptr(BadVersion(message, code, path));
-    case ZNOTEMPTY:
-      return std::make_exception_ptr(NotEmpty(message, code, path));
+    case ZINVALIDSTATE: return std::make_exception_ptr(SessionExpired(message));
+    case ZNONODE: return std::make_exception_ptr(NoNode(message, code, path));
+    case ZNODEEXISTS: return std::make_exception_ptr(NodeExists(message, code, path));
+    case ZBADVERSION: return std::make_exception_ptr(BadVersion(message, code, path));
+    case ZNOTEMPTY: return std::make_exception_ptr(NotEmpty(message, code, path));
     case ZNOAUTH:
-    case ZAUTHFAILED:
-      return std::make_exception_ptr(NoAuth(message, code, path));
-    case ZBADARGUMENTS:
-      return std::make_exception_ptr(InvalidName(message));
-    default:
-      return std::make_exception_ptr(ZooKeeperError(message, code, path));
+    case ZAUTHFAILED: return std::make_exception_ptr(NoAuth(message, code, path));
+    case ZBADARGUMENTS: return std::make_exception_ptr(InvalidName(message));
+    default: return std::make_exception_ptr(ZooKeeperError(message, code, path));
   }
 }
 

@@ -15,9 +15,7 @@ namespace {
 // How long the C client may go on using the addresses it resolved for the host list.
 constexpr std::chrono::milliseconds host_resolution_window{30'000};
 
-std::string connect_string(const SessionOptions& options) {
-  return options.hosts + options.chroot;
-}
+std::string connect_string(const SessionOptions& options) { return options.hosts + options.chroot; }
 
 WatchEventType event_type(int type) {
   if (type == ZOO_CREATED_EVENT) return WatchEventType::created;
@@ -57,7 +55,8 @@ Handle::~Handle() {
   // Requests still in flight (fire-and-forget deletes, reads ahead) would never complete
   // once the handle closes, and their replies would leak: give them a moment to finish.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (in_flight_.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (in_flight_.load(std::memory_order_acquire) > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   // zookeeper_close joins the C client's threads: after it no callback runs, so the watch
@@ -98,14 +97,16 @@ void Handle::on_watch_event(zhandle_t* zh, int type, int state, const char* path
   auto record = handle->take_watch(key);
   if (!record || !record->callback) return;
   WatchEvent event{event_type(type), path != nullptr && *path ? path : record->path};
-  run_callback_safely(handle->logger_, [&] { record->callback(event); }, "watch callback");
+  run_callback_safely(
+      handle->logger_, [&] { record->callback(event); }, "watch callback");
 }
 
 void Handle::on_session_event(zhandle_t* zh, int type, int state, const char*, void* context) {
   if (type != ZOO_SESSION_EVENT) return;
-  auto* handle = static_cast<Handle*>(context != nullptr ? context
-                                                         : const_cast<void*>(zoo_get_context(zh)));
-  run_callback_safely(handle->logger_, [&] { handle->on_state_(state); }, "session listener");
+  auto* handle =
+      static_cast<Handle*>(context != nullptr ? context : const_cast<void*>(zoo_get_context(zh)));
+  run_callback_safely(
+      handle->logger_, [&] { handle->on_state_(state); }, "session listener");
 }
 
 }  // namespace avout::detail

@@ -9,10 +9,10 @@
 #include <avout/logger.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <atomic>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -58,8 +58,7 @@ class Handle {
   static void on_watch_event(zhandle_t* zh, int type, int state, const char* path, void* context);
 
  private:
-  static void on_session_event(zhandle_t* zh, int type, int state, const char* path,
-                               void* context);
+  static void on_session_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   std::unique_ptr<WatchRecord> take_watch(WatchRecord* record);
 
   StateListener on_state_;
@@ -74,7 +73,6 @@ class Handle {
 
 /// Runs a user callback on the event thread: it must never throw into the C client. What it
 /// throws is logged as an error naming `what`.
-void run_callback_safely(const Logger& logger, const std::function<void()>& body,
-                         const char* what);
+void run_callback_safely(const Logger& logger, const std::function<void()>& body, const char* what);
 
 }  // namespace avout::detail

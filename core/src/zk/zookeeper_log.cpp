@@ -66,8 +66,7 @@ void route(const char* line) {
 void route_unrouted(const char* line) { deliver(Logger{}, line); }
 
 template <std::size_t... Index>
-constexpr std::array<log_callback_fn, sizeof...(Index)> make_routes(
-    std::index_sequence<Index...>) {
+constexpr std::array<log_callback_fn, sizeof...(Index)> make_routes(std::index_sequence<Index...>) {
   return {&route<Index>...};
 }
 

@@ -22,13 +22,11 @@ struct Reply {
   std::promise<T> promise;
   const char* operation;
   std::string path;
-  Handle* handle = nullptr;         // set when a watch record rides on the request
+  Handle* handle = nullptr;  // set when a watch record rides on the request
   WatchRecord* watch = nullptr;
-  Handle* owner = nullptr;          // counts the request as in flight until it completes
+  Handle* owner = nullptr;  // counts the request as in flight until it completes
 
-  void fail(int code) {
-    promise.set_exception(zookeeper_error(code, operation, path));
-  }
+  void fail(int code) { promise.set_exception(zookeeper_error(code, operation, path)); }
   // The server sets a watch only on success (and, for exists, on a missing node).
   void drop_unset_watch(bool watch_was_set) {
     if (watch != nullptr && !watch_was_set) handle->drop_watch(watch);
@@ -36,8 +34,8 @@ struct Reply {
 };
 
 inline NodeStat to_node_stat(const Stat& stat) {
-  return NodeStat{stat.czxid,   stat.mzxid,    stat.pzxid,          stat.ctime,
-                  stat.mtime,   stat.version,  stat.cversion,       stat.ephemeralOwner,
+  return NodeStat{stat.czxid,      stat.mzxid,      stat.pzxid,    stat.ctime,
+                  stat.mtime,      stat.version,    stat.cversion, stat.ephemeralOwner,
                   stat.dataLength, stat.numChildren};
 }
 
@@ -55,11 +53,11 @@ struct MultiReply {
   std::promise<MultiResult> promise;
   std::vector<zoo_op_t> operations;
   std::vector<zoo_op_result_t> results;
-  std::vector<std::string> paths;        // keeps the op's path strings alive
-  std::vector<Bytes> data;               // and their data
+  std::vector<std::string> paths;  // keeps the op's path strings alive
+  std::vector<Bytes> data;         // and their data
   std::vector<std::vector<char>> created_paths;
   std::vector<Stat> stats;
-  Handle* owner = nullptr;               // counts the request as in flight until it completes
+  Handle* owner = nullptr;  // counts the request as in flight until it completes
 };
 void complete_multi(int rc, const void* data);
 

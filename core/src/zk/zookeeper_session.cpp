@@ -1,11 +1,11 @@
-#include "zk/chroot.hpp"
 #include "base/durations.hpp"
+#include "zk/chroot.hpp"
+#include "zk/session_core.hpp"
 #include "zk/zookeeper_c.hpp"
 #include "zk/zookeeper_errors.hpp"
 #include "zk/zookeeper_expiry.hpp"
 #include "zk/zookeeper_handle.hpp"
 #include "zk/zookeeper_replies.hpp"
-#include "zk/session_core.hpp"
 
 #include <avout/errors.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -51,8 +51,8 @@ int multi_refusal(zhandle_t* handle) {
 
 }  // namespace
 
-
-ZooKeeperSession::ZooKeeperSession(SessionOptions options) : impl_(std::make_shared<detail::SessionCore>()) {
+ZooKeeperSession::ZooKeeperSession(SessionOptions options)
+    : impl_(std::make_shared<detail::SessionCore>()) {
   detail::normalize_chroot(options.hosts, options.chroot);
   detail::require_positive(options.session_timeout, "session_timeout");
   detail::require_positive(options.connect_timeout, "connect_timeout");
@@ -100,7 +100,8 @@ std::chrono::milliseconds ZooKeeperSession::negotiated_timeout() const {
 std::uint64_t ZooKeeperSession::add_listener(std::function<void(SessionState)> listener) {
   std::lock_guard lock(impl_->dispatching);
   const std::uint64_t id = impl_->next_listener++;
-  impl_->listeners.emplace(id, std::make_shared<detail::SessionCore::Listener>(detail::SessionCore::Listener{std::move(listener)}));
+  impl_->listeners.emplace(id, std::make_shared<detail::SessionCore::Listener>(
+                                   detail::SessionCore::Listener{std::move(listener)}));
   return id;
 }
 
@@ -166,14 +167,13 @@ std::future<NodeStat> ZooKeeperSession::set_async(const std::string& path, const
       });
 }
 
-std::future<std::string> ZooKeeperSession::create_async(const std::string& path,
-                                                        const Bytes& data, CreateMode mode) {
+std::future<std::string> ZooKeeperSession::create_async(const std::string& path, const Bytes& data,
+                                                        CreateMode mode) {
   return issue<std::string>(
-      *impl_, "create", path, {},
-      [](int rc, void* r) { detail::complete_string(rc, nullptr, r); },
+      *impl_, "create", path, {}, [](int rc, void* r) { detail::complete_string(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord*, void* r) {
-        return zoo_acreate(h->get(), path.c_str(), chars_of(data), length_of(data),
-                           h->create_acl(), create_flags(mode), &detail::complete_string, r);
+        return zoo_acreate(h->get(), path.c_str(), chars_of(data), length_of(data), h->create_acl(),
+                           create_flags(mode), &detail::complete_string, r);
       });
 }
 
@@ -192,8 +192,7 @@ std::future<std::vector<std::string>> ZooKeeperSession::children_async(const std
       *impl_, "children", path, std::move(watch),
       [](int rc, void* r) { detail::complete_strings(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord* w, void* r) {
-        return zoo_awget_children(h->get(), path.c_str(),
-                                  w ? &Handle::on_watch_event : nullptr, w,
+        return zoo_awget_children(h->get(), path.c_str(), w ? &Handle::on_watch_event : nullptr, w,
                                   &detail::complete_strings, r);
       });
 }
@@ -239,8 +238,9 @@ std::future<MultiResult> ZooKeeperSession::multi_async(const std::vector<Operati
     // Under the lock the renewal swaps the handle with: this handle is that generation's.
     std::lock_guard lock(impl_->mutex);
     if (impl_->ended_since(generation)) {
-      throw SessionExpired("zookeeper multi: the session it was prepared on has ended; nothing "
-                           "was sent");
+      throw SessionExpired(
+          "zookeeper multi: the session it was prepared on has ended; nothing "
+          "was sent");
     }
     handle = impl_->handle;
   }
@@ -266,8 +266,8 @@ std::future<MultiResult> ZooKeeperSession::send_multi(std::shared_ptr<detail::Ha
           if constexpr (std::is_same_v<T, op::Create>) {
             const Bytes& data = reply->data.emplace_back(operation.data);
             auto& buffer = reply->created_paths.emplace_back(operation.path.size() + 64, '\0');
-            zoo_create_op_init(&target, path, chars_of(data), length_of(data),
-                               handle->create_acl(), create_flags(operation.mode), buffer.data(),
+            zoo_create_op_init(&target, path, chars_of(data), length_of(data), handle->create_acl(),
+                               create_flags(operation.mode), buffer.data(),
                                static_cast<int>(buffer.size()));
           } else if constexpr (std::is_same_v<T, op::Remove>) {
             zoo_delete_op_init(&target, path, operation.version);
@@ -311,8 +311,7 @@ NodeStat ZooKeeperSession::set(const std::string& path, const Bytes& data, std::
   return wait(reply);
 }
 
-std::string ZooKeeperSession::create(const std::string& path, const Bytes& data,
-                                     CreateMode mode) {
+std::string ZooKeeperSession::create(const std::string& path, const Bytes& data, CreateMode mode) {
   auto reply = create_async(path, data, mode);
   return wait(reply);
 }
@@ -322,7 +321,7 @@ void ZooKeeperSession::create_recursive(const std::string& path) {
   if (path == "/") return;
   // Create every prefix, pipelined; NodeExists on a prefix is the expected case.
   std::vector<std::future<std::string>> replies;
-  for (std::size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
+  for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
     const std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
     replies.push_back(create_async(prefix, {}, CreateMode::persistent));
     if (slash == std::string::npos) break;
@@ -350,7 +349,8 @@ MultiResult ZooKeeperSession::multi(const std::vector<Operation>& operations) {
   return wait(reply);
 }
 
-MultiResult ZooKeeperSession::multi(const std::vector<Operation>& operations, std::uint64_t generation) {
+MultiResult ZooKeeperSession::multi(const std::vector<Operation>& operations,
+                                    std::uint64_t generation) {
   auto reply = multi_async(operations, generation);
   return wait(reply);
 }
@@ -359,7 +359,6 @@ void ZooKeeperSession::sync(const std::string& path) {
   auto reply = sync_async(path);
   wait(reply);
 }
-
 
 std::chrono::milliseconds ZooKeeperSession::reply_timeout() const {
   return std::max(impl_->options.session_timeout * 2, std::chrono::milliseconds(5000));
@@ -408,8 +407,8 @@ void MultiResult::throw_if_failed(const std::vector<Operation>& operations) cons
   if (committed) return;
   std::string path;
   if (failed_index < operations.size()) {
-    path = std::visit([](const auto& operation) { return operation.path; },
-                      operations[failed_index]);
+    path =
+        std::visit([](const auto& operation) { return operation.path; }, operations[failed_index]);
   }
   detail::throw_zookeeper_error(failed_code,
                                 "multi (operation " + std::to_string(failed_index) + ")", path);

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   std::cout << "value: " << avout::codec::describe(bytes) << " (" << bytes.size() << " bytes)\n";
   std::cout << "zookeeper node limit: " << avout::zookeeper::max_node_value << "\n";
 
-  avout::redis::Store redis("tcp://127.0.0.1:6379");                   // connects lazily
+  avout::redis::Store redis("tcp://127.0.0.1:6379");                      // connects lazily
   avout::postgres::Store postgres("postgresql://avout@127.0.0.1/avout");  // connects lazily
   std::cout << "stores: " << redis.description() << " | " << postgres.description() << "\n";
   // Each backend registers its URL schemes by a call of its own (static and shared alike).

@@ -22,10 +22,10 @@ struct StoreOptions {
   /// A libpq connection string: postgresql:// or postgres:// URI, or key=value pairs. Its
   /// password (in the URI, ?password= or password=) never appears in messages.
   std::string url = "postgresql://127.0.0.1/avout";
-  std::string table_prefix = "avout_";               ///< tables <prefix>atoms, <prefix>ref_values
-  std::chrono::seconds connect_timeout{5};           ///< per connection attempt
-  std::size_t max_value_size = 64u << 20;            ///< larger values are ValueTooLarge
-  std::size_t pool_size = 8;                         ///< idle connections kept
+  std::string table_prefix = "avout_";      ///< tables <prefix>atoms, <prefix>ref_values
+  std::chrono::seconds connect_timeout{5};  ///< per connection attempt
+  std::size_t max_value_size = 64u << 20;   ///< larger values are ValueTooLarge
+  std::size_t pool_size = 8;                ///< idle connections kept
 };
 
 /// Values in PostgreSQL; creates its tables on first use. Compare-and-set is one conditional

@@ -38,7 +38,8 @@ class AtomHandle {
   virtual Deadline default_deadline() const = 0;
   /// Before retry `attempt` (1-based) of `call`: a jittered, growing pause, bounded by
   /// `deadline`; Timeout naming the atom and `call` once it expired.
-  virtual void pause_before_retry(const char* call, std::size_t attempt, const Deadline& deadline) = 0;
+  virtual void pause_before_retry(const char* call, std::size_t attempt,
+                                  const Deadline& deadline) = 0;
   /// The stored value now; Timeout (nothing written) when `deadline` expires while ZooKeeper
   /// has not answered.
   virtual AtomSnapshot read(const Deadline& deadline) = 0;
