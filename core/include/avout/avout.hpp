@@ -9,6 +9,7 @@
 #include <avout/client.hpp>
 #include <avout/codec.hpp>
 #include <avout/distributed_lock.hpp>
+#include <avout/guarded_by.hpp>
 #include <avout/errors.hpp>
 #include <avout/inspect.hpp>
 #include <avout/lease_lock.hpp>

@@ -8,6 +8,7 @@
 #include <avout/barrier.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
+#include <avout/guarded_by.hpp>
 #include <avout/garbage_report.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>

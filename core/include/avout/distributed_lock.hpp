@@ -47,6 +47,7 @@
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
+#include <avout/guarded_by.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -58,14 +59,11 @@ namespace avout {
 
 namespace detail {
 class LockCore;
-}
-struct GuardedBy;
-class ReadWriteLock;
-namespace detail {
-/// Adds the check of `guard`'s hold to the running transaction's commit (LockLost if it
-/// is not held now, or not any more at commit).
-void guard_transaction(const GuardedBy& guard);
+/// The proof of this thread's hold of `lock` (its read side when `shared`), for guarded_by:
+/// LockLost when it is not held now, or not any more at commit.
+std::shared_ptr<const HoldProof> lock_hold_proof(std::shared_ptr<LockCore> lock, bool shared);
 }  // namespace detail
+class ReadWriteLock;
 
 /// When a waiting writer of a ReadWriteLock lets new readers in.
 enum class WriterPolicy {
@@ -209,15 +207,12 @@ class ReadWriteLock {
 /// For Client::dosync(guarded_by(lock), body): the transaction commits only while this
 /// thread's hold of `lock` is still alive (its node is checked inside the commit multi);
 /// otherwise it throws LockLost and commits nothing.
-struct GuardedBy {
-  std::shared_ptr<detail::LockCore> lock;  ///< the lock that must still be held
-  bool shared = false;                     ///< its read side
-};
-/// See GuardedBy.
-inline GuardedBy guarded_by(const Lock& lock) { return GuardedBy{lock.core(), lock.read_side()}; }
-/// See GuardedBy (the write side of a read-write lock).
+inline GuardedBy guarded_by(const Lock& lock) {
+  return GuardedBy{detail::lock_hold_proof(lock.core(), lock.read_side())};
+}
+/// See guarded_by(const Lock&) (the write side of a read-write lock).
 inline GuardedBy guarded_by(ReadWriteLock& lock) {
-  return GuardedBy{lock.write_lock().core(), false};
+  return GuardedBy{detail::lock_hold_proof(lock.write_lock().core(), false)};
 }
 
 }  // namespace avout
