@@ -23,6 +23,7 @@
 
 #include <avout/errors.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -32,11 +33,21 @@
 
 namespace avout {
 
+namespace detail {
+class LeaseKeeper;
+/// A kept lease's latest end (steady clock ticks), shared by its copies; see Lease::latest.
+struct LeaseExpiry {
+  std::atomic<std::chrono::steady_clock::rep> ticks{0};  ///< latest estimate of the end
+};
+}  // namespace detail
+
 /// How LeaseLock::lock takes a key.
 struct LeaseOptions {
   std::chrono::milliseconds duration{1000};  ///< how long the lease lasts unless renewed; > 0
   std::chrono::milliseconds max_wait{5000};  ///< how long to wait for a held key; 0: one
                                              ///< attempt only. Past it: Timeout
+  bool keep_alive = false;  ///< renew every duration/3 until unlock or loss (off by default:
+                            ///< a lease that ends by itself is what `duration` asks for)
 };
 
 /// One hold of a key. Copyable; only its token identifies the hold to the store.
@@ -47,8 +58,16 @@ struct Lease {
                             ///< restarts that lost data (never 0 for a real lease)
   std::chrono::steady_clock::time_point expires{};  ///< this process's conservative estimate
                                                     ///< of when the lease ends
-  /// True while this process's clock says the lease has not ended yet.
-  bool running() const { return std::chrono::steady_clock::now() < expires; }
+  /// Set by LeaseLock: the end as moved by keep-alive or any renew; safe from any thread.
+  std::shared_ptr<detail::LeaseExpiry> latest{};
+  /// The lease's latest estimated end (`expires` when no LeaseLock tracks it); thread safe.
+  std::chrono::steady_clock::time_point latest_expiry() const {
+    if (!latest) return expires;
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(latest->ticks.load()));
+  }
+  /// True while this process's clock says the lease has not ended (nor been lost) yet.
+  bool running() const { return std::chrono::steady_clock::now() < latest_expiry(); }
 };
 
 /// A store's way of holding leases. Implementations are thread safe; keys and durations
@@ -73,34 +92,55 @@ class LeaseStrategy {
 };
 
 /// A keyed mutex of leases: `lock(key)` holds `key` until `unlock`, or until the lease's
-/// duration passes without a `renew`, whichever is first. Cheap to copy (copies share one
-/// strategy); thread safe. A ZooKeeper LeaseLock must not outlive the Client that made it.
+/// duration passes without a renewal, whichever is first. Cheap to copy (copies share one
+/// strategy and one keeper); thread safe. A ZooKeeper LeaseLock must not outlive the Client
+/// that made it.
+///
+/// Keep-alive and loss: the leases a LeaseLock hands out are watched by ONE thread per
+/// LeaseLock (shared by its copies, started at the first lock, joined when the last copy
+/// goes; keep-alive stops then): it renews each `keep_alive` lease every duration/3, retries
+/// a renewal that throws (store down) every duration/10 until the lease's end, and calls the
+/// `on_lost` callbacks once per lost lease — when a renewal returns false (taken over or
+/// ended), fails up to the lease's end, or a lease without keep-alive reaches its end
+/// unreleased. A lost lease's `latest_expiry()` is then no later than the loss.
 class LeaseLock {
  public:
   /// A lease lock over `strategy` (see Client::lease_lock, redis::lease_lock,
   /// postgres::lease_lock).
   explicit LeaseLock(std::shared_ptr<LeaseStrategy> strategy);
 
-  /// Takes `key`, waiting up to `options.max_wait` for its current lease to end. Throws
-  /// Timeout past the wait, InvalidName for a bad key, InvalidDuration for a bad option.
+  /// Takes `key`, waiting up to `options.max_wait` for its current lease to end, and keeps
+  /// it alive when `options.keep_alive`. Throws Timeout past the wait, InvalidName for a bad
+  /// key, InvalidDuration for a bad option, the store's error (nothing held, see
+  /// LeaseStrategy) when it fails.
   Lease lock(const std::string& key, const LeaseOptions& options = {});
-  /// Takes `key` for `duration` when it is free right now; nullopt when it is held. With
-  /// ZooKeeper, a lease whose holder died is only taken once this LeaseLock has seen it
-  /// unchanged for its duration plus a margin (a first try_lock starts that observation).
+  /// Takes `key` for `duration` when it is free right now (no keep-alive; on_lost fires at
+  /// its end unless released); nullopt when it is held. With ZooKeeper, a lease whose holder
+  /// died is only taken once this LeaseLock has seen it unchanged for its duration plus a
+  /// margin (a first try_lock starts that observation).
   std::optional<Lease> try_lock(const std::string& key, std::chrono::milliseconds duration);
-  /// Releases `lease` when its token still holds the key; returns false, freeing nothing,
+  /// Stops the lease's keep-alive first (waiting for a renewal in flight, so none follows),
+  /// then releases it when its token still holds the key; returns false, freeing nothing,
   /// when the lease had already ended (expired and taken, or with Redis and PostgreSQL
-  /// expired at all), been released, or been renewed away by another holder.
+  /// expired at all), been released, or been renewed away by another holder. on_lost is not
+  /// called for it afterwards. A store error propagates, keep-alive stopped all the same.
   bool unlock(const Lease& lease);
   /// Makes `lease` last `duration` from now when its token still holds the key (and
-  /// updates lease.expires); false, changing nothing, when it no longer does.
+  /// updates lease.expires, and latest_expiry() of every copy; a kept lease is renewed for
+  /// `duration` from then on); false, changing nothing, when it no longer does.
   bool renew(Lease& lease, std::chrono::milliseconds duration);
+  /// Adds a callback called once per lease of this LeaseLock (and its copies) that is lost,
+  /// with that lease, on the keeper's thread, never under an internal lock. Keep it short (it
+  /// delays renewals) and do not capture this LeaseLock in it (the cycle keeps the thread);
+  /// what it throws is ignored.
+  void on_lost(std::function<void(const Lease&)> callback);
 
   /// The strategy's description, for messages.
   std::string description() const;
 
  private:
   std::shared_ptr<LeaseStrategy> strategy_;
+  std::shared_ptr<detail::LeaseKeeper> keeper_;
 };
 
 /// Throws InvalidName unless `key` is a lease key every store accepts: 1 to 256 visible

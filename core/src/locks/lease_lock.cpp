@@ -1,6 +1,7 @@
 #include <avout/lease_lock.hpp>
 
 #include "base/durations.hpp"
+#include "locks/lease_keeper.hpp"
 
 #include <algorithm>
 #include <random>
@@ -62,6 +63,7 @@ void validate_lease_duration(milliseconds duration, const char* what) {
 
 LeaseLock::LeaseLock(std::shared_ptr<LeaseStrategy> strategy) : strategy_(std::move(strategy)) {
   if (!strategy_) throw Error("LeaseLock needs a strategy");
+  keeper_ = std::make_shared<detail::LeaseKeeper>(strategy_);
 }
 
 Lease LeaseLock::lock(const std::string& key, const LeaseOptions& options) {
@@ -72,7 +74,10 @@ Lease LeaseLock::lock(const std::string& key, const LeaseOptions& options) {
                           std::to_string(options.max_wait.count()) + " ms");
   }
   const auto deadline = steady_clock::now() + options.max_wait;
-  if (auto lease = strategy_->acquire(key, options.duration, deadline)) return std::move(*lease);
+  if (auto lease = strategy_->acquire(key, options.duration, deadline)) {
+    keeper_->watch(*lease, options.duration, options.keep_alive);
+    return std::move(*lease);
+  }
   throw Timeout(strategy_->description() + ": key \"" + key + "\" still held after waiting " +
                 std::to_string(options.max_wait.count()) + " ms");
 }
@@ -80,18 +85,28 @@ Lease LeaseLock::lock(const std::string& key, const LeaseOptions& options) {
 std::optional<Lease> LeaseLock::try_lock(const std::string& key, milliseconds duration) {
   validate_lease_key(key);
   validate_lease_duration(duration, "duration");
-  return strategy_->acquire(key, duration, steady_clock::time_point::min());
+  auto lease = strategy_->acquire(key, duration, steady_clock::time_point::min());
+  if (lease) keeper_->watch(*lease, duration, false);
+  return lease;
 }
 
 bool LeaseLock::unlock(const Lease& lease) {
   validate_lease_key(lease.key);
+  keeper_->stop(lease);
   return strategy_->release(lease);
 }
 
 bool LeaseLock::renew(Lease& lease, milliseconds duration) {
   validate_lease_key(lease.key);
   validate_lease_duration(duration, "duration");
-  return strategy_->renew(lease, duration);
+  if (!strategy_->renew(lease, duration)) return false;
+  keeper_->renewed(lease, duration);
+  return true;
+}
+
+void LeaseLock::on_lost(std::function<void(const Lease&)> callback) {
+  if (!callback) throw Error("LeaseLock::on_lost needs a callback");
+  keeper_->on_lost(std::move(callback));
 }
 
 std::string LeaseLock::description() const { return strategy_->description(); }

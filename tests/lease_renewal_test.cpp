@@ -1,0 +1,233 @@
+// Lease keep-alive and on_lost against real servers, for the ZooKeeper, Redis and PostgreSQL
+// strategies: kept leases outlive their duration, lost ones are told once, unlock stops the
+// renewals, one thread serves every lease of a LeaseLock, and a store outage is ridden out
+// only while the lease lasts.
+#include <avout/avout.hpp>
+#include <avout/postgres.hpp>
+#include <avout/redis.hpp>
+
+#include "support/servers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+enum class Kind { zookeeper, redis, postgres };
+const Kind all_kinds[] = {Kind::zookeeper, Kind::redis, Kind::postgres};
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::zookeeper: return "zookeeper";
+    case Kind::redis: return "redis";
+    case Kind::postgres: return "postgres";
+  }
+  return "?";
+}
+
+std::string unique_name(const std::string& stem) {
+  static std::mt19937_64 random{std::random_device{}()};
+  return "/lease-renewal-test/" + stem + "-" + std::to_string(random() % 1000000000);
+}
+
+// A client or store of `kind` at `address` and the lease lock `name` in it; the lock dies
+// before its client.
+struct Contender {
+  std::unique_ptr<avout::Client> client;
+  std::unique_ptr<avout::Store> store;
+  std::optional<avout::LeaseLock> leases;
+
+  Contender(Kind kind, const std::string& name, const std::string& address) {
+    switch (kind) {
+      case Kind::zookeeper:
+        client = std::make_unique<avout::Client>(
+            avout::ClientOptions{.hosts = address, .session_timeout = scaled(20s)});
+        leases.emplace(client->lease_lock(name));
+        break;
+      case Kind::redis: {
+        auto redis = std::make_unique<avout::redis::Store>(address);
+        leases.emplace(avout::redis::lease_lock(*redis, name));
+        store = std::move(redis);
+        break;
+      }
+      case Kind::postgres: {
+        auto postgres = std::make_unique<avout::postgres::Store>(address);
+        leases.emplace(avout::postgres::lease_lock(*postgres, name));
+        store = std::move(postgres);
+        break;
+      }
+    }
+  }
+  Contender(Kind kind, const std::string& name) : Contender(kind, name, shared_address(kind)) {}
+  avout::LeaseLock* operator->() { return &*leases; }
+
+  static std::string shared_address(Kind kind) {
+    switch (kind) {
+      case Kind::zookeeper: return avout::testing::shared_zookeeper().connect_string();
+      case Kind::redis: return avout::testing::shared_redis().url();
+      case Kind::postgres: return avout::testing::shared_postgres().url();
+    }
+    return "";
+  }
+};
+
+// Counts the on_lost calls of a LeaseLock, per token.
+struct LossLog {
+  std::mutex mutex;
+  std::vector<std::uint64_t> tokens;
+  void attach(avout::LeaseLock& leases) {
+    leases.on_lost([this](const avout::Lease& lease) {
+      std::lock_guard lock(mutex);
+      tokens.push_back(lease.token);
+    });
+  }
+  std::size_t count() {
+    std::lock_guard lock(mutex);
+    return tokens.size();
+  }
+  bool wait_for(std::size_t n, std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    while (count() < n && Clock::now() < until) std::this_thread::sleep_for(10ms);
+    return count() >= n;
+  }
+};
+
+std::ptrdiff_t thread_count() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return std::distance(begin(tasks), end(tasks));
+}
+
+}  // namespace
+
+TEST_CASE("a kept lease outlives several durations and nobody else takes it meanwhile") {
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    const std::string name = unique_name("kept");
+    Contender holder(kind, name);
+    Contender other(kind, name);
+    LossLog losses;
+    losses.attach(*holder.leases);
+    const auto duration = scaled(1s);
+    const auto lease = holder->lock("k", {.duration = duration, .keep_alive = true});
+    const auto started = Clock::now();
+    while (Clock::now() - started < 4 * duration) {
+      CHECK_FALSE(other->try_lock("k", 1s));
+      CHECK(lease.running());
+      std::this_thread::sleep_for(duration / 5);
+    }
+    CHECK(lease.latest_expiry() > lease.expires + 2 * duration);
+    CHECK(losses.count() == 0);
+    CHECK(holder->unlock(lease));
+    const auto next = other->try_lock("k", 1s);
+    REQUIRE(next);
+    CHECK(next->token > lease.token);
+    CHECK(other->unlock(*next));
+  }
+}
+
+TEST_CASE("without keep-alive a lease ends and on_lost fires once") {
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    const std::string name = unique_name("ends");
+    Contender holder(kind, name);
+    Contender other(kind, name);
+    LossLog losses;
+    losses.attach(*holder.leases);
+    const auto duration = scaled(500ms);
+    const auto lease = holder->lock("k", {.duration = duration});
+    REQUIRE(losses.wait_for(1, scaled(10s)));
+    CHECK_FALSE(lease.running());
+    const auto taken = other->lock("k", {.duration = scaled(30s), .max_wait = scaled(10s)});
+    CHECK(taken.token > lease.token);
+    std::this_thread::sleep_for(duration);
+    CHECK(losses.count() == 1);
+    CHECK(losses.tokens.front() == lease.token);
+    CHECK_FALSE(holder->unlock(lease));
+    CHECK(other->unlock(taken));
+  }
+}
+
+TEST_CASE("a lease taken over once its holder stopped renewing is lost: on_lost fires") {
+  // The holder renews by hand, then stops (as a stalled renewer would): the contender takes
+  // the key once it ended, the holder is told once, and its late renew is refused.
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    const std::string name = unique_name("stolen");
+    Contender holder(kind, name);
+    Contender other(kind, name);
+    LossLog losses;
+    losses.attach(*holder.leases);
+    const auto duration = scaled(1s);
+    auto lease = holder->lock("k", {.duration = duration});
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(duration / 3);
+      REQUIRE(holder->renew(lease, duration));
+    }
+    CHECK(losses.count() == 0);  // the renewals moved the end on_lost waits for
+    const auto taken = other->lock("k", {.duration = scaled(30s), .max_wait = scaled(10s)});
+    REQUIRE(losses.wait_for(1, scaled(10s)));
+    CHECK(losses.tokens.front() == lease.token);
+    CHECK_FALSE(lease.running());
+    CHECK_FALSE(holder->renew(lease, duration));
+    CHECK_FALSE(other->try_lock("k", 1s));  // the refused renew left the new hold alone
+    std::this_thread::sleep_for(duration / 2);
+    CHECK(losses.count() == 1);
+    CHECK(other->unlock(taken));
+  }
+}
+
+TEST_CASE("unlock stops the renewals: none follows, on_lost is not called") {
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    const std::string name = unique_name("unlock");
+    Contender holder(kind, name);
+    Contender other(kind, name);
+    LossLog losses;
+    losses.attach(*holder.leases);
+    const auto duration = scaled(300ms);
+    for (int i = 0; i < 5; ++i) {
+      const auto lease = holder->lock("k", {.duration = duration, .keep_alive = true});
+      std::this_thread::sleep_for(duration / 2);
+      CHECK(holder->unlock(lease));
+    }
+    // A renewal after unlock would be refused and reported as a loss; the store still
+    // lets another take the key at once.
+    const auto next = other->try_lock("k", 1s);
+    REQUIRE(next);
+    std::this_thread::sleep_for(3 * duration);
+    CHECK(losses.count() == 0);
+    CHECK(other->unlock(*next));
+  }
+}
+
+TEST_CASE("200 kept leases add fewer than 20 threads") {
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    Contender holder(kind, unique_name("threads"));
+    const auto before = thread_count();
+    std::vector<avout::Lease> leases;
+    for (int i = 0; i < 200; ++i) {
+      leases.push_back(
+          holder->lock("k" + std::to_string(i), {.duration = scaled(30s), .keep_alive = true}));
+    }
+    const auto holding = thread_count();
+    MESSAGE("threads before: " << before << ", while keeping 200 leases: " << holding);
+    CHECK(holding - before < 20);
+    for (const auto& lease : leases) CHECK(holder->unlock(lease));
+  }
+}
