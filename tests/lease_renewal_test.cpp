@@ -189,6 +189,39 @@ TEST_CASE("a lease taken over once its holder stopped renewing is lost: on_lost 
   }
 }
 
+TEST_CASE("a kept lease whose renewals stalled is taken over: on_lost fires for it") {
+  // The keeper's thread is held up by a slow on_lost callback (for another, unkept lease),
+  // as a stalled process would be: the kept lease ends at the store and a contender takes
+  // it; the renewal made afterwards is refused and the holder is told.
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    const std::string name = unique_name("stalled");
+    Contender holder(kind, name);
+    Contender other(kind, name);
+    std::atomic<bool> taken_over{false};
+    std::atomic<int> stalls{0};
+    holder->on_lost([&](const avout::Lease& lost) {
+      if (lost.key != "short" || stalls++ > 0) return;
+      const auto until = Clock::now() + scaled(30s);
+      while (!taken_over && Clock::now() < until) std::this_thread::sleep_for(10ms);
+    });
+    LossLog losses;
+    losses.attach(*holder.leases);
+    const auto duration = scaled(1s);
+    const auto kept = holder->lock("k", {.duration = duration, .keep_alive = true});
+    (void)holder->lock("short", {.duration = duration / 10});
+    const auto taken = other->lock("k", {.duration = scaled(30s), .max_wait = scaled(20s)});
+    taken_over = true;
+    REQUIRE(losses.wait_for(2, scaled(10s)));
+    CHECK(losses.tokens[1] == kept.token);
+    CHECK_FALSE(kept.running());
+    CHECK_FALSE(other->try_lock("k", 1s));  // the refused renewal left the new hold alone
+    CHECK(other->unlock(taken));
+    CHECK_FALSE(holder->unlock(kept));
+  }
+}
+
 TEST_CASE("unlock stops the renewals: none follows, on_lost is not called") {
   for (Kind kind : all_kinds) {
     const std::string store_kind = kind_name(kind);
@@ -229,5 +262,74 @@ TEST_CASE("200 kept leases add fewer than 20 threads") {
     MESSAGE("threads before: " << before << ", while keeping 200 leases: " << holding);
     CHECK(holding - before < 20);
     for (const auto& lease : leases) CHECK(holder->unlock(lease));
+  }
+}
+
+namespace {
+
+// A server of `kind` of the test's own, to stop and start.
+struct OwnServer {
+  std::unique_ptr<avout::testing::ZooKeeperServer> zookeeper;
+  std::unique_ptr<avout::testing::RedisServer> redis;
+  std::unique_ptr<avout::testing::PostgresServer> postgres;
+
+  explicit OwnServer(Kind kind) {
+    switch (kind) {
+      case Kind::zookeeper: zookeeper = std::make_unique<avout::testing::ZooKeeperServer>(); break;
+      case Kind::redis: redis = std::make_unique<avout::testing::RedisServer>(true); break;
+      case Kind::postgres: postgres = std::make_unique<avout::testing::PostgresServer>(); break;
+    }
+  }
+  std::string address() const {
+    if (zookeeper) return zookeeper->connect_string();
+    if (redis) return redis->url();
+    return postgres->url();
+  }
+  void stop() {
+    if (zookeeper) zookeeper->stop();
+    if (redis) redis->stop();
+    if (postgres) postgres->stop();
+  }
+  void start() {
+    if (zookeeper) zookeeper->start();
+    if (redis) redis->start();
+    if (postgres) postgres->start();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a store outage shorter than the lease is ridden out; a longer one loses it") {
+  for (Kind kind : all_kinds) {
+    const std::string store_kind = kind_name(kind);
+    CAPTURE(store_kind);
+    OwnServer server(kind);
+    const std::string name = unique_name("outage");
+    Contender holder(kind, name, server.address());
+    LossLog losses;
+    losses.attach(*holder.leases);
+    // Long enough that a restart (PostgreSQL's takes the longest) fits well inside it.
+    const auto lease = holder->lock("k", {.duration = scaled(8s), .keep_alive = true});
+    server.stop();
+    std::this_thread::sleep_for(scaled(1s));
+    server.start();
+    std::this_thread::sleep_for(scaled(8s));  // longer than the lease: renewals resumed
+    CHECK(losses.count() == 0);
+    CHECK(lease.running());
+    {
+      Contender other(kind, name, server.address());
+      CHECK_FALSE(other->try_lock("k", 1s));
+    }
+    CHECK(holder->unlock(lease));
+
+    const auto short_lease = holder->lock("s", {.duration = scaled(1s), .keep_alive = true});
+    server.stop();
+    const bool lost = losses.wait_for(1, scaled(20s));
+    server.start();
+    REQUIRE(lost);
+    CHECK(losses.tokens.front() == short_lease.token);
+    CHECK_FALSE(short_lease.running());
+    std::this_thread::sleep_for(scaled(1s));
+    CHECK(losses.count() == 1);
   }
 }
