@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -245,6 +247,71 @@ TEST_CASE("unlock stops the renewals: none follows, on_lost is not called") {
     CHECK(losses.count() == 0);
     CHECK(other->unlock(*next));
   }
+}
+
+namespace {
+
+// A strategy in memory that counts renewal requests per token: what the keeper sends, seen
+// without a server. A renewal it sees for a released token is the bug under test.
+class CountingStrategy : public avout::LeaseStrategy {
+ public:
+  std::string description() const override { return "counting"; }
+  std::optional<avout::Lease> acquire(const std::string& key, std::chrono::milliseconds duration,
+                                      Clock::time_point) override {
+    std::lock_guard lock(mutex_);
+    if (held_.count(key)) return std::nullopt;
+    held_[key] = ++tokens_;
+    return avout::Lease{key, tokens_, Clock::now() + duration};
+  }
+  bool release(const avout::Lease& lease) override {
+    std::lock_guard lock(mutex_);
+    released_.insert(lease.token);
+    return held_.erase(lease.key) > 0;
+  }
+  bool renew(avout::Lease& lease, std::chrono::milliseconds duration) override {
+    std::lock_guard lock(mutex_);
+    ++renewals_[lease.token];
+    if (released_.count(lease.token)) ++after_release_;
+    lease.expires = Clock::now() + duration;
+    return held_.count(lease.key) && held_[lease.key] == lease.token;
+  }
+  int renewals(std::uint64_t token) {
+    std::lock_guard lock(mutex_);
+    return renewals_[token];
+  }
+  int after_release() {
+    std::lock_guard lock(mutex_);
+    return after_release_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::uint64_t tokens_ = 0;
+  std::map<std::string, std::uint64_t> held_;
+  std::set<std::uint64_t> released_;
+  std::map<std::uint64_t, int> renewals_;
+  int after_release_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("unlock stops the renewals: a counting strategy sees none after a release") {
+  auto strategy = std::make_shared<CountingStrategy>();
+  avout::LeaseLock leases(strategy);
+  LossLog losses;
+  losses.attach(leases);
+  std::vector<avout::Lease> held;
+  for (int i = 0; i < 20; ++i) {
+    held.push_back(leases.lock("k" + std::to_string(i), {.duration = 300ms, .keep_alive = true}));
+  }
+  std::this_thread::sleep_for(500ms);
+  for (const auto& lease : held) {
+    CHECK(strategy->renewals(lease.token) > 0);  // kept: renewed every 100 ms meanwhile
+    CHECK(leases.unlock(lease));
+  }
+  std::this_thread::sleep_for(500ms);
+  CHECK(strategy->after_release() == 0);
+  CHECK(losses.count() == 0);
 }
 
 TEST_CASE("200 kept leases add fewer than 20 threads") {
