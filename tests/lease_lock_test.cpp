@@ -4,6 +4,7 @@
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
+#include "support/lease_contenders.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 
@@ -25,50 +26,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-enum class Kind { zookeeper, redis, postgres };
-const Kind all_kinds[] = {Kind::zookeeper, Kind::redis, Kind::postgres};
+using Kind = avout::testing::LeaseStoreKind;
+const auto& all_kinds = avout::testing::all_lease_stores;
+const auto kind_name = avout::testing::lease_store_name;
 
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::zookeeper: return "zookeeper";
-    case Kind::redis: return "redis";
-    case Kind::postgres: return "postgres";
-  }
-  return "?";
-}
-
-// What each process (or each contender inside one) makes: its own client or store, and
-// the lease lock `name` in it. Members die in reverse order: the lock before its client.
-struct Contender {
-  std::unique_ptr<avout::Client> client;
-  std::unique_ptr<avout::Store> store;
-  std::optional<avout::LeaseLock> leases;
-
-  Contender(Kind kind, const std::string& name) {
-    switch (kind) {
-      case Kind::zookeeper:
-        client = std::make_unique<avout::Client>(
-            avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
-                                 .session_timeout = 6000ms});
-        leases.emplace(client->lease_lock(name));
-        break;
-      case Kind::redis: {
-        auto redis = std::make_unique<avout::redis::Store>(avout::testing::shared_redis().url());
-        leases.emplace(avout::redis::lease_lock(*redis, name));
-        store = std::move(redis);
-        break;
-      }
-      case Kind::postgres: {
-        auto postgres =
-            std::make_unique<avout::postgres::Store>(avout::testing::shared_postgres().url());
-        leases.emplace(avout::postgres::lease_lock(*postgres, name));
-        store = std::move(postgres);
-        break;
-      }
-    }
-  }
-  avout::LeaseLock* operator->() { return &*leases; }
-};
+using Contender = avout::testing::LeaseContender;
 
 std::string random_suffix() {
   static std::mt19937_64 random{std::random_device{}()};

@@ -6,6 +6,7 @@
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
+#include "support/lease_contenders.hpp"
 #include "support/servers.hpp"
 
 #include <doctest/doctest.h>
@@ -25,63 +26,16 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-enum class Kind { zookeeper, redis, postgres };
-const Kind all_kinds[] = {Kind::zookeeper, Kind::redis, Kind::postgres};
-
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::zookeeper: return "zookeeper";
-    case Kind::redis: return "redis";
-    case Kind::postgres: return "postgres";
-  }
-  return "?";
-}
+using Kind = avout::testing::LeaseStoreKind;
+const auto& all_kinds = avout::testing::all_lease_stores;
+const auto kind_name = avout::testing::lease_store_name;
 
 std::string unique_name(const std::string& stem) {
   static std::mt19937_64 random{std::random_device{}()};
   return "/lease-renewal-test/" + stem + "-" + std::to_string(random() % 1000000000);
 }
 
-// A client or store of `kind` at `address` and the lease lock `name` in it; the lock dies
-// before its client.
-struct Contender {
-  std::unique_ptr<avout::Client> client;
-  std::unique_ptr<avout::Store> store;
-  std::optional<avout::LeaseLock> leases;
-
-  Contender(Kind kind, const std::string& name, const std::string& address) {
-    switch (kind) {
-      case Kind::zookeeper:
-        client = std::make_unique<avout::Client>(
-            avout::ClientOptions{.hosts = address, .session_timeout = scaled(20s)});
-        leases.emplace(client->lease_lock(name));
-        break;
-      case Kind::redis: {
-        auto redis = std::make_unique<avout::redis::Store>(address);
-        leases.emplace(avout::redis::lease_lock(*redis, name));
-        store = std::move(redis);
-        break;
-      }
-      case Kind::postgres: {
-        auto postgres = std::make_unique<avout::postgres::Store>(address);
-        leases.emplace(avout::postgres::lease_lock(*postgres, name));
-        store = std::move(postgres);
-        break;
-      }
-    }
-  }
-  Contender(Kind kind, const std::string& name) : Contender(kind, name, shared_address(kind)) {}
-  avout::LeaseLock* operator->() { return &*leases; }
-
-  static std::string shared_address(Kind kind) {
-    switch (kind) {
-      case Kind::zookeeper: return avout::testing::shared_zookeeper().connect_string();
-      case Kind::redis: return avout::testing::shared_redis().url();
-      case Kind::postgres: return avout::testing::shared_postgres().url();
-    }
-    return "";
-  }
-};
+using Contender = avout::testing::LeaseContender;
 
 // Counts the on_lost calls of a LeaseLock, per token.
 struct LossLog {
@@ -372,7 +326,7 @@ TEST_CASE("a store outage shorter than the lease is ridden out; a longer one los
     CAPTURE(store_kind);
     OwnServer server(kind);
     const std::string name = unique_name("outage");
-    Contender holder(kind, name, server.address());
+    Contender holder(kind, name, server.address(), scaled(20s));
     LossLog losses;
     losses.attach(*holder.leases);
     // Long enough that a restart (PostgreSQL's takes the longest) fits well inside it.
@@ -384,7 +338,7 @@ TEST_CASE("a store outage shorter than the lease is ridden out; a longer one los
     CHECK(losses.count() == 0);
     CHECK(lease.running());
     {
-      Contender other(kind, name, server.address());
+      Contender other(kind, name, server.address(), scaled(20s));
       CHECK_FALSE(other->try_lock("k", 1s));
     }
     CHECK(holder->unlock(lease));
