@@ -268,6 +268,24 @@ TEST_CASE("unlock stops the renewals: a counting strategy sees none after a rele
   CHECK(losses.count() == 0);
 }
 
+TEST_CASE("an on_lost callback may drop the last copy of its LeaseLock") {
+  auto strategy = std::make_shared<CountingStrategy>();
+  auto leases = std::make_unique<avout::LeaseLock>(strategy);
+  std::atomic<bool> locked{false};
+  std::atomic<bool> dropped{false};
+  leases->on_lost([&](const avout::Lease&) {
+    while (!locked) std::this_thread::sleep_for(1ms);  // lock() has returned
+    leases.reset();  // the keeper's thread ends by itself once this returns
+    dropped = true;
+  });
+  (void)leases->lock("k", {.duration = 20ms});
+  locked = true;
+  const auto until = Clock::now() + scaled(10s);
+  while (!dropped && Clock::now() < until) std::this_thread::sleep_for(10ms);
+  CHECK(dropped);
+  std::this_thread::sleep_for(100ms);  // the detached thread is gone before the test ends
+}
+
 TEST_CASE("200 kept leases add fewer than 20 threads") {
   for (Kind kind : all_kinds) {
     const std::string store_kind = kind_name(kind);

@@ -43,14 +43,22 @@ steady_clock::time_point next_retry(steady_clock::time_point now, milliseconds d
 LeaseKeeper::LeaseKeeper(std::shared_ptr<LeaseStrategy> strategy)
     : strategy_(std::move(strategy)) {}
 
-LeaseKeeper::~LeaseKeeper() {
+std::shared_ptr<LeaseKeeper> make_lease_keeper(std::shared_ptr<LeaseStrategy> strategy) {
+  auto keeper = std::make_shared<LeaseKeeper>(std::move(strategy));
+  // The LeaseLocks' pointer only shuts down; the thread's own pointer frees the keeper.
+  return std::shared_ptr<LeaseKeeper>(keeper.get(),
+                                      [keeper](LeaseKeeper*) { keeper->shut_down(); });
+}
+
+void LeaseKeeper::shut_down() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();
   if (!thread_.joinable()) return;
-  // A callback that dropped the last LeaseLock runs on this very thread: it ends by itself.
+  // A callback that dropped the last LeaseLock runs on this very thread: it ends by itself,
+  // holding the keeper until then.
   if (thread_.get_id() == std::this_thread::get_id()) {
     thread_.detach();
   } else {
@@ -67,7 +75,9 @@ void LeaseKeeper::watch(Lease& lease, milliseconds duration, bool keep) {
     watched_.insert_or_assign(
         Id{lease.key, lease.token},
         Watched{lease, duration, keep, keep ? next_renewal(now, duration) : lease.expires});
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    if (!thread_.joinable() && !stopping_) {
+      thread_ = std::thread([self = shared_from_this()] { self->run(); });
+    }
   }
   changed_.notify_all();
 }
@@ -139,7 +149,7 @@ void LeaseKeeper::handle(std::unique_lock<std::mutex>& lock, const Id& id) {
   renewing_.reset();
   changed_.notify_all();
   found = watched_.find(id);
-  if (found == watched_.end()) return;  // unlocked meanwhile: nothing to tell
+  if (stopping_ || found == watched_.end()) return;  // unlocked or shut down: nothing to tell
   const auto now = steady_clock::now();
   if (renewed == true) {
     extend(*found->second.lease.latest, lease.expires);

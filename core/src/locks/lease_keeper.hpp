@@ -20,12 +20,12 @@
 namespace avout::detail {
 
 /// Watches a LeaseLock's leases: renews the kept ones, calls on_lost for the lost ones.
-class LeaseKeeper {
+/// Made by make_lease_keeper only: its thread holds it alive while it runs.
+class LeaseKeeper : public std::enable_shared_from_this<LeaseKeeper> {
  public:
   /// A keeper renewing through `strategy`; its thread starts at the first watch.
   explicit LeaseKeeper(std::shared_ptr<LeaseStrategy> strategy);
-  /// Stops the thread (keep-alive ends; no callback follows).
-  ~LeaseKeeper();
+  ~LeaseKeeper() = default;
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
@@ -37,6 +37,9 @@ class LeaseKeeper {
   void renewed(const Lease& lease, std::chrono::milliseconds duration);
   /// Adds a loss callback.
   void on_lost(std::function<void(const Lease&)> callback);
+  /// Stops the thread (keep-alive ends; no callback follows): joins it, or, called from a
+  /// callback on it, lets it end by itself once that callback returns.
+  void shut_down();
 
  private:
   using Id = std::pair<std::string, std::uint64_t>;
@@ -62,6 +65,9 @@ class LeaseKeeper {
   bool stopping_ = false;
   std::thread thread_;
 };
+
+/// A keeper for a LeaseLock: the pointer's last copy shuts the keeper's thread down.
+std::shared_ptr<LeaseKeeper> make_lease_keeper(std::shared_ptr<LeaseStrategy> strategy);
 
 /// When a kept lease of `duration` is renewed next after a renewal at `now`.
 std::chrono::steady_clock::time_point next_renewal(std::chrono::steady_clock::time_point now,

@@ -63,7 +63,7 @@ void validate_lease_duration(milliseconds duration, const char* what) {
 
 LeaseLock::LeaseLock(std::shared_ptr<LeaseStrategy> strategy) : strategy_(std::move(strategy)) {
   if (!strategy_) throw Error("LeaseLock needs a strategy");
-  keeper_ = std::make_shared<detail::LeaseKeeper>(strategy_);
+  keeper_ = detail::make_lease_keeper(strategy_);
 }
 
 Lease LeaseLock::lock(const std::string& key, const LeaseOptions& options) {
