@@ -47,10 +47,12 @@ struct LeaseContender {
   std::unique_ptr<avout::Client> client;   ///< for ZooKeeper
   std::unique_ptr<avout::Store> store;     ///< for Redis and PostgreSQL
   std::optional<avout::LeaseLock> leases;  ///< the lease lock `name`
+  LeaseStoreKind store_kind;               ///< the store it is in
 
   /// A contender on the server at `address` (a ZooKeeper client gets `session_timeout`).
   LeaseContender(LeaseStoreKind kind, const std::string& name, const std::string& address,
-                 std::chrono::milliseconds session_timeout = std::chrono::milliseconds(6000)) {
+                 std::chrono::milliseconds session_timeout = std::chrono::milliseconds(6000))
+      : store_kind(kind) {
     switch (kind) {
       case LeaseStoreKind::zookeeper:
         client = std::make_unique<avout::Client>(
@@ -76,6 +78,17 @@ struct LeaseContender {
       : LeaseContender(kind, name, shared_lease_store_address(kind)) {}
   /// The lease lock.
   avout::LeaseLock* operator->() { return &*leases; }
+  /// Another lease lock, `name`, in the same client or store.
+  avout::LeaseLock lease_lock(const std::string& name) {
+    switch (store_kind) {
+      case LeaseStoreKind::zookeeper: return client->lease_lock(name);
+      case LeaseStoreKind::redis:
+        return avout::redis::lease_lock(static_cast<avout::redis::Store&>(*store), name);
+      case LeaseStoreKind::postgres:
+        return avout::postgres::lease_lock(static_cast<avout::postgres::Store&>(*store), name);
+    }
+    return *leases;
+  }
 };
 
 }  // namespace avout::testing

@@ -96,9 +96,12 @@ class LeaseStrategy {
 /// strategy and one keeper); thread safe. A ZooKeeper LeaseLock must not outlive the Client
 /// that made it.
 ///
-/// Keep-alive and loss: the leases a LeaseLock hands out are watched by ONE thread per
-/// LeaseLock (shared by its copies, started at the first lock, joined when the last copy
-/// goes; keep-alive stops then): it renews each `keep_alive` lease every duration/3, retries
+/// Keep-alive and loss: the leases of every LeaseLock of the process are watched by ONE
+/// keeper thread (started at the first lease that needs it: one kept alive, or one taken by
+/// a LeaseLock with an on_lost callback; never for a LeaseLock using neither). The last copy
+/// of a LeaseLock ends its keep-alive, waiting for its renewal or callback in flight; the
+/// thread then never touches it again. The thread renews each `keep_alive` lease every
+/// duration/3, retries
 /// a renewal that throws (store down) every duration/10 until the lease's end, and calls the
 /// `on_lost` callbacks once per lost lease — when a renewal returns false (taken over or
 /// ended), fails up to the lease's end, or a lease without keep-alive reaches its end
@@ -130,9 +133,10 @@ class LeaseLock {
   /// `duration` from then on); false, changing nothing, when it no longer does.
   bool renew(Lease& lease, std::chrono::milliseconds duration);
   /// Adds a callback called once per lease of this LeaseLock (and its copies) that is lost,
-  /// with that lease, on the keeper's thread, never under an internal lock. Keep it short (it
-  /// delays renewals) and do not capture this LeaseLock in it (the cycle keeps the thread);
-  /// what it throws is ignored.
+  /// with that lease, on the process's keeper thread, never under an internal lock. Keep it
+  /// short: while it runs, no lease of ANY LeaseLock of the process is renewed (a renewal
+  /// due meanwhile is made when it returns, late by its run time). Do not capture this
+  /// LeaseLock in it (the cycle keeps the keep-alive going); what it throws is ignored.
   void on_lost(std::function<void(const Lease&)> callback);
 
   /// The strategy's description, for messages.

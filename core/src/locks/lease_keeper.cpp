@@ -45,82 +45,150 @@ LeaseKeeper::LeaseKeeper(std::shared_ptr<LeaseStrategy> strategy)
 
 std::shared_ptr<LeaseKeeper> make_lease_keeper(std::shared_ptr<LeaseStrategy> strategy) {
   auto keeper = std::make_shared<LeaseKeeper>(std::move(strategy));
-  // The LeaseLocks' pointer only shuts down; the thread's own pointer frees the keeper.
+  // The LeaseLocks' pointer shuts down; the schedule holds the keeper by weak_ptr only.
   return std::shared_ptr<LeaseKeeper>(keeper.get(),
                                       [keeper](LeaseKeeper*) { keeper->shut_down(); });
 }
 
 void LeaseKeeper::shut_down() {
+  std::shared_ptr<LeaseStrategy> strategy;  // released here, not on the schedule's thread
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     stopping_ = true;
+    // A callback that dropped the last LeaseLock runs on the schedule's thread: nothing of
+    // this keeper is in flight there but that callback, which must not wait for itself.
+    if (!LeaseSchedule::on_thread()) {
+      idle_.wait(lock, [&] { return !renewing_ && !calling_; });
+    }
+    strategy = std::move(strategy_);
   }
-  changed_.notify_all();
-  if (!thread_.joinable()) return;
-  // A callback that dropped the last LeaseLock runs on this very thread: it ends by itself,
-  // holding the keeper until then.
-  if (thread_.get_id() == std::this_thread::get_id()) {
-    thread_.detach();
-  } else {
-    thread_.join();
+}
+
+std::optional<steady_clock::time_point> LeaseKeeper::earliest() const {
+  std::optional<steady_clock::time_point> due;
+  for (const auto& [id, watched] : watched_) {
+    // A lease without keep-alive needs the schedule only to tell its loss.
+    if (!watched.keep && callbacks_.empty()) continue;
+    if (!due || watched.next < *due) due = watched.next;
   }
+  return due;
+}
+
+void LeaseKeeper::queue(steady_clock::time_point due) {
+  if (stopping_ || (queued_ && *queued_ <= due)) return;
+  queued_ = due;
+  LeaseSchedule::process().queue(due, weak_from_this());
 }
 
 void LeaseKeeper::watch(Lease& lease, milliseconds duration, bool keep) {
   lease.latest = std::make_shared<LeaseExpiry>();
   lease.latest->ticks = lease.expires.time_since_epoch().count();
   const auto now = steady_clock::now();
-  {
-    std::lock_guard lock(mutex_);
-    watched_.insert_or_assign(
-        Id{lease.key, lease.token},
-        Watched{lease, duration, keep, keep ? next_renewal(now, duration) : lease.expires});
-    if (!thread_.joinable() && !stopping_) {
-      thread_ = std::thread([self = shared_from_this()] { self->run(); });
-    }
+  std::lock_guard lock(mutex_);
+  if (callbacks_.empty()) {
+    // Unwatched ended leases would tell nobody: forget them rather than let them pile up.
+    std::erase_if(watched_, [&](const auto& entry) {
+      return !entry.second.keep && end_of(entry.second.lease) <= now;
+    });
   }
-  changed_.notify_all();
+  const auto next = keep ? next_renewal(now, duration) : lease.expires;
+  watched_.insert_or_assign(Id{lease.key, lease.token}, Watched{lease, duration, keep, next});
+  if (keep || !callbacks_.empty()) queue(next);
 }
 
 void LeaseKeeper::stop(const Lease& lease) {
   const Id id{lease.key, lease.token};
   std::unique_lock lock(mutex_);
   watched_.erase(id);
-  changed_.wait(lock, [&] { return renewing_ != id; });
+  if (LeaseSchedule::on_thread()) return;  // from a callback: no renewal is in flight
+  idle_.wait(lock, [&] { return renewing_ != id; });
 }
 
 void LeaseKeeper::renewed(const Lease& lease, milliseconds duration) {
-  {
-    std::lock_guard lock(mutex_);
-    const auto found = watched_.find(Id{lease.key, lease.token});
-    if (found == watched_.end()) return;
-    extend(*found->second.lease.latest, lease.expires);
-    found->second.duration = duration;
-    if (!found->second.keep) found->second.next = end_of(found->second.lease);
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  const auto found = watched_.find(Id{lease.key, lease.token});
+  if (found == watched_.end()) return;
+  extend(*found->second.lease.latest, lease.expires);
+  found->second.duration = duration;
+  // A later end only: the queued check finds it not due yet and queues the new one.
+  if (!found->second.keep) found->second.next = end_of(found->second.lease);
 }
 
 void LeaseKeeper::on_lost(std::function<void(const Lease&)> callback) {
   std::lock_guard lock(mutex_);
   callbacks_.push_back(std::move(callback));
+  if (const auto due = earliest()) queue(*due);
 }
 
-void LeaseKeeper::run() {
+std::optional<steady_clock::time_point> LeaseKeeper::serve(steady_clock::time_point at) {
   std::unique_lock lock(mutex_);
+  if (stopping_ || queued_ != at) return std::nullopt;  // a stale entry: another is queued
+  queued_.reset();
   while (!stopping_) {
-    if (watched_.empty()) {
-      changed_.wait(lock);
-      continue;
-    }
     const auto due = std::min_element(watched_.begin(), watched_.end(), [](auto& a, auto& b) {
       return a.second.next < b.second.next;
     });
-    if (steady_clock::now() < due->second.next) {
-      changed_.wait_until(lock, due->second.next);
+    if (due == watched_.end() || steady_clock::now() < due->second.next) break;
+    handle(lock, due->first);
+  }
+  const auto next = earliest();
+  if (stopping_ || !next || (queued_ && *queued_ <= *next)) return std::nullopt;
+  queued_ = next;
+  return next;
+}
+
+namespace {
+thread_local bool on_schedule_thread = false;
+}  // namespace
+
+LeaseSchedule& LeaseSchedule::process() {
+  static LeaseSchedule schedule;
+  return schedule;
+}
+
+bool LeaseSchedule::on_thread() { return on_schedule_thread; }
+
+LeaseSchedule::~LeaseSchedule() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseSchedule::queue(steady_clock::time_point at, std::weak_ptr<LeaseKeeper> keeper) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    due_.push(Entry{at, std::move(keeper)});
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+  changed_.notify_all();
+}
+
+void LeaseSchedule::run() {
+  on_schedule_thread = true;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (due_.empty()) {
+      changed_.wait(lock);
       continue;
     }
-    handle(lock, due->first);
+    const auto at = due_.top().at;
+    if (steady_clock::now() < at) {
+      changed_.wait_until(lock, at);
+      continue;
+    }
+    auto keeper = due_.top().keeper.lock();
+    due_.pop();
+    if (!keeper) continue;  // its LeaseLock is gone
+    // Keepers are served with this mutex released: they queue their times themselves.
+    lock.unlock();
+    const auto next = keeper->serve(at);
+    if (next) queue(*next, keeper);
+    keeper.reset();
+    lock.lock();
   }
 }
 
@@ -138,16 +206,18 @@ void LeaseKeeper::handle(std::unique_lock<std::mutex>& lock, const Id& id) {
   }
   Lease lease = found->second.lease;
   const auto duration = found->second.duration;
+  LeaseStrategy* const strategy = strategy_.get();
   renewing_ = id;
   lock.unlock();
   std::optional<bool> renewed;  // nullopt: the store failed, the outcome is unknown
   try {
-    renewed = strategy_->renew(lease, duration);
+    // shut_down waits for renewing_ to clear before it releases the strategy.
+    renewed = strategy->renew(lease, duration);
   } catch (const std::exception&) {
   }
   lock.lock();
   renewing_.reset();
-  changed_.notify_all();
+  idle_.notify_all();
   found = watched_.find(id);
   if (stopping_ || found == watched_.end()) return;  // unlocked or shut down: nothing to tell
   const auto now = steady_clock::now();
@@ -166,6 +236,7 @@ void LeaseKeeper::lose(std::unique_lock<std::mutex>& lock, std::map<Id, Watched>
   watched_.erase(found);
   cut(*lost.latest, steady_clock::now());
   const auto callbacks = callbacks_;
+  calling_ = true;
   lock.unlock();
   for (const auto& callback : callbacks) {
     try {
@@ -175,6 +246,8 @@ void LeaseKeeper::lose(std::unique_lock<std::mutex>& lock, std::map<Id, Watched>
     }
   }
   lock.lock();
+  calling_ = false;
+  idle_.notify_all();
 }
 
 }  // namespace avout::detail

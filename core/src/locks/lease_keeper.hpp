@@ -1,7 +1,9 @@
 #pragma once
-// The one thread per LeaseLock that keeps its leases alive and tells of their loss: a map of
-// watched leases ordered by nothing, scanned for the earliest due one (a process holds
-// hundreds, not millions), renewals and callbacks made outside the mutex.
+// Keep-alive and loss for every LeaseLock of the process from ONE thread: each LeaseLock's
+// keeper holds its watched leases (a map scanned for the earliest due one: a LeaseLock holds
+// hundreds, not millions) and queues its earliest due time in the process's one schedule (a
+// min-heap of due times), whose thread, started at the first lease that needs watching,
+// serves the keepers in due order; renewals and callbacks are made outside the mutexes.
 
 #include <avout/lease_lock.hpp>
 
@@ -12,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,11 +22,12 @@
 
 namespace avout::detail {
 
-/// Watches a LeaseLock's leases: renews the kept ones, calls on_lost for the lost ones.
-/// Made by make_lease_keeper only: its thread holds it alive while it runs.
+/// Watches a LeaseLock's leases: renews the kept ones, calls on_lost for the lost ones, when
+/// the process's lease schedule calls `serve`. Made by make_lease_keeper only: the schedule
+/// holds it by weak_ptr.
 class LeaseKeeper : public std::enable_shared_from_this<LeaseKeeper> {
  public:
-  /// A keeper renewing through `strategy`; its thread starts at the first watch.
+  /// A keeper renewing through `strategy`; nothing runs until a lease needs watching.
   explicit LeaseKeeper(std::shared_ptr<LeaseStrategy> strategy);
   ~LeaseKeeper() = default;
   LeaseKeeper(const LeaseKeeper&) = delete;
@@ -37,9 +41,13 @@ class LeaseKeeper : public std::enable_shared_from_this<LeaseKeeper> {
   void renewed(const Lease& lease, std::chrono::milliseconds duration);
   /// Adds a loss callback.
   void on_lost(std::function<void(const Lease&)> callback);
-  /// Stops the thread (keep-alive ends; no callback follows): joins it, or, called from a
-  /// callback on it, lets it end by itself once that callback returns.
+  /// Ends the keeping (no renewal or callback follows): waits for a renewal or callback of
+  /// this keeper in flight, unless called from the schedule's thread (from a callback).
   void shut_down();
+  /// Handles this keeper's due leases if `at` is the due time it queued last; returns the
+  /// next due time to queue, or nullopt (nothing to watch, or already queued earlier).
+  std::optional<std::chrono::steady_clock::time_point> serve(
+      std::chrono::steady_clock::time_point at);
 
  private:
   using Id = std::pair<std::string, std::uint64_t>;
@@ -50,23 +58,58 @@ class LeaseKeeper : public std::enable_shared_from_this<LeaseKeeper> {
     std::chrono::steady_clock::time_point next;  // next renewal, or the end to check
   };
 
-  void run();
+  // The earliest due time among the leases that need the schedule; called with mutex_ held.
+  std::optional<std::chrono::steady_clock::time_point> earliest() const;
+  // Queues `due` in the schedule unless an earlier time is queued; called with mutex_ held.
+  void queue(std::chrono::steady_clock::time_point due);
   // Handles the due entry `id`; called and returns with `lock` held.
   void handle(std::unique_lock<std::mutex>& lock, const Id& id);
   // Marks `lease` lost, forgets it and calls the callbacks with `lock` released.
   void lose(std::unique_lock<std::mutex>& lock, std::map<Id, Watched>::iterator found);
 
-  const std::shared_ptr<LeaseStrategy> strategy_;
+  std::shared_ptr<LeaseStrategy> strategy_;  // moved out by shut_down
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable idle_;  // renewing_ reset or calling_ cleared
   std::map<Id, Watched> watched_;
   std::optional<Id> renewing_;
+  bool calling_ = false;  // callbacks running with mutex_ released
+  std::optional<std::chrono::steady_clock::time_point> queued_;  // due time in the schedule
   std::vector<std::function<void(const Lease&)>> callbacks_;
+  bool stopping_ = false;
+};
+
+/// The process's one lease schedule: a min-heap of (due time, keeper) served in order by one
+/// thread, started at the first entry and joined at exit.
+class LeaseSchedule {
+ public:
+  /// The process's schedule.
+  static LeaseSchedule& process();
+  /// True on the schedule's thread (in a callback or renewal it makes).
+  static bool on_thread();
+  /// Asks for `keeper`'s serve(at) at `at`; a keeper gone by then is skipped.
+  void queue(std::chrono::steady_clock::time_point at, std::weak_ptr<LeaseKeeper> keeper);
+  LeaseSchedule() = default;
+  /// Stops and joins the thread.
+  ~LeaseSchedule();
+  LeaseSchedule(const LeaseSchedule&) = delete;
+  LeaseSchedule& operator=(const LeaseSchedule&) = delete;
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point at;
+    std::weak_ptr<LeaseKeeper> keeper;
+    bool operator>(const Entry& other) const { return at > other.at; }
+  };
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> due_;
   bool stopping_ = false;
   std::thread thread_;
 };
 
-/// A keeper for a LeaseLock: the pointer's last copy shuts the keeper's thread down.
+/// A keeper for a LeaseLock: the pointer's last copy shuts the keeper down.
 std::shared_ptr<LeaseKeeper> make_lease_keeper(std::shared_ptr<LeaseStrategy> strategy);
 
 /// When a kept lease of `duration` is renewed next after a renewal at `now`.
