@@ -173,7 +173,7 @@ class Client {
   /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
 
-  /// The semaphore `name` of `n` permits (docs/recipes.md, "Semaphore"; folder
+  /// The semaphore `name` of `n` permits (docs/recipes.md, "Semaphores"; folder
   /// options().root + "/semaphores" + name). The first opener records `n`; Mismatch when the
   /// semaphore was created with another N, InvalidOption for 0. Must not outlive this client.
   Semaphore semaphore(const std::string& name, std::size_t n);

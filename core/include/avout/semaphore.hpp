@@ -1,6 +1,6 @@
 #pragma once
 // avout::Semaphore and avout::Permit: N permits shared by every process that opens the same
-// name (docs/recipes.md, "Semaphore"), like Curator's InterProcessSemaphoreV2, on the
+// name (docs/recipes.md, "Semaphores"), like Curator's InterProcessSemaphoreV2, on the
 // sequential-queue engine: each acquire queues one ephemeral node and holds once it is among
 // the first N of the queue; a waiter watches only the N nodes right ahead of it (no herd).
 //
