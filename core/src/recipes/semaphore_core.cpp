@@ -1,8 +1,8 @@
 // SemaphoreCore: opening a semaphore (its folder and count), acquiring a permit on the
 // sequential-queue engine, releasing it, and what the session's liveness says of the permits.
 #include "recipes/semaphore_core.hpp"
-#include "base/back_off.hpp"
 #include "base/callback_executor.hpp"
+#include "recipes/claim_record.hpp"
 #include "recipes/semaphore_record.hpp"
 
 #include <avout/errors.hpp>
@@ -38,33 +38,18 @@ void SemaphoreCore::start() {
 }
 
 void SemaphoreCore::claim_count() {
-  // N is the semaphore's, not the handle's: the first opener records it in the folder's empty
-  // data (a conditional write: one opener wins); the others must name the same N. As the
-  // Barrier records its participant count.
-  const Deadline bound = Deadline::after(2 * session_.negotiated_timeout());
-  for (std::size_t attempt = 0;; ++attempt) {
-    try {
-      const ReplyDeadline replies(bound);
-      const auto folder = session_.get(folder_);
-      if (folder.data.empty()) {
-        try {
-          session_.set(folder_, encode_permits(n_), folder.stat.version);
-        } catch (const BadVersion&) {  // another opener came first: read its record
-        }
-        continue;
-      }
-      const auto recorded = decode_permits(folder.data);
-      if (recorded == n_) return;
-      throw Mismatch("semaphore " + name_ + ": opened with " + std::to_string(n_) +
-                     " permits, but " +
-                     (recorded ? "it was created with " + std::to_string(*recorded)
-                               : std::string("its node holds no permit count")));
-    } catch (const ConnectionLoss&) {  // the set may have landed: the next read tells
-    }
-    if (!back_off(attempt, bound, outage_pauses)) {
-      bound.expire("semaphore " + name_ + ": recording the permit count");
-    }
-  }
+  // N is the semaphore's, not the handle's: every opener must name the one recorded.
+  claim_record(
+      session_, folder_, encode_permits(n_),
+      [&](const Bytes& data) {
+        const auto recorded = decode_permits(data);
+        if (recorded == n_) return;
+        throw Mismatch("semaphore " + name_ + ": opened with " + std::to_string(n_) +
+                       " permits, but " +
+                       (recorded ? "it was created with " + std::to_string(*recorded)
+                                 : std::string("its node holds no permit count")));
+      },
+      "semaphore " + name_ + ": recording the permit count");
 }
 
 std::shared_ptr<PermitState> SemaphoreCore::acquire(const Deadline& deadline, bool once) {
