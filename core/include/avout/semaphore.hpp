@@ -26,7 +26,6 @@
 //   LockLost    dosync(guarded_by(permit), ...) when the permit is no longer held: a permit is
 //               a shared lock's hold, and LockLost is already the one "your hold is gone"
 //               error guarded_by throws, so one catch serves locks and permits alike
-//   Error       fencing_token() of a permit that is not held (released or moved from)
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
@@ -61,7 +60,7 @@ class Permit {
 
   /// True while held and the session backs it (false after release, a loss, a stall).
   bool is_held() const;
-  /// The permit's fencing token (see the header comment); Error when released or moved from.
+  /// The permit's fencing token (see the header comment); 0 when not held (as a lock's).
   std::uint64_t fencing_token() const;
   /// Gives the permit back (deletes its node); idempotent, never throws.
   void release() noexcept;
