@@ -144,6 +144,39 @@ TEST_CASE("N=3: 4 processes x 3 threads never hold more than 3 permits at once")
   CHECK(permits_queued(client, name) == 0);
 }
 
+TEST_CASE("lost replies, early failures and delays: 3 threads never hold more than 2") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("faults");
+  const auto file =
+      std::filesystem::temp_directory_path() / ("avout-semaphore" + name.substr(name.rfind('-')));
+  avout::Client client(options());
+  auto semaphore = client.semaphore(name, 2);
+  constexpr int threads = 3, rounds = 10;
+  {
+    avout::testing::FaultPlan faults(std::random_device{}(),
+                                     {.reply_lost = 0.1, .fail_early = 0.1, .delay = 0.1},
+                                     avout::testing::shared_zookeeper().connect_string());
+    HoldLog log(file);
+    std::vector<std::future<void>> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.push_back(std::async(std::launch::async, [&, t] {
+        for (int r = 0; r < rounds; ++r) {
+          avout::Permit permit = semaphore.acquire(avout::Deadline::after(scaled(60s)));
+          const std::uint64_t token = permit.fencing_token();
+          if (token != 0) log.line('E', std::to_string(t), token);
+          std::this_thread::sleep_for(5ms);
+          if (token != 0) log.line('L', std::to_string(t), token);
+        }
+      }));
+    }
+    for (auto& worker : workers) worker.get();
+    CHECK(avout::testing::FaultPlan::counts().reply_lost > 0);
+  }
+  CHECK(check_log(file, 2) <= std::size_t{threads * rounds});
+  std::filesystem::remove(file);
+  CHECK(permits_queued(client, name) == 0);  // every lost create found once, every node gone
+}
+
 TEST_CASE("one thread's permits: tokens strictly increase with each grant; moves keep the hold") {
   (void)avout::testing::shared_zookeeper();
   avout::Client client(options());

@@ -161,16 +161,34 @@ std::optional<std::uint64_t> SemaphoreCore::token_of(const std::string& node,
 
 void SemaphoreCore::give_up(const std::string& prefix, const std::string& node) {
   const Deadline bound = grace();
-  try {
-    const ReplyDeadline replies(bound);
-    std::string path = node;
-    if (path.empty()) {  // a create whose outcome is unknown: find it by its unique prefix
+  std::string path = node;
+  if (path.empty()) {  // a create whose outcome is unknown: find it by its unique prefix
+    try {
+      const ReplyDeadline replies(bound);
       const auto found = queue_.find(prefix, bound);
       if (!found) return;
       path = *found;
+    } catch (const Error&) {  // past the grace the server may end the session, and the node
+      return;
     }
-    (void)queue_.release(path, 0, bound);
-  } catch (const Error&) {  // past the grace the server may end the session, and the node
+  }
+  remove_node(path, bound);
+}
+
+void SemaphoreCore::remove_node(const std::string& path, const Deadline& bound) noexcept {
+  // A lost reply or an outage is no answer: ask again (a delete that landed then answers
+  // NoNode), until the bound; past it the node goes with its session.
+  for (;;) {
+    const auto seen = wake_->count();
+    try {
+      const ReplyDeadline replies(bound);
+      (void)queue_.release(path, 0, bound);
+      return;
+    } catch (const ConnectionLoss&) {
+    } catch (...) {  // gone with its session, or it goes when the session ends
+      return;
+    }
+    if (!wake_->wait_past(seen, bound, loss_pause)) return;
   }
 }
 
@@ -187,12 +205,7 @@ void SemaphoreCore::release(PermitState& permit) noexcept {
     }
   }
   // A lost permit's node too: after a lapse the session may have lived on, node and all.
-  try {
-    const Deadline bound = grace();
-    const ReplyDeadline replies(bound);
-    (void)queue_.release(permit.node, 0, bound);
-  } catch (...) {  // gone with its session, or it goes when the session ends
-  }
+  remove_node(permit.node, grace());
 }
 
 bool SemaphoreCore::held(const PermitState& permit) const {

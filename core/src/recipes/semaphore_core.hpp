@@ -74,6 +74,8 @@ class SemaphoreCore : public std::enable_shared_from_this<SemaphoreCore>,
   std::optional<std::uint64_t> token_of(const std::string& node, const Deadline& deadline);
   // Removes what an attempt left: the node at `node`, or a create of `prefix` in doubt.
   void give_up(const std::string& prefix, const std::string& node);
+  // Deletes the node at `path` by `bound`, asking again after a connection loss.
+  void remove_node(const std::string& path, const Deadline& bound) noexcept;
   // The bound of an undoing step: one session timeout.
   Deadline grace() const;
   // The session's liveness changed: wakes the waits, marks permits lost at a lapse or expiry.
