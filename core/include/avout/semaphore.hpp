@@ -9,8 +9,10 @@
 // of it: grant order is queue order, which is creation order, which is zxid order. zxids are
 // 64 bits and only grow, across every process and every leader change, so tokens strictly
 // increase with each grant of the name, in grant order, also after the node names' 32-bit
-// sequence wrapped (the queue orders names modulo 2^32; zxids do not wrap). Two permits held
-// at once have distinct tokens; a store fenced by them refuses a lower token than one seen.
+// sequence wrapped (the queue orders names modulo 2^32; zxids do not wrap). Up to N permits
+// are held at once, so a resource fenced by them must not refuse a lower token merely for
+// being lower than another live holder's (as a mutex's would): dosync(guarded_by(permit))
+// is the check that needs no such care.
 //
 // Failure model: a permit counts only while the session backs it. A disconnect past the
 // point where the server may have ended the session, an expiry, or a stall of this process
@@ -52,10 +54,13 @@ class Permit {
  public:
   /// Releases the permit if still held.
   ~Permit();
+  /// Takes `other`'s permit; `other` then holds none.
   Permit(Permit&& other) noexcept;
   /// Releases the permit held before, then takes `other`'s.
   Permit& operator=(Permit&& other) noexcept;
+  /// Not copyable: one permit, one owner.
   Permit(const Permit&) = delete;
+  /// Not copyable: one permit, one owner.
   Permit& operator=(const Permit&) = delete;
 
   /// True while held and the session backs it (false after release, a loss, a stall).
