@@ -1,5 +1,5 @@
 #pragma once
-// Everything of avout's core API in one include: Client, Atom, locks, Barrier, errors,
+// Everything of avout's core API in one include: Client, Atom, locks, Barrier, Semaphore, errors,
 // codecs, the backend interfaces and the ZooKeeper session.
 
 #include <avout/agent.hpp>
@@ -14,5 +14,6 @@
 #include <avout/inspect.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
+#include <avout/semaphore.hpp>
 #include <avout/store_registry.hpp>
 #include <avout/zookeeper_session.hpp>

@@ -6,6 +6,7 @@
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/barrier.hpp>
+#include <avout/semaphore.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
 #include <avout/guarded_by.hpp>
@@ -171,6 +172,11 @@ class Client {
   /// opener records `n`; Mismatch when the barrier was created with another count,
   /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
+
+  /// The semaphore `name` of `n` permits (docs/recipes.md, "Semaphores"; folder
+  /// options().root + "/semaphores" + name). The first opener records `n`; Mismatch when the
+  /// semaphore was created with another N, InvalidOption for 0. Must not outlive this client.
+  Semaphore semaphore(const std::string& name, std::size_t n);
 
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the

@@ -70,6 +70,10 @@ class Layout {
   std::string barrier(const std::string& name) const { return barriers() + name; }
   /// Parent of the barriers.
   std::string barriers() const { return root_ + "/barriers"; }
+  /// The folder of the semaphore `name` (its permit nodes; its N in its data).
+  std::string semaphore(const std::string& name) const { return semaphores() + name; }
+  /// Parent of the semaphores.
+  std::string semaphores() const { return root_ + "/semaphores"; }
 
   /// The name stores keep the values of the `kind` ("ref", "agent", "atom") `name` under:
   /// unique per deployment (chroot and root) and per kind, so nothing else shares its keys.
