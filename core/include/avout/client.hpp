@@ -6,6 +6,7 @@
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/barrier.hpp>
+#include <avout/leader_election.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
 #include <avout/guarded_by.hpp>
@@ -171,6 +172,10 @@ class Client {
   /// opener records `n`; Mismatch when the barrier was created with another count,
   /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
+  /// The candidate `id` in the leader election `name` (docs/recipes.md, "Leader election";
+  /// folder options().root + "/elections" + name); a handle that never campaigns reads
+  /// leader() only. Must not outlive this client.
+  LeaderElection leader_election(const std::string& name, const std::string& id = {});
 
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the

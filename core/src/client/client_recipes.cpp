@@ -1,5 +1,6 @@
 // Client's factories of the recipes on the sequential-queue engine (core/src/recipes).
 #include "recipes/barrier_core.hpp"
+#include "recipes/election_core.hpp"
 #include "runtime/runtime.hpp"
 
 #include <avout/client.hpp>
@@ -11,6 +12,14 @@ Barrier Client::barrier(const std::string& name, std::size_t n) {
   if (n == 0) throw InvalidOption("barrier " + name + ": a round needs at least one participant");
   return Barrier(
       std::make_shared<detail::BarrierCore>(*session_, name, runtime_->layout().barrier(name), n));
+}
+
+LeaderElection Client::leader_election(const std::string& name, const std::string& id) {
+  validate_path(name);
+  auto core = std::make_shared<detail::ElectionCore>(*session_, runtime_->liveness(), callbacks_,
+                                                     name, runtime_->layout().election(name), id);
+  core->start();
+  return LeaderElection(std::move(core));
 }
 
 }  // namespace avout
