@@ -224,6 +224,55 @@ TEST_CASE("a SIGKILLed leader hands over once its session ends") {
   CHECK(next.leader() == "next");
 }
 
+TEST_CASE("a leader frozen past its session timeout never believes it leads; the next does") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("frozen");
+  const auto file =
+      std::filesystem::temp_directory_path() / ("avout-election" + name.substr(name.rfind('-')));
+  const auto led = std::filesystem::path(file.string() + ".led");
+  avout::testing::ChildProcess frozen(0, [&](int) {
+    avout::Client client(options());
+    auto election = client.leader_election(name, "frozen");
+    std::atomic<int> revoked{0};
+    election.on_revoked([&] { ++revoked; });
+    election.campaign(avout::Deadline::after(scaled(20s)));
+    std::ofstream(led) << election.fencing_token() << '\n';
+    bool thawed = false, believed = false;
+    auto last = Clock::now();
+    const auto until = Clock::now() + scaled(60s);
+    while (revoked == 0 && Clock::now() < until) {
+      const auto before = Clock::now();
+      const bool leads = election.is_leader();
+      const auto after = Clock::now();
+      if (after - before < 500ms) {  // a sample the freeze did not cut in two
+        if (before - last > 1500ms) thawed = true;
+        if (thawed && leads) believed = true;
+      }
+      last = after;
+      std::this_thread::sleep_for(1ms);
+    }
+    std::ofstream(file) << thawed << ' ' << believed << ' ' << revoked << ' '
+                        << election.is_leader() << '\n';
+  });
+  REQUIRE(avout::testing::wait_for_file(led, scaled(20s)));
+  avout::Client client(options());
+  auto next = client.leader_election(name, "next");
+  frozen.signal(SIGSTOP);
+  next.campaign(avout::Deadline::after(scaled(30s)));  // once the frozen one's session ended
+  CHECK(next.leader() == "next");
+  frozen.signal(SIGCONT);
+  CHECK(frozen.wait(scaled(60s)) == 0);
+  int thawed = 0, believed = 1, revoked = 0, leads = 1;
+  std::ifstream(file) >> thawed >> believed >> revoked >> leads;
+  std::filesystem::remove(file);
+  std::filesystem::remove(led);
+  CHECK(thawed == 1);
+  CHECK(believed == 0);
+  CHECK(revoked == 1);
+  CHECK(leads == 0);
+  CHECK(next.is_leader());
+}
+
 TEST_CASE("a leader whose session expires is told once, stops leading, and the next leads") {
   (void)avout::testing::shared_zookeeper();
   const std::string name = unique_name("expired");

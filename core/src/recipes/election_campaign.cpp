@@ -33,8 +33,12 @@ void ElectionCore::campaign(const Deadline& deadline) {
         withdraw(prefix);
         deadline.expire(what);
       }
+      // Read after the create: one made while the session renewed lives in the new one. (A
+      // node of a session that ended since is gone, and the next turn says so.)
+      const auto generation = session_.generation();
       std::lock_guard lock(mutex_);
       node_ = node;
+      node_generation_ = generation;
     }
     const auto seen = wake_->count();
     std::optional<Turn> turn;

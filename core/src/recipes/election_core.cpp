@@ -93,10 +93,13 @@ void ElectionCore::on_liveness(LivenessEvent event) {
           leading_ = false;
         }
         break;
-      case LivenessEvent::expired:  // the ephemeral node is gone
-        node_.reset();
+      case LivenessEvent::expired:
+        // The ended session's nodes are gone; a node a campaign made in the renewed one stays.
+        if (node_ && session_.ended_since(node_generation_)) {
+          node_.reset();
+          leading_ = false;
+        }
         stale_.clear();
-        leading_ = false;
         break;
     }
     if (was_leading && !leading_) {

@@ -87,8 +87,9 @@ class ElectionCore : private LivenessSubscriber {
 
   std::mutex operations_;  // one campaign or resign at a time
 
-  mutable std::mutex mutex_;         // guards what follows; liveness callbacks take it briefly
-  std::optional<std::string> node_;  // this candidate's node (path)
+  mutable std::mutex mutex_;           // guards what follows; liveness callbacks take it briefly
+  std::optional<std::string> node_;    // this candidate's node (path)
+  std::uint64_t node_generation_ = 0;  // the session node_ was made in (read after the create)
   bool leading_ = false;
   std::uint64_t token_ = 0;         // the czxid of node_ while leading
   std::vector<std::string> stale_;  // nodes of lost leaderships the session may still hold
