@@ -23,10 +23,10 @@
 // lock's, and callers already catch LockLost for "what I held is gone").
 //
 // What the calls throw (all derive from avout::Error):
-//   Timeout         campaign(deadline): the deadline passed or its token was stopped; the
+//   Timeout         campaign(deadline): the deadline passed or its stop token was stopped; the
 //                   candidate's node is withdrawn (nothing left behind)
 //   LockLost        dosync(guarded_by(e), ...) when e does not lead (any more)
-//   ConnectionLoss  leader() while ZooKeeper is unreachable past its deadline's bound
+//   Timeout         leader(): ZooKeeper did not answer within two session timeouts
 
 #include <avout/deadline.hpp>
 #include <avout/guarded_by.hpp>
@@ -54,7 +54,7 @@ class LeaderElection {
   /// True while this candidate leads and its session may still back it.
   bool is_leader() const;
   /// The id of the current leader (the first candidate in line), from any process; nullopt
-  /// when nobody campaigns. Reads after a sync; Timeout past the client's operation timeout.
+  /// when nobody campaigns. Reads after a sync; Timeout past two session timeouts.
   std::optional<std::string> leader() const;
   /// Adds a callback run once per lost leadership (not after resign()).
   void on_revoked(std::function<void()> callback);

@@ -56,7 +56,7 @@ class ElectionCore : private LivenessSubscriber {
   const std::string& name() const { return name_; }
   /// This candidate's id.
   const std::string& id() const { return id_; }
-  /// The deadline of a call given none: the session timeout's bound on replies.
+  /// The deadline of leader() given none: two session timeouts from now.
   Deadline default_deadline() const;
 
  private:
