@@ -7,11 +7,6 @@
 
 namespace avout::detail {
 
-namespace {
-// How long a wait trusts its watch before it looks again anyway.
-constexpr std::chrono::milliseconds look_again_after{2000};
-}  // namespace
-
 void ElectionCore::campaign(const Deadline& deadline) {
   std::lock_guard operation(operations_);
   if (is_leader()) return;
