@@ -91,7 +91,7 @@ TEST_CASE("4 processes x 2 candidates campaign and resign; one leader per token,
   const std::string ref_name = unique_name("last-token");
   const auto file =
       std::filesystem::temp_directory_path() / ("avout-election" + name.substr(name.rfind('-')));
-  constexpr int processes = 4, threads = 2, rounds = 3;
+  constexpr int processes = 4, threads = 2, rounds = 6;
   const auto codes = avout::testing::run_in_processes(
       processes,
       [&](int index) {
