@@ -1,12 +1,14 @@
 // LeaderElection against a real ZooKeeper, from threads and real processes: one leader at a
 // time with fencing tokens strictly increasing, a deposed leader's guarded commit never
 // lands, leader() readable by a process that never campaigns, campaign's deadline leaves
-// nothing behind, a SIGKILLed leader hands over, a leader whose session expires is told
-// (on_revoked) and stops believing before the next one leads, a lost create reply counts once.
+// nothing behind, a SIGKILLed leader hands over, a frozen (SIGSTOP) or cut-off leader stops
+// believing before the next one leads, a leader whose session expires is told once
+// (on_revoked) and campaigns again on the renewed session, a lost create reply counts once.
 #include <avout/avout.hpp>
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/tcp_relay.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -323,6 +325,42 @@ TEST_CASE("a leader whose session expires is told once, stops leading, and the n
   second.resign();
   first.campaign(avout::Deadline::after(scaled(10s)));
   CHECK(first.fencing_token() > second_token);
+}
+
+TEST_CASE("a leader cut off from ZooKeeper stops believing before the next one leads") {
+  auto& server = avout::testing::shared_zookeeper();
+  avout::testing::TcpRelay relay(server.port());
+  const std::string name = unique_name("partitioned");
+  avout::Client cut_off_client({.hosts = relay.connect_string(), .session_timeout = 2000ms});
+  avout::Client other_client(options());
+  auto first = cut_off_client.leader_election(name, "cut-off");
+  auto second = other_client.leader_election(name, "other");
+  std::atomic<int> revoked{0};
+  first.on_revoked([&] { ++revoked; });
+  first.campaign(avout::Deadline::after(scaled(10s)));
+  std::atomic<std::int64_t> first_stopped{0};
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    while (!stop && first.is_leader()) std::this_thread::sleep_for(1ms);
+    first_stopped = now_us();
+  });
+  relay.isolate();  // the server hears nothing more of it, and expires its session
+  second.campaign(avout::Deadline::after(scaled(30s)));
+  const auto second_leads = now_us();
+  stop = true;
+  watcher.join();
+  CHECK(first_stopped <= second_leads);  // the lapse came before the server's expiry
+  CHECK_FALSE(first.is_leader());
+  CHECK(eventually([&] { return revoked == 1; }, scaled(10s)));
+  relay.cut();  // back: the client hears of the expiry and renews its session
+  CHECK(second.leader() == "other");
+  std::this_thread::sleep_for(500ms);
+  CHECK(revoked == 1);  // the lapse and the expiry are one lost leadership
+  CHECK_FALSE(first.is_leader());
+  second.resign();
+  first.campaign(avout::Deadline::after(scaled(20s)));  // on the renewed session
+  CHECK(first.is_leader());
+  CHECK(second.leader() == "cut-off");
 }
 
 TEST_CASE("a lost create reply counts once") {
