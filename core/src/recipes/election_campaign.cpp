@@ -41,6 +41,8 @@ void ElectionCore::campaign(const Deadline& deadline) {
       turn = queue_.turn(name_of(*node), HoldRule::first(1), wake_me, deadline);
     } catch (const ConnectionLoss&) {  // the session may well survive: look again
       if (back_off(losses++, deadline, outage_pauses)) continue;
+    } catch (const SessionExpired&) {  // the renewed session's turn says the node vanished
+      if (back_off(losses++, deadline, outage_pauses)) continue;
     }
     if (!turn) {
       withdraw(prefix);
