@@ -6,6 +6,7 @@
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/barrier.hpp>
+#include <avout/leader_election.hpp>
 #include <avout/client.hpp>
 #include <avout/codec.hpp>
 #include <avout/distributed_lock.hpp>

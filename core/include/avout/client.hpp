@@ -6,13 +6,14 @@
 #include <avout/atom.hpp>
 #include <avout/backend.hpp>
 #include <avout/barrier.hpp>
-#include <avout/semaphore.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
-#include <avout/guarded_by.hpp>
 #include <avout/garbage_report.hpp>
+#include <avout/guarded_by.hpp>
+#include <avout/leader_election.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
+#include <avout/semaphore.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <chrono>
@@ -172,6 +173,10 @@ class Client {
   /// opener records `n`; Mismatch when the barrier was created with another count,
   /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
+  /// The candidate `id` in the leader election `name` (docs/recipes.md, "Leader election";
+  /// folder options().root + "/elections" + name); a handle that never campaigns reads
+  /// leader() only. Must not outlive this client.
+  LeaderElection leader_election(const std::string& name, const std::string& id = {});
 
   /// The semaphore `name` of `n` permits (docs/recipes.md, "Semaphores"; folder
   /// options().root + "/semaphores" + name). The first opener records `n`; Mismatch when the

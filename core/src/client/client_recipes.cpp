@@ -1,5 +1,6 @@
 // Client's factories of the recipes on the sequential-queue engine (core/src/recipes).
 #include "recipes/barrier_core.hpp"
+#include "recipes/election_core.hpp"
 #include "recipes/semaphore_core.hpp"
 #include "runtime/runtime.hpp"
 
@@ -21,6 +22,14 @@ Semaphore Client::semaphore(const std::string& name, std::size_t n) {
                                                       name, runtime_->layout().semaphore(name), n);
   core->start();
   return Semaphore(std::move(core));
+}
+
+LeaderElection Client::leader_election(const std::string& name, const std::string& id) {
+  validate_path(name);
+  auto core = std::make_shared<detail::ElectionCore>(*session_, runtime_->liveness(), callbacks_,
+                                                     name, runtime_->layout().election(name), id);
+  core->start();
+  return LeaderElection(std::move(core));
 }
 
 }  // namespace avout

@@ -74,6 +74,10 @@ class Layout {
   std::string semaphore(const std::string& name) const { return semaphores() + name; }
   /// Parent of the semaphores.
   std::string semaphores() const { return root_ + "/semaphores"; }
+  /// The folder of the leader election `name` (its candidates' nodes).
+  std::string election(const std::string& name) const { return elections() + name; }
+  /// Parent of the leader elections.
+  std::string elections() const { return root_ + "/elections"; }
 
   /// The name stores keep the values of the `kind` ("ref", "agent", "atom") `name` under:
   /// unique per deployment (chroot and root) and per kind, so nothing else shares its keys.
