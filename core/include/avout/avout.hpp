@@ -15,4 +15,5 @@
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/store_registry.hpp>
+#include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>

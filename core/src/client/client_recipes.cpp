@@ -1,5 +1,6 @@
 // Client's factories of the recipes on the sequential-queue engine (core/src/recipes).
 #include "recipes/barrier_core.hpp"
+#include "recipes/work_queue_core.hpp"
 #include "runtime/runtime.hpp"
 
 #include <avout/client.hpp>
@@ -11,6 +12,12 @@ Barrier Client::barrier(const std::string& name, std::size_t n) {
   if (n == 0) throw InvalidOption("barrier " + name + ": a round needs at least one participant");
   return Barrier(
       std::make_shared<detail::BarrierCore>(*session_, name, runtime_->layout().barrier(name), n));
+}
+
+std::shared_ptr<detail::WorkQueueHandle> Client::attach_work_queue(const std::string& name) {
+  validate_path(name);
+  return std::make_shared<detail::WorkQueueCore>(*session_, *stm_, name,
+                                                 runtime_->layout().work_queue(name));
 }
 
 }  // namespace avout

@@ -1,0 +1,169 @@
+// WorkQueueCore: puts (in a commit multi or one protected create), takes (a delete at the
+// item's version in a commit multi) and the takers' waiting line.
+#include "recipes/work_queue_core.hpp"
+#include "stm/participant.hpp"
+#include "zk/multi_size.hpp"
+
+#include <avout/detail/ref_handle.hpp>
+#include <avout/errors.hpp>
+
+#include <algorithm>
+#include <variant>
+
+namespace avout::detail {
+
+namespace {
+
+// The items: persistent, found again by a uuid after a lost reply.
+const NodeKind item_kind{"i", 0};
+// The takers waiting for items: ephemeral, gone with a taker's session.
+const NodeKind waiter_kind{"w", 0};
+
+// True when `transaction` deletes `path` already (an item an earlier take of it got).
+bool taken_by(const OpenTransaction& transaction, const std::string& path) {
+  return std::ranges::any_of(transaction.additions(), [&](const auto& addition) {
+    return std::ranges::any_of(addition.operations, [&](const Operation& operation) {
+      const auto* remove = std::get_if<op::Remove>(&operation);
+      return remove != nullptr && remove->path == path;
+    });
+  });
+}
+
+}  // namespace
+
+WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::string name,
+                             std::string folder)
+    : session_(session),
+      stm_(stm),
+      name_(std::move(name)),
+      folder_(std::move(folder)),
+      items_(session, folder_, item_kind, CreateMode::persistent_sequential),
+      waiters_(session, folder_ + "/waiters", waiter_kind, CreateMode::ephemeral_sequential) {
+  session_.create_recursive(folder_ + "/waiters");
+  // A renewed session took our waiter's node: a waiting taker looks again at once.
+  listener_ = session_.add_listener([wake = wake_](SessionState) { wake->bump(); });
+}
+
+WorkQueueCore::~WorkQueueCore() { session_.remove_listener(listener_); }
+
+void WorkQueueCore::put(const Bytes& item, const Deadline& deadline) {
+  if (serialized_size(folder_.size() + 64, item.size(), 0) > multi_limit) {
+    throw ValueTooLarge("work queue " + name_ + ": an item of " + std::to_string(item.size()) +
+                        " bytes does not fit a ZooKeeper node");
+  }
+  const std::string prefix = items_.fresh_prefix();
+  if (auto* transaction = OpenTransaction::current()) {
+    // Queued iff the dosync commits; a lost commit reply is the transaction's to resolve.
+    transaction->add_to_commit({items_.create_op(prefix, item)}, {});
+    return;
+  }
+  if (items_.create(prefix, item, deadline)) return;
+  // The deadline passed with the create perhaps in flight: a sync and a listing tell whether
+  // it landed (the session's requests apply in order), bounded by one session timeout.
+  const Deadline grace = Deadline::after(session_.negotiated_timeout());
+  try {
+    const ReplyDeadline replies(grace);
+    if (items_.find(prefix, grace)) return;
+  } catch (const Timeout&) {
+    throw OutcomeUnknown("work queue " + name_ + ": put: " + deadline.reason() +
+                         " and ZooKeeper did not say whether the item was queued");
+  }
+  deadline.expire("work queue " + name_ + ": put (nothing queued)");
+}
+
+bool WorkQueueCore::take(const Deadline& deadline, bool wait,
+                         const std::function<void(const Bytes&)>& accept) {
+  bool took = false;
+  try {
+    // A bounded take bounds its own waits for ZooKeeper; an unbounded one inside a dosync
+    // keeps the dosync's bound.
+    std::optional<ReplyDeadline> replies;
+    if (deadline.bounded()) replies.emplace(deadline);
+    // Joins the running dosync, or runs one of its own (the take commits alone).
+    run_transaction(stm_, deadline, [&] {
+      took = false;
+      auto* transaction = OpenTransaction::current();
+      while (!(took = take_one(*transaction, accept, deadline))) {
+        if (!wait || !wait_for_items(deadline)) return;
+      }
+    });
+  } catch (const Timeout&) {
+    if (!deadline.expired()) throw;  // not ours: the dosync's own bound
+    return false;
+  }
+  return took;
+}
+
+bool WorkQueueCore::take_one(OpenTransaction& transaction,
+                             const std::function<void(const Bytes&)>& accept,
+                             const Deadline& deadline) {
+  const auto listed = items_.list(deadline);
+  if (!listed) return false;
+  for (const auto& name : *listed) {
+    const std::string path = path_of(name);
+    if (taken_by(transaction, path)) continue;
+    NodeData node;
+    try {
+      node = session_.get(path);
+    } catch (const NoNode&) {  // taken by a commit since the listing
+      continue;
+    }
+    accept(node.data);
+    // The first commit deleting this version wins; another taker's fails on it and its
+    // dosync runs again, listing the queue anew.
+    transaction.add_to_commit({op::Remove{path, node.stat.version}}, {});
+    return true;
+  }
+  return false;
+}
+
+bool WorkQueueCore::wait_for_items(const Deadline& deadline) {
+  const std::string prefix = waiters_.fresh_prefix();
+  const auto bump = [wake = wake_](const WatchEvent&) { wake->bump(); };
+  const auto node = waiters_.create(prefix, {}, deadline);
+  bool ready = false;
+  if (node) {
+    const std::string own = name_of(*node);
+    // A waiter looks at the items when first in line; the others only when the one ahead
+    // leaves. Each also looks once a session timeout passes unwoken: a waiter's node left
+    // behind by a create whose reply came too late cannot hold the line for good.
+    bool poll = false;
+    while (!deadline.expired()) {
+      const auto seen = wake_->count();
+      const auto turn = waiters_.turn(own, HoldRule::first(1), bump, deadline);
+      if (!turn) break;
+      if (turn->vanished) {  // the session ended: line up again
+        ready = true;
+        break;
+      }
+      if (turn->holds || poll) {
+        const auto listed = items_.list(deadline, turn->holds ? WatchCallback(bump) : nullptr);
+        if (!listed) break;
+        if (!listed->empty()) {
+          ready = true;
+          break;
+        }
+      }
+      if (!turn->holds && turn->watch.empty()) continue;  // the one ahead left already
+      if (!wake_->wait_past(seen, deadline, session_.negotiated_timeout())) break;
+      poll = wake_->count() == seen;
+    }
+  }
+  // Leaving the line wakes the waiter behind (it looks at the items in turn). Bounded by a
+  // session timeout of its own: the caller's deadline may have passed.
+  const Deadline grace = Deadline::after(session_.negotiated_timeout());
+  try {
+    const ReplyDeadline replies(grace);
+    const auto path = node ? node : waiters_.find(prefix, grace);
+    if (path) (void)waiters_.release(*path, 0, grace);
+  } catch (const Error&) {  // the node goes with the session at the latest
+  }
+  return ready;
+}
+
+std::size_t WorkQueueCore::size() {
+  const auto listed = items_.list(Deadline{});
+  return listed ? listed->size() : 0;
+}
+
+}  // namespace avout::detail
