@@ -173,7 +173,7 @@ class Client {
   /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
 
-  /// The work queue `name` of T items (docs/recipes.md, "Work queue"; folder
+  /// The work queue `name` of T items (docs/recipes.md, "Work queues"; folder
   /// options().root + "/queues" + name). Must not outlive this client.
   template <Encodable T>
   WorkQueue<T> work_queue(const std::string& name) {

@@ -1,6 +1,6 @@
 #pragma once
 // avout::WorkQueue<T>: a distributed queue of items for workers (docs/recipes.md, "Work
-// queue"). Any process puts; every item is consumed by exactly one committed take.
+// queues"). Any process puts; every item is consumed by exactly one committed take.
 //
 // Transactions: a take is part of a dosync. It deletes the item's node at its exact version
 // inside the transaction's commit multi, so the take commits together with the worker's
