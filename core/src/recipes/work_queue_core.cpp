@@ -8,6 +8,8 @@
 #include <avout/errors.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <variant>
 
 namespace avout::detail {
@@ -40,11 +42,7 @@ WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::st
       items_(session, folder_, item_kind, CreateMode::persistent_sequential),
       waiters_(session, folder_ + "/waiters", waiter_kind, CreateMode::ephemeral_sequential) {
   session_.create_recursive(folder_ + "/waiters");
-  // A renewed session took our waiter's node: a waiting taker looks again at once.
-  listener_ = session_.add_listener([wake = wake_](SessionState) { wake->bump(); });
 }
-
-WorkQueueCore::~WorkQueueCore() { session_.remove_listener(listener_); }
 
 void WorkQueueCore::put(const Bytes& item, const Deadline& deadline) {
   if (serialized_size(folder_.size() + 64, item.size(), 0) > multi_limit) {
@@ -119,46 +117,59 @@ bool WorkQueueCore::take_one(OpenTransaction& transaction,
 
 bool WorkQueueCore::wait_for_items(const Deadline& deadline) {
   const std::string prefix = waiters_.fresh_prefix();
-  const auto bump = [wake = wake_](const WatchEvent&) { wake->bump(); };
-  const auto node = waiters_.create(prefix, {}, deadline);
-  bool ready = false;
-  if (node) {
-    const std::string own = name_of(*node);
-    // A waiter looks at the items when first in line; the others only when the one ahead
-    // leaves. Each also looks once a session timeout passes unwoken: a waiter's node left
-    // behind by a create whose reply came too late cannot hold the line for good.
-    bool poll = false;
-    while (!deadline.expired()) {
-      const auto seen = wake_->count();
-      const auto turn = waiters_.turn(own, HoldRule::first(1), bump, deadline);
-      if (!turn) break;
-      if (turn->vanished) {  // the session ended: line up again
-        ready = true;
-        break;
-      }
-      if (turn->holds || poll) {
-        const auto listed = items_.list(deadline, turn->holds ? WatchCallback(bump) : nullptr);
-        if (!listed) break;
-        if (!listed->empty()) {
-          ready = true;
-          break;
-        }
-      }
-      if (!turn->holds && turn->watch.empty()) continue;  // the one ahead left already
-      if (!wake_->wait_past(seen, deadline, session_.negotiated_timeout())) break;
-      poll = wake_->count() == seen;
+  // Each wait has its own signal: a watch wakes the one taker that set it, not every taker
+  // of this process. A session change (a renewed session took the node) wakes it too.
+  const auto wake = std::make_shared<WakeSignal>();
+  const std::uint64_t listener = session_.add_listener([wake](SessionState) { wake->bump(); });
+  std::optional<std::string> node;
+  // Leaving the line wakes the waiter behind (it looks at the items in turn); on every way
+  // out, a throw included. Bounded by a session timeout of its own: the caller's deadline
+  // may have passed.
+  const auto leave = [&] {
+    const Deadline grace = Deadline::after(session_.negotiated_timeout());
+    try {
+      const ReplyDeadline replies(grace);
+      const auto path = node ? node : waiters_.find(prefix, grace);
+      if (path) (void)waiters_.release(*path, 0, grace);
+    } catch (const Error&) {  // the node goes with the session at the latest
     }
-  }
-  // Leaving the line wakes the waiter behind (it looks at the items in turn). Bounded by a
-  // session timeout of its own: the caller's deadline may have passed.
-  const Deadline grace = Deadline::after(session_.negotiated_timeout());
+    session_.remove_listener(listener);
+  };
+  bool ready = false;
   try {
-    const ReplyDeadline replies(grace);
-    const auto path = node ? node : waiters_.find(prefix, grace);
-    if (path) (void)waiters_.release(*path, 0, grace);
-  } catch (const Error&) {  // the node goes with the session at the latest
+    node = waiters_.create(prefix, {}, deadline);
+    if (node) ready = wait_in_line(name_of(*node), wake, deadline);
+  } catch (...) {
+    leave();
+    throw;
   }
+  leave();
   return ready;
+}
+
+bool WorkQueueCore::wait_in_line(const std::string& own, const std::shared_ptr<WakeSignal>& wake,
+                                 const Deadline& deadline) {
+  // Held by the watches: one may fire after this wait ended.
+  const auto bump = [wake](const WatchEvent&) { wake->bump(); };
+  // A waiter looks at the items when first in line; the others only when the one ahead
+  // leaves. Each also looks once a session timeout passes unwoken: a waiter's node left
+  // behind by a create whose reply came too late cannot hold the line for good.
+  bool poll = false;
+  while (!deadline.expired()) {
+    const auto seen = wake->count();
+    const auto turn = waiters_.turn(own, HoldRule::first(1), bump, deadline);
+    if (!turn) return false;
+    if (turn->vanished) return true;  // the session ended: look, then line up again
+    if (turn->holds || poll) {
+      const auto listed = items_.list(deadline, turn->holds ? WatchCallback(bump) : nullptr);
+      if (!listed) return false;
+      if (!listed->empty()) return true;
+    }
+    if (!turn->holds && turn->watch.empty()) continue;  // the one ahead left already
+    if (!wake->wait_past(seen, deadline, session_.negotiated_timeout())) return false;
+    poll = wake->count() == seen;
+  }
+  return false;
 }
 
 std::size_t WorkQueueCore::size() {

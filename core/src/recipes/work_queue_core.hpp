@@ -13,7 +13,6 @@
 #include <avout/detail/work_queue_handle.hpp>
 #include <avout/zookeeper_session.hpp>
 
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,8 +27,7 @@ class WorkQueueCore final : public WorkQueueHandle {
  public:
   /// Opens the queue: creates its folder and its waiters' folder when new.
   WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::string name, std::string folder);
-  /// Stops listening to the session.
-  ~WorkQueueCore() override;
+  ~WorkQueueCore() override = default;
   WorkQueueCore(const WorkQueueCore&) = delete;
   WorkQueueCore& operator=(const WorkQueueCore&) = delete;
 
@@ -46,6 +44,10 @@ class WorkQueueCore final : public WorkQueueHandle {
                 const Deadline& deadline);
   // Waits in the takers' line until items are there (true) or `deadline` passed (false).
   bool wait_for_items(const Deadline& deadline);
+  // The wait of the waiter node `own` for its turn and then for items, woken by `wake`:
+  // true when items are there (or the node vanished: look again), false at the deadline.
+  bool wait_in_line(const std::string& own, const std::shared_ptr<WakeSignal>& wake,
+                    const Deadline& deadline);
   // The path of the folder's child `child`.
   std::string path_of(const std::string& child) const { return folder_ + "/" + child; }
 
@@ -55,8 +57,6 @@ class WorkQueueCore final : public WorkQueueHandle {
   std::string folder_;
   SequentialQueue items_;
   SequentialQueue waiters_;
-  std::shared_ptr<WakeSignal> wake_ = std::make_shared<WakeSignal>();
-  std::uint64_t listener_ = 0;
 };
 
 }  // namespace avout::detail
