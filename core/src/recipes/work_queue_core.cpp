@@ -1,8 +1,8 @@
 // WorkQueueCore: puts (in a commit multi or one protected create), takes (a delete at the
 // item's version in a commit multi) and the takers' waiting line.
 #include "recipes/work_queue_core.hpp"
+#include "recipes/work_queue_items.hpp"
 #include "stm/participant.hpp"
-#include "zk/multi_size.hpp"
 
 #include <avout/detail/ref_handle.hpp>
 #include <avout/errors.hpp>
@@ -10,27 +10,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <variant>
+#include <vector>
 
 namespace avout::detail {
 
 namespace {
-
-// The items: persistent, found again by a uuid after a lost reply.
-const NodeKind item_kind{"i", 0};
 // The takers waiting for items: ephemeral, gone with a taker's session.
 const NodeKind waiter_kind{"w", 0};
-
-// True when `transaction` deletes `path` already (an item an earlier take of it got).
-bool taken_by(const OpenTransaction& transaction, const std::string& path) {
-  return std::ranges::any_of(transaction.additions(), [&](const auto& addition) {
-    return std::ranges::any_of(addition.operations, [&](const Operation& operation) {
-      const auto* remove = std::get_if<op::Remove>(&operation);
-      return remove != nullptr && remove->path == path;
-    });
-  });
-}
-
 }  // namespace
 
 WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::string name,
@@ -45,7 +31,7 @@ WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::st
 }
 
 void WorkQueueCore::put(const Bytes& item, const Deadline& deadline) {
-  if (serialized_size(folder_.size() + 64, item.size(), 0) > multi_limit) {
+  if (!item_fits(folder_, item.size())) {
     throw ValueTooLarge("work queue " + name_ + ": an item of " + std::to_string(item.size()) +
                         " bytes does not fit a ZooKeeper node");
   }
@@ -95,11 +81,13 @@ bool WorkQueueCore::take(const Deadline& deadline, bool wait,
 bool WorkQueueCore::take_one(OpenTransaction& transaction,
                              const std::function<void(const Bytes&)>& accept,
                              const Deadline& deadline) {
+  // Raw children: items_to_try orders them and drops what this transaction takes already.
   const auto listed = items_.list(deadline);
   if (!listed) return false;
-  for (const auto& name : *listed) {
-    const std::string path = path_of(name);
-    if (taken_by(transaction, path)) continue;
+  std::vector<Operation> pending;
+  for (const auto& addition : transaction.additions())
+    pending.insert(pending.end(), addition.operations.begin(), addition.operations.end());
+  for (const auto& path : items_to_try(folder_, *listed, pending)) {
     NodeData node;
     try {
       node = session_.get(path);
