@@ -212,6 +212,9 @@ TEST_CASE("a take waits for a put, and gives up at its deadline") {
   const auto start = Clock::now();
   CHECK(queue.take_for(300ms) == std::nullopt);
   CHECK(Clock::now() - start >= 300ms);
+  // An untimed take inside a dosync with a deadline ends with the dosync's.
+  CHECK_THROWS_AS(client.dosync(avout::Deadline::after(300ms), [&] { return queue.take(); }),
+                  avout::Timeout);
   // Waiters in line: each put wakes the first, which passes the turn on.
   std::vector<std::thread> takers;
   std::atomic<int> sum{0};

@@ -60,7 +60,12 @@ class WorkQueue {
   void put(const T& item, const Deadline& deadline) { core_->put(encode(item), deadline); }
 
   /// Takes the oldest item, waiting for one; inside dosync the take commits with it.
-  T take() { return *taken(Deadline{}, true); }
+  /// Inside a dosync with a deadline, Timeout once that passed with no item.
+  T take() {
+    auto item = taken(Deadline{}, true);
+    if (!item) throw Timeout("work queue " + core_->name() + ": take: deadline passed");
+    return std::move(*item);
+  }
   /// As take(); nullopt once `deadline` passed (or its stop token was stopped) with no item
   /// taken. Inside dosync the dosync goes on: the caller may commit without an item.
   std::optional<T> take(const Deadline& deadline) { return taken(deadline, true); }

@@ -67,8 +67,10 @@ bool WorkQueueCore::take(const Deadline& deadline, bool wait,
     run_transaction(stm_, deadline, [&] {
       took = false;
       auto* transaction = OpenTransaction::current();
-      while (!(took = take_one(*transaction, accept, deadline))) {
-        if (!wait || !wait_for_items(deadline)) return;
+      // An unbounded take inside a bounded dosync waits no longer than the dosync may.
+      const Deadline bound = deadline.bounded() ? deadline : ReplyDeadline::current();
+      while (!(took = take_one(*transaction, accept, bound))) {
+        if (!wait || !wait_for_items(bound)) return;
       }
     });
   } catch (const Timeout&) {
