@@ -17,4 +17,5 @@
 #include <avout/ref.hpp>
 #include <avout/semaphore.hpp>
 #include <avout/store_registry.hpp>
+#include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>

@@ -14,6 +14,7 @@
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/semaphore.hpp>
+#include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <chrono>
@@ -183,6 +184,13 @@ class Client {
   /// semaphore was created with another N, InvalidOption for 0. Must not outlive this client.
   Semaphore semaphore(const std::string& name, std::size_t n);
 
+  /// The work queue `name` of T items (docs/recipes.md, "Work queues"; folder
+  /// options().root + "/queues" + name). Must not outlive this client.
+  template <Encodable T>
+  WorkQueue<T> work_queue(const std::string& name) {
+    return WorkQueue<T>(attach_work_queue(name));
+  }
+
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the
   /// default store and `stores` (each swept once, however often named), and commit markers
@@ -215,6 +223,8 @@ class Client {
  private:
   std::shared_ptr<detail::AtomHandle> attach_atom(const std::string& name, Store& store);
   std::shared_ptr<detail::AgentHandle> attach_agent(const std::string& name, Store& store);
+  /// The byte-level core of the work queue `name`.
+  std::shared_ptr<detail::WorkQueueHandle> attach_work_queue(const std::string& name);
   std::shared_ptr<detail::RefHandle> attach_ref(const std::string& name, Store& store,
                                                 const Bytes& initial);
 

@@ -2,6 +2,7 @@
 #include "recipes/barrier_core.hpp"
 #include "recipes/election_core.hpp"
 #include "recipes/semaphore_core.hpp"
+#include "recipes/work_queue_core.hpp"
 #include "runtime/runtime.hpp"
 
 #include <avout/client.hpp>
@@ -30,6 +31,12 @@ LeaderElection Client::leader_election(const std::string& name, const std::strin
                                                      name, runtime_->layout().election(name), id);
   core->start();
   return LeaderElection(std::move(core));
+}
+
+std::shared_ptr<detail::WorkQueueHandle> Client::attach_work_queue(const std::string& name) {
+  validate_path(name);
+  return std::make_shared<detail::WorkQueueCore>(*session_, *stm_, name,
+                                                 runtime_->layout().work_queue(name));
 }
 
 }  // namespace avout

@@ -79,6 +79,11 @@ class Layout {
   /// Parent of the leader elections.
   std::string elections() const { return root_ + "/elections"; }
 
+  /// The folder of the work queue `name` (its items; its takers' line in "waiters").
+  std::string work_queue(const std::string& name) const { return work_queues() + name; }
+  /// Parent of the work queues.
+  std::string work_queues() const { return root_ + "/queues"; }
+
   /// The name stores keep the values of the `kind` ("ref", "agent", "atom") `name` under:
   /// unique per deployment (chroot and root) and per kind, so nothing else shares its keys.
   std::string value_key(const std::string& kind, const std::string& name) const;
