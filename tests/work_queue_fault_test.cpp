@@ -4,6 +4,7 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -20,8 +21,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/wq-fault-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/wq-fault-test", stem);
 }
 
 std::string counter(const std::string& name, int item) {
