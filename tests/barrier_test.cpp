@@ -7,6 +7,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -30,8 +31,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/barrier-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/barrier-test", stem);
 }
 
 avout::ClientOptions options() {

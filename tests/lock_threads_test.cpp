@@ -3,6 +3,7 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,8 +20,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lock-threads/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lock-threads", stem);
 }
 
 avout::ClientOptions options() {

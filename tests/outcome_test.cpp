@@ -7,6 +7,7 @@
 
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 #include "zk/outcome.hpp"
 
@@ -34,8 +35,7 @@ avout::SessionOptions options() {
 }
 
 std::string unique_path(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/outcome-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/outcome-test", stem);
 }
 
 Deadline soon() { return Deadline::after(scaled(20s)); }

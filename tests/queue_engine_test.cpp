@@ -8,6 +8,7 @@
 
 #include "queue/sequential_queue.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -32,8 +33,7 @@ avout::SessionOptions options() {
 }
 
 std::string unique_folder(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/queue-engine-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/queue-engine-test", stem);
 }
 
 const NodeKind writers{"w", 16};

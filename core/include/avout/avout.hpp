@@ -1,6 +1,6 @@
 #pragma once
-// Everything of avout's core API in one include: Client, Atom, locks, Barrier, errors,
-// codecs, the backend interfaces and the ZooKeeper session.
+// Everything of avout's core API in one include: Client, Atom, Ref, locks, Barrier, Semaphore,
+// LeaderElection, WorkQueue, errors, codecs, the backend interfaces and the ZooKeeper session.
 
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
@@ -9,10 +9,13 @@
 #include <avout/client.hpp>
 #include <avout/codec.hpp>
 #include <avout/distributed_lock.hpp>
-#include <avout/guarded_by.hpp>
 #include <avout/errors.hpp>
+#include <avout/guarded_by.hpp>
 #include <avout/inspect.hpp>
+#include <avout/leader_election.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
+#include <avout/semaphore.hpp>
 #include <avout/store_registry.hpp>
+#include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>

@@ -8,10 +8,13 @@
 #include <avout/barrier.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
-#include <avout/guarded_by.hpp>
 #include <avout/garbage_report.hpp>
+#include <avout/guarded_by.hpp>
+#include <avout/leader_election.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
+#include <avout/semaphore.hpp>
+#include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <chrono>
@@ -171,6 +174,22 @@ class Client {
   /// opener records `n`; Mismatch when the barrier was created with another count,
   /// InvalidOption for 0. Must not outlive this client.
   Barrier barrier(const std::string& name, std::size_t n);
+  /// The candidate `id` in the leader election `name` (docs/recipes.md, "Leader election";
+  /// folder options().root + "/elections" + name); a handle that never campaigns reads
+  /// leader() only. Must not outlive this client.
+  LeaderElection leader_election(const std::string& name, const std::string& id = {});
+
+  /// The semaphore `name` of `n` permits (docs/recipes.md, "Semaphores"; folder
+  /// options().root + "/semaphores" + name). The first opener records `n`; Mismatch when the
+  /// semaphore was created with another N, InvalidOption for 0. Must not outlive this client.
+  Semaphore semaphore(const std::string& name, std::size_t n);
+
+  /// The work queue `name` of T items (docs/recipes.md, "Work queues"; folder
+  /// options().root + "/queues" + name). Must not outlive this client.
+  template <Encodable T>
+  WorkQueue<T> work_queue(const std::string& name) {
+    return WorkQueue<T>(attach_work_queue(name));
+  }
 
   /// Sweeps what crashed processes and aborted commits left (transactions.md rule 9): erases every
   /// stored ref value that no head references and whose writer's session is dead, in the
@@ -204,6 +223,8 @@ class Client {
  private:
   std::shared_ptr<detail::AtomHandle> attach_atom(const std::string& name, Store& store);
   std::shared_ptr<detail::AgentHandle> attach_agent(const std::string& name, Store& store);
+  /// The byte-level core of the work queue `name`.
+  std::shared_ptr<detail::WorkQueueHandle> attach_work_queue(const std::string& name);
   std::shared_ptr<detail::RefHandle> attach_ref(const std::string& name, Store& store,
                                                 const Bytes& initial);
 

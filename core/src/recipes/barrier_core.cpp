@@ -2,6 +2,7 @@
 #include "recipes/barrier_core.hpp"
 #include "base/back_off.hpp"
 #include "recipes/barrier_names.hpp"
+#include "recipes/claim_record.hpp"
 #include "zk/outcome.hpp"
 
 #include <avout/errors.hpp>
@@ -34,32 +35,17 @@ BarrierCore::~BarrierCore() {
 }
 
 void BarrierCore::claim_count() {
-  // The count is the barrier's, not the handle's: the first opener records it with an open
-  // round in the folder's empty data (a conditional write: one opener wins); the others must
-  // name the same count. As Lock's writer policy (locks/lock_core.cpp, claim_policy).
-  const Deadline bound = Deadline::after(2 * session_.negotiated_timeout());
-  for (std::size_t attempt = 0;; ++attempt) {
-    try {
-      const ReplyDeadline replies(bound);
-      const auto folder = session_.get(folder_);
-      if (folder.data.empty()) {
-        try {
-          session_.set(folder_, encode_record(BarrierRecord{n_, {}}), folder.stat.version);
-        } catch (const BadVersion&) {  // another opener came first: read its record
-        }
-        continue;
-      }
-      const auto record = decode_record(folder.data, folder_);
-      if (record.participants == n_) return;
-      throw Mismatch("barrier " + name_ + ": opened with " + std::to_string(n_) +
-                     " participants, but it was created with " +
-                     std::to_string(record.participants));
-    } catch (const ConnectionLoss&) {  // the set may have landed: the next read tells
-    }
-    if (!back_off(attempt, bound, outage_pauses)) {
-      bound.expire("barrier " + name_ + ": recording the participant count");
-    }
-  }
+  // The count is the barrier's, not the handle's: recorded with an open round.
+  claim_record(
+      session_, folder_, encode_record(BarrierRecord{n_, {}}),
+      [&](const Bytes& data) {
+        const auto record = decode_record(data, folder_);
+        if (record.participants == n_) return;
+        throw Mismatch("barrier " + name_ + ": opened with " + std::to_string(n_) +
+                       " participants, but it was created with " +
+                       std::to_string(record.participants));
+      },
+      "barrier " + name_ + ": recording the participant count");
 }
 
 std::optional<BarrierCore::Snapshot> BarrierCore::look(const Deadline& deadline) {

@@ -8,11 +8,6 @@
 
 namespace avout::detail {
 
-namespace {
-// How long a wait trusts its watches before it looks again anyway.
-constexpr std::chrono::milliseconds look_again_after{2000};
-}  // namespace
-
 void BarrierCore::enter(const Deadline& deadline) {
   std::lock_guard lock(mutex_);
   if (round_) throw Error("barrier " + name_ + ": enter again before leave");

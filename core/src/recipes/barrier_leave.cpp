@@ -10,8 +10,6 @@
 namespace avout::detail {
 
 namespace {
-// How long a wait trusts its watches before it looks again anyway.
-constexpr std::chrono::milliseconds look_again_after{2000};
 
 bool listed(const std::vector<std::string>& children, const std::string& name) {
   return std::find(children.begin(), children.end(), name) != children.end();

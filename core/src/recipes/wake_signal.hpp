@@ -11,6 +11,10 @@
 
 namespace avout::detail {
 
+/// How long a recipe's wait trusts its watches before it looks again anyway (a watch lost
+/// with its session).
+inline constexpr std::chrono::milliseconds look_again_after{2000};
+
 /// Wake-ups for one waiter: bump() from any thread, wait_past() in the waiter.
 class WakeSignal {
  public:

@@ -70,6 +70,19 @@ class Layout {
   std::string barrier(const std::string& name) const { return barriers() + name; }
   /// Parent of the barriers.
   std::string barriers() const { return root_ + "/barriers"; }
+  /// The folder of the semaphore `name` (its permit nodes; its N in its data).
+  std::string semaphore(const std::string& name) const { return semaphores() + name; }
+  /// Parent of the semaphores.
+  std::string semaphores() const { return root_ + "/semaphores"; }
+  /// The folder of the leader election `name` (its candidates' nodes).
+  std::string election(const std::string& name) const { return elections() + name; }
+  /// Parent of the leader elections.
+  std::string elections() const { return root_ + "/elections"; }
+
+  /// The folder of the work queue `name` (its items; its takers' line in "waiters").
+  std::string work_queue(const std::string& name) const { return work_queues() + name; }
+  /// Parent of the work queues.
+  std::string work_queues() const { return root_ + "/queues"; }
 
   /// The name stores keep the values of the `kind` ("ref", "agent", "atom") `name` under:
   /// unique per deployment (chroot and root) and per kind, so nothing else shares its keys.

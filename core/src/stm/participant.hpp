@@ -32,6 +32,10 @@ class OpenTransaction {
     std::function<void()> on_failure;  ///< thrown instead of a retry when one of them failed
   };
 
+  /// What participants added to this attempt so far (a work queue's take skips the items
+  /// an earlier take of the same attempt got).
+  const std::vector<Addition>& additions() const { return additions_; }
+
  protected:
   OpenTransaction() = default;
   ~OpenTransaction() = default;

@@ -1,0 +1,147 @@
+// ElectionCore: opening an election, the questions asked of a leadership, and what the
+// session's liveness monitor tells (a lapse or an expiry ends a leadership).
+#include "recipes/election_core.hpp"
+#include "base/back_off.hpp"
+
+#include <avout/errors.hpp>
+
+namespace avout::detail {
+
+namespace {
+// Candidates' nodes: "c-<uuid>-<sequence>", the id in their data.
+NodeKind candidate_kind() { return NodeKind{"c", 0}; }
+}  // namespace
+
+ElectionCore::ElectionCore(ZooKeeperSession& session, SessionLiveness& liveness,
+                           std::shared_ptr<CallbackExecutor> callbacks, std::string name,
+                           std::string folder, std::string id)
+    : session_(session),
+      liveness_(liveness),
+      callbacks_(std::move(callbacks)),
+      name_(std::move(name)),
+      folder_(std::move(folder)),
+      id_(std::move(id)),
+      queue_(session, folder_, candidate_kind(), CreateMode::ephemeral_sequential) {}
+
+void ElectionCore::start() {
+  session_.create_recursive(folder_);
+  subscription_ = liveness_.subscribe(*this);
+}
+
+ElectionCore::~ElectionCore() {
+  if (subscription_ != 0) liveness_.unsubscribe(subscription_);
+  try {
+    resign();
+  } catch (const Error&) {  // the session ends some day and takes the node with it
+  }
+}
+
+bool ElectionCore::is_leader() const {
+  std::lock_guard lock(mutex_);
+  // Not after a stall long enough for the session to have ended, nor past the lapse of a
+  // disconnect (the monitor tells the lapse soon; may_hold knows it already).
+  return leading_ && liveness_.may_hold();
+}
+
+std::uint64_t ElectionCore::fencing_token() const {
+  std::lock_guard lock(mutex_);
+  return leading_ && liveness_.may_hold() ? token_ : 0;
+}
+
+std::string ElectionCore::proof_of_leadership() const {
+  std::lock_guard lock(mutex_);
+  if (!leading_ || !liveness_.may_hold() || !node_) {
+    throw LockLost("election " + name_ + ": " + id_ + " does not lead");
+  }
+  return *node_;
+}
+
+void ElectionCore::on_revoked(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  revoked_callbacks_.push_back(std::move(callback));
+}
+
+Deadline ElectionCore::default_deadline() const {
+  return Deadline::after(2 * session_.negotiated_timeout());
+}
+
+Deadline ElectionCore::grace() const {
+  // Past one session timeout the server may have ended the session, taking the node along.
+  return Deadline::after(session_.negotiated_timeout());
+}
+
+void ElectionCore::on_liveness(LivenessEvent event) {
+  std::vector<std::function<void()>> to_call;
+  {
+    std::lock_guard lock(mutex_);
+    const bool was_leading = leading_;
+    switch (event) {
+      case LivenessEvent::disconnected:
+      case LivenessEvent::stalled:
+      case LivenessEvent::confirmed: break;  // is_leader asks the monitor
+      case LivenessEvent::connected:
+        // A lapsed leadership's node may live on in the same session: ask for its deletion
+        // now (not waited for here; campaign and resign delete what is left for sure).
+        for (const auto& path : stale_) (void)session_.remove_async(path, 0);
+        break;
+      case LivenessEvent::lapsed:
+        // The server may have ended the session: another candidate may lead by now. The
+        // session may also live on, keeping our node first in line: it must go.
+        if (leading_) {
+          stale_.push_back(*node_);
+          node_.reset();
+          leading_ = false;
+        }
+        break;
+      case LivenessEvent::expired:
+        // The ended session's nodes are gone; a node a campaign made in the renewed one stays.
+        if (node_ && session_.ended_since(node_generation_)) {
+          node_.reset();
+          leading_ = false;
+        }
+        stale_.clear();
+        break;
+    }
+    if (was_leading && !leading_) {
+      token_ = 0;
+      to_call = revoked_callbacks_;
+    }
+  }
+  wake_->bump();  // a campaign looks again
+  for (auto& callback : to_call) callbacks_->post(callback);
+}
+
+bool ElectionCore::needs_confirmation() const {
+  std::lock_guard lock(mutex_);
+  return node_.has_value() || !stale_.empty();
+}
+
+bool ElectionCore::remove_node(const std::string& path) {
+  const Deadline bound = grace();
+  for (std::size_t attempt = 0;; ++attempt) {
+    try {
+      const ReplyDeadline replies(bound);
+      if (queue_.release(path, 0, bound)) return true;  // deleted, or gone already
+      return false;                                     // the bound passed in flight
+    } catch (const ConnectionLoss&) {
+    } catch (const Timeout&) {
+      return false;
+    }
+    if (!back_off(attempt, bound, outage_pauses)) return false;
+  }
+}
+
+void ElectionCore::remove_stale() {
+  std::vector<std::string> stale;
+  {
+    std::lock_guard lock(mutex_);
+    stale = stale_;
+  }
+  for (const auto& path : stale) {
+    if (!remove_node(path)) continue;  // the session's end takes it
+    std::lock_guard lock(mutex_);
+    std::erase(stale_, path);
+  }
+}
+
+}  // namespace avout::detail

@@ -1,0 +1,251 @@
+// SemaphoreCore: opening a semaphore (its folder and count), acquiring a permit on the
+// sequential-queue engine, releasing it, and what the session's liveness says of the permits.
+#include "recipes/semaphore_core.hpp"
+#include "base/callback_executor.hpp"
+#include "recipes/claim_record.hpp"
+#include "recipes/semaphore_record.hpp"
+
+#include <avout/errors.hpp>
+
+namespace avout::detail {
+
+namespace {
+// A wait's safety net against a watch lost with its session: look again at least this often.
+constexpr std::chrono::milliseconds look_again{1000};
+// The pause after a connection loss before asking again (a reconnect wakes it earlier).
+constexpr std::chrono::milliseconds loss_pause{100};
+}  // namespace
+
+SemaphoreCore::SemaphoreCore(ZooKeeperSession& session, SessionLiveness& liveness,
+                             std::shared_ptr<CallbackExecutor> callbacks, std::string name,
+                             std::string folder, std::size_t n)
+    : session_(session),
+      liveness_(liveness),
+      callbacks_(std::move(callbacks)),
+      name_(std::move(name)),
+      folder_(std::move(folder)),
+      n_(n),
+      queue_(session, folder_, NodeKind{permit_kind_name, 16}, CreateMode::ephemeral_sequential) {}
+
+SemaphoreCore::~SemaphoreCore() {
+  if (subscription_ != 0) liveness_.unsubscribe(subscription_);
+}
+
+void SemaphoreCore::start() {
+  session_.create_recursive(folder_);
+  claim_count();
+  subscription_ = liveness_.subscribe(*this);
+}
+
+void SemaphoreCore::claim_count() {
+  // N is the semaphore's, not the handle's: every opener must name the one recorded.
+  claim_record(
+      session_, folder_, encode_permits(n_),
+      [&](const Bytes& data) {
+        const auto recorded = decode_permits(data);
+        if (recorded == n_) return;
+        throw Mismatch("semaphore " + name_ + ": opened with " + std::to_string(n_) +
+                       " permits, but " +
+                       (recorded ? "it was created with " + std::to_string(*recorded)
+                                 : std::string("its node holds no permit count")));
+      },
+      "semaphore " + name_ + ": recording the permit count");
+}
+
+std::shared_ptr<PermitState> SemaphoreCore::acquire(const Deadline& deadline, bool once) {
+  {
+    std::lock_guard lock(mutex_);
+    ++acquiring_;
+  }
+  struct Done {
+    SemaphoreCore& core;
+    ~Done() {
+      std::lock_guard lock(core.mutex_);
+      --core.acquiring_;
+    }
+  } done{*this};
+  // try_acquire's requests are bounded too: one session timeout.
+  const Deadline bound =
+      once ? deadline.no_later_than(Deadline::Clock::now() + session_.negotiated_timeout())
+           : deadline;
+  for (;;) {
+    const std::string prefix = queue_.fresh_prefix();
+    std::optional<std::string> node;
+    try {
+      node = queue_.create(prefix, {}, bound);
+    } catch (const Timeout&) {
+    }
+    if (!node) {  // the deadline passed, a create perhaps in flight
+      give_up(prefix, {});
+      return nullptr;
+    }
+    bool vanished = false;
+    bool holds = false;
+    std::optional<std::uint64_t> token;
+    try {
+      holds = wait_turn(*node, bound, once, vanished);
+      if (holds) token = token_of(*node, bound);
+    } catch (...) {
+      give_up(prefix, *node);
+      throw;
+    }
+    if (vanished || token == std::uint64_t{0}) continue;  // gone with its session: queue again
+    if (!holds || !token) {
+      give_up(prefix, *node);
+      return nullptr;
+    }
+    auto permit = std::make_shared<PermitState>(PermitState{*node, *token});
+    {
+      std::lock_guard lock(mutex_);
+      // Granted on what was seen before a lapse or an unconfirmed stall: not a hold to hand out.
+      if (liveness_.may_hold()) {
+        permits_.insert(permit);
+        return permit;
+      }
+    }
+    give_up(prefix, *node);
+    if (once || deadline.expired()) return nullptr;
+    (void)deadline.sleep_for(loss_pause);
+  }
+}
+
+bool SemaphoreCore::wait_turn(const std::string& node, const Deadline& deadline, bool once,
+                              bool& vanished) {
+  const HoldRule rule = HoldRule::first(n_);
+  for (;;) {
+    const auto seen = wake_->count();
+    std::optional<Turn> turn;
+    try {
+      // Only the N nodes right ahead are watched (HoldRule::first): a deletion there may let
+      // us in; one further ahead cannot, so it wakes nobody here (no herd).
+      turn = queue_.turn(
+          name_of(node), rule, [wake = wake_](const WatchEvent&) { wake->bump(); }, deadline);
+    } catch (const ConnectionLoss&) {  // the session may well survive: ask again
+      if (!wake_->wait_past(seen, deadline, loss_pause)) return false;
+      continue;
+    } catch (const SessionExpired&) {  // the renewed session answers next
+      if (!wake_->wait_past(seen, deadline, loss_pause)) return false;
+      continue;
+    }
+    if (!turn) return false;  // the deadline passed
+    if (turn->vanished) {
+      vanished = true;
+      return false;
+    }
+    if (turn->holds) return true;
+    if (once) return false;
+    // Nothing to watch means a node to watch was gone already: look again at once.
+    if (!turn->watch.empty() && !wake_->wait_past(seen, deadline, look_again)) return false;
+    if (deadline.expired()) return false;
+  }
+}
+
+std::optional<std::uint64_t> SemaphoreCore::token_of(const std::string& node,
+                                                     const Deadline& deadline) {
+  for (;;) {
+    const auto seen = wake_->count();
+    try {
+      const ReplyDeadline replies(deadline);
+      const auto stat = session_.exists(node);
+      if (!stat) return std::uint64_t{0};
+      return static_cast<std::uint64_t>(stat->czxid);
+    } catch (const ConnectionLoss&) {
+    } catch (const SessionExpired&) {
+      return std::uint64_t{0};  // the node went with the session
+    } catch (const Timeout&) {
+      return std::nullopt;
+    }
+    if (!wake_->wait_past(seen, deadline, loss_pause)) return std::nullopt;
+  }
+}
+
+void SemaphoreCore::give_up(const std::string& prefix, const std::string& node) {
+  const Deadline bound = grace();
+  std::string path = node;
+  if (path.empty()) {  // a create whose outcome is unknown: find it by its unique prefix
+    try {
+      const ReplyDeadline replies(bound);
+      const auto found = queue_.find(prefix, bound);
+      if (!found) return;
+      path = *found;
+    } catch (const Error&) {  // past the grace the server may end the session, and the node
+      return;
+    }
+  }
+  remove_node(path, bound);
+}
+
+void SemaphoreCore::remove_node(const std::string& path, const Deadline& bound) noexcept {
+  // A lost reply or an outage is no answer: ask again (a delete that landed then answers
+  // NoNode), until the bound; past it the node goes with its session.
+  for (;;) {
+    const auto seen = wake_->count();
+    try {
+      const ReplyDeadline replies(bound);
+      (void)queue_.release(path, 0, bound);
+      return;
+    } catch (const ConnectionLoss&) {
+    } catch (...) {  // gone with its session, or it goes when the session ends
+      return;
+    }
+    if (!wake_->wait_past(seen, bound, loss_pause)) return;
+  }
+}
+
+void SemaphoreCore::release(PermitState& permit) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (permit.released) return;
+    permit.released = true;
+    for (auto it = permits_.begin(); it != permits_.end(); ++it) {
+      if (it->get() == &permit) {
+        permits_.erase(it);
+        break;
+      }
+    }
+  }
+  // A lost permit's node too: after a lapse the session may have lived on, node and all.
+  remove_node(permit.node, grace());
+}
+
+bool SemaphoreCore::held(const PermitState& permit) const {
+  std::lock_guard lock(mutex_);
+  // Not after a stall of this process long enough for the session to have ended, nor past
+  // the moment the server may have ended it while disconnected (the monitor marks it soon).
+  return !permit.released && !permit.lost && liveness_.may_hold();
+}
+
+void SemaphoreCore::on_lost(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  lost_callbacks_.push_back(std::move(callback));
+}
+
+Deadline SemaphoreCore::grace() const {
+  // Undoing a step after the caller's deadline gets one session timeout: past it the server
+  // may have ended the session, taking the node with it.
+  return Deadline::after(session_.negotiated_timeout());
+}
+
+void SemaphoreCore::on_liveness(LivenessEvent event) {
+  std::vector<std::function<void()>> to_call;
+  if (event == LivenessEvent::lapsed || event == LivenessEvent::expired) {
+    // The server may have ended the session (or did): another process may hold the permit.
+    std::lock_guard lock(mutex_);
+    bool any = false;
+    for (const auto& permit : permits_) {
+      if (permit->lost) continue;
+      permit->lost = true;
+      any = true;
+    }
+    if (any) to_call = lost_callbacks_;
+  }
+  wake_->bump();  // waits look again: their own node may be gone too
+  for (auto& callback : to_call) callbacks_->post(callback);
+}
+
+bool SemaphoreCore::needs_confirmation() const {
+  std::lock_guard lock(mutex_);
+  return !permits_.empty() || acquiring_ != 0;
+}
+
+}  // namespace avout::detail

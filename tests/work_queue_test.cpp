@@ -1,0 +1,262 @@
+// WorkQueue against a real ZooKeeper, from threads and real processes: every committed item
+// is consumed by exactly one committed take (per-item counter refs written in the take's
+// dosync), a put in an aborted dosync never shows, a worker SIGKILLed mid-item leaves the
+// item to another, a put whose reply was lost queues once, and a take's deadline.
+#include <avout/avout.hpp>
+
+#include "support/processes.hpp"
+#include "support/servers.hpp"
+#include "support/three_stores.hpp"
+#include "support/zookeeper_faults.hpp"
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string unique_name(const std::string& stem) {
+  return avout::testing::unique_name("/wq-test", stem);
+}
+
+avout::ClientOptions options() {
+  return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),
+                              .session_timeout = 2000ms};
+}
+
+std::string folder_of(avout::Client& client, const std::string& name) {
+  return client.options().root + "/queues" + name;
+}
+
+// The item nodes in the queue's folder, as ZooKeeper has them.
+std::size_t items_queued(avout::Client& client, const std::string& name) {
+  std::size_t n = 0;
+  for (const auto& child : client.session().children(folder_of(client, name)))
+    n += child.starts_with("i-") ? 1 : 0;
+  return n;
+}
+
+// The counter ref of item `item` of the queue `name`.
+std::string counter(const std::string& name, int item) {
+  return name + "/count-" + std::to_string(item);
+}
+
+std::filesystem::path marker(const std::string& stem) {
+  return std::filesystem::temp_directory_path() /
+         ("avout-wq-" + stem + "-" + std::to_string(::getpid()));
+}
+
+}  // namespace
+
+TEST_CASE("300 items from 2 producer processes are consumed once by 3x3 workers") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("many");
+  constexpr int per_producer = 150;
+  const auto producers_done = marker("produced");
+  std::filesystem::remove(producers_done);
+  {  // the counters exist before anyone forks
+    avout::Client client(options());
+    for (int i = 0; i < 2 * per_producer; ++i) (void)client.ref<long>(counter(name, i), 0);
+  }
+  avout::testing::StartSignal go;
+  std::vector<avout::testing::ChildProcess> children;
+  for (int p = 0; p < 2; ++p) {
+    children.emplace_back(p, [&](int index) {
+      go.wait();
+      avout::Client client(options());
+      auto queue = client.work_queue<int>(name);
+      auto puts = client.ref<long>(name + "/puts-" + std::to_string(index), 0);
+      for (int k = 0; k < per_producer; ++k) {
+        const int item = index * per_producer + k;
+        if (k % 3 == 0) {
+          client.dosync([&] {
+            queue.put(item);
+            puts.alter([](long n) { return n + 1; });
+          });
+        } else if (k % 3 == 1) {
+          queue.put(item);
+        } else {
+          try {  // aborted: neither its item nor its write may show
+            client.dosync([&] {
+              queue.put(10000 + item);
+              puts.alter([](long n) { return n + 1; });
+              throw std::runtime_error("abort");
+            });
+          } catch (const std::runtime_error&) {
+          }
+          client.dosync([&] { queue.put(item); });
+        }
+      }
+    });
+  }
+  for (int w = 0; w < 3; ++w) {
+    children.emplace_back(2 + w, [&](int) {
+      go.wait();
+      avout::Client client(options());
+      auto queue = client.work_queue<int>(name);
+      std::vector<std::thread> threads;
+      std::atomic<bool> bad{false};
+      for (int t = 0; t < 3; ++t) {
+        threads.emplace_back([&] {
+          while (true) {
+            const auto item = client.dosync([&] {
+              auto got = queue.take(avout::Deadline::after(scaled(1s)));
+              if (got && *got >= 0 && *got < 2 * per_producer)
+                client.ref<long>(counter(name, *got), 0).alter([](long n) { return n + 1; });
+              return got;
+            });
+            if (item && (*item < 0 || *item >= 2 * per_producer)) bad = true;
+            // A take may give up at its deadline under load: only an empty queue ends it.
+            if (!item && std::filesystem::exists(producers_done) && queue.size() == 0) return;
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      if (bad) throw std::runtime_error("an aborted put's item was taken");
+    });
+  }
+  go.release();
+  CHECK(children[0].wait(scaled(120s)) == 0);
+  CHECK(children[1].wait(scaled(120s)) == 0);
+  std::ofstream(producers_done).put('x');
+  for (int w = 0; w < 3; ++w) CHECK(children[2 + w].wait(scaled(120s)) == 0);
+  std::filesystem::remove(producers_done);
+
+  // The checker: each committed item taken by exactly one committed take; no aborted put.
+  avout::Client client(options());
+  int once = 0;
+  for (int i = 0; i < 2 * per_producer; ++i) {
+    const long n = client.ref<long>(counter(name, i), 0).deref();
+    if (n != 1) MESSAGE("item " << i << " consumed " << n << " times");
+    once += n == 1 ? 1 : 0;
+  }
+  CHECK(once == 2 * per_producer);
+  CHECK(client.ref<long>(name + "/puts-0", 0).deref() == per_producer / 3);
+  CHECK(client.ref<long>(name + "/puts-1", 0).deref() == per_producer / 3);
+  CHECK(items_queued(client, name) == 0);
+}
+
+TEST_CASE("a worker SIGKILLed inside its dosync leaves its item to another") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("killed");
+  const auto taken = marker("taken");
+  std::filesystem::remove(taken);
+  avout::testing::StartSignal go;
+  avout::testing::ChildProcess worker(0, [&](int) {
+    go.wait();
+    avout::Client client(options());
+    auto queue = client.work_queue<std::string>(name);
+    client.dosync([&] {
+      (void)queue.take(avout::Deadline::after(scaled(20s)));
+      std::ofstream(taken).put('x');
+      std::this_thread::sleep_for(60s);  // killed here, before the commit
+    });
+  });
+  avout::Client client(options());
+  auto queue = client.work_queue<std::string>(name);
+  queue.put("job");
+  go.release();
+  REQUIRE(avout::testing::wait_for_file(taken, scaled(20s)));
+  worker.signal(SIGKILL);
+  (void)worker.wait(scaled(10s));
+  std::filesystem::remove(taken);
+  CHECK(queue.size() == 1);
+  CHECK(queue.take_for(scaled(10s)) == std::optional<std::string>("job"));
+  CHECK(queue.size() == 0);
+}
+
+TEST_CASE("a put whose reply was lost queues its item once") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("lost-reply");
+  avout::Client client(options());
+  auto queue = client.work_queue<int>(name);
+  const auto folder = folder_of(client, name);
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::create, folder, 1, true);
+  queue.put(1);
+  CHECK(avout::testing::failures_to_come() == 0);
+  CHECK(items_queued(client, name) == 1);
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::multi, folder, 1, true);
+  try {
+    client.dosync([&] { queue.put(2); });
+  } catch (const avout::OutcomeUnknown&) {  // allowed: then it landed once or not at all
+  }
+  CHECK(avout::testing::failures_to_come() == 0);
+  const auto after = items_queued(client, name);
+  CHECK((after == 1 || after == 2));
+  CHECK(queue.try_take() == std::optional<int>(1));
+  if (after == 2) {
+    CHECK(queue.try_take() == std::optional<int>(2));
+  }
+  CHECK(queue.try_take() == std::nullopt);
+}
+
+TEST_CASE("a take waits for a put, and gives up at its deadline") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("deadline");
+  avout::Client client(options());
+  auto queue = client.work_queue<int>(name);
+  CHECK(queue.try_take() == std::nullopt);
+  const auto start = Clock::now();
+  CHECK(queue.take_for(300ms) == std::nullopt);
+  CHECK(Clock::now() - start >= 300ms);
+  // An untimed take inside a dosync with a deadline ends with the dosync's.
+  CHECK_THROWS_AS(client.dosync(avout::Deadline::after(300ms), [&] { return queue.take(); }),
+                  avout::Timeout);
+  // Waiters in line: each put wakes the first, which passes the turn on.
+  std::vector<std::thread> takers;
+  std::atomic<int> sum{0};
+  for (int t = 0; t < 4; ++t) {
+    takers.emplace_back([&] {
+      if (auto item = queue.take_for(scaled(20s))) sum += *item;
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  for (int i = 1; i <= 4; ++i) queue.put(i);
+  for (auto& t : takers) t.join();
+  CHECK(sum == 10);
+  CHECK(client.session().children(folder_of(client, name) + "/waiters").empty());
+  CHECK(client.session().children(folder_of(client, name) + "/waiters").empty());
+}
+
+TEST_CASE("two takes in one dosync get two items, both taken iff it commits") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  auto queue = client.work_queue<int>(unique_name("two"));
+  queue.put(1);
+  queue.put(2);
+  CHECK_THROWS_AS(client.dosync([&] {
+    CHECK(queue.try_take() == std::optional<int>(1));
+    CHECK(queue.try_take() == std::optional<int>(2));
+    CHECK(queue.try_take() == std::nullopt);
+    throw std::runtime_error("abort");
+  }),
+                  std::runtime_error);
+  CHECK(queue.size() == 2);
+  const auto both = client.dosync([&] {
+    const int first = *queue.try_take();
+    return first + 10 * *queue.try_take();
+  });
+  CHECK(both == 21);
+  CHECK(queue.size() == 0);
+}
+
+TEST_CASE("an item too large for a node is refused") {
+  (void)avout::testing::shared_zookeeper();
+  avout::Client client(options());
+  auto queue = client.work_queue<std::string>(unique_name("large"));
+  CHECK_THROWS_AS(queue.put(std::string(1024 * 1024, 'x')), avout::ValueTooLarge);
+  CHECK(queue.size() == 0);
+}
