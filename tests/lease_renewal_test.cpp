@@ -65,6 +65,78 @@ std::ptrdiff_t thread_count() {
 
 }  // namespace
 
+namespace {
+
+// A strategy in memory that counts renewal requests per token: what the keeper sends, seen
+// without a server. A renewal it sees for a released token is the bug under test. With
+// `ends_leases`, it judges expiry as a store would: a lease not renewed by its end is over,
+// its key free for the next acquire and its renewal refused.
+class CountingStrategy : public avout::LeaseStrategy {
+ public:
+  explicit CountingStrategy(bool ends_leases = false) : ends_leases_(ends_leases) {}
+  std::string description() const override { return "counting"; }
+  std::optional<avout::Lease> acquire(const std::string& key, std::chrono::milliseconds duration,
+                                      Clock::time_point) override {
+    std::lock_guard lock(mutex_);
+    if (held_.count(key) && !ended(key)) return std::nullopt;
+    held_[key] = {++tokens_, Clock::now() + duration};
+    return avout::Lease{key, tokens_, held_[key].second};
+  }
+  bool release(const avout::Lease& lease) override {
+    std::lock_guard lock(mutex_);
+    released_.insert(lease.token);
+    if (!holds(lease)) return false;
+    held_.erase(lease.key);
+    return true;
+  }
+  bool renew(avout::Lease& lease, std::chrono::milliseconds duration) override {
+    std::lock_guard lock(mutex_);
+    ++renewals_[lease.token];
+    if (released_.count(lease.token)) ++after_release_;
+    if (!holds(lease)) return false;
+    lease.expires = held_[lease.key].second = Clock::now() + duration;
+    return true;
+  }
+  int renewals(std::uint64_t token) {
+    std::lock_guard lock(mutex_);
+    return renewals_[token];
+  }
+  int after_release() {
+    std::lock_guard lock(mutex_);
+    return after_release_;
+  }
+
+ private:
+  // Called with mutex_ held.
+  bool ended(const std::string& key) { return ends_leases_ && Clock::now() >= held_[key].second; }
+  bool holds(const avout::Lease& lease) {
+    const auto found = held_.find(lease.key);
+    return found != held_.end() && found->second.first == lease.token && !ended(lease.key);
+  }
+
+  const bool ends_leases_;
+  std::mutex mutex_;
+  std::uint64_t tokens_ = 0;
+  std::map<std::string, std::pair<std::uint64_t, Clock::time_point>> held_;  // token, end
+  std::set<std::uint64_t> released_;
+  std::map<std::uint64_t, int> renewals_;
+  int after_release_ = 0;
+};
+
+// A CountingStrategy whose renewals hang while `stall` is set, as a store that stopped
+// answering would: the keeper's one thread is held up in them.
+class StallingStrategy : public CountingStrategy {
+ public:
+  std::atomic<bool> stall{false};  ///< renewals wait while set (30 s at most)
+  bool renew(avout::Lease& lease, std::chrono::milliseconds duration) override {
+    const auto until = Clock::now() + scaled(30s);
+    while (stall && Clock::now() < until) std::this_thread::sleep_for(5ms);
+    return CountingStrategy::renew(lease, duration);
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a kept lease outlives several durations and nobody else takes it meanwhile") {
   for (Kind kind : all_kinds) {
     const std::string store_kind = kind_name(kind);
@@ -146,35 +218,32 @@ TEST_CASE("a lease taken over once its holder stopped renewing is lost: on_lost 
 }
 
 TEST_CASE("a kept lease whose renewals stalled is taken over: on_lost fires for it") {
-  // The keeper's thread is held up by a slow on_lost callback (for another, unkept lease),
-  // as a stalled process would be: the kept lease ends at the store and a contender takes
-  // it; the renewal made afterwards is refused and the holder is told.
+  // The keeper's thread is held up by a renewal that hangs (another LeaseLock's store not
+  // answering), as a stalled process would be: the kept lease ends at the store and a
+  // contender takes it; the renewal made afterwards is refused and the holder is told.
   for (Kind kind : all_kinds) {
     const std::string store_kind = kind_name(kind);
     CAPTURE(store_kind);
     const std::string name = unique_name("stalled");
     Contender holder(kind, name);
     Contender other(kind, name);
-    std::atomic<bool> taken_over{false};
-    std::atomic<int> stalls{0};
-    holder->on_lost([&](const avout::Lease& lost) {
-      if (lost.key != "short" || stalls++ > 0) return;
-      const auto until = Clock::now() + scaled(30s);
-      while (!taken_over && Clock::now() < until) std::this_thread::sleep_for(10ms);
-    });
+    auto stalling = std::make_shared<StallingStrategy>();
+    avout::LeaseLock stuck(stalling);
     LossLog losses;
     losses.attach(*holder.leases);
     const auto duration = scaled(1s);
     const auto kept = holder->lock("k", {.duration = duration, .keep_alive = true});
-    (void)holder->lock("short", {.duration = duration / 10});
+    stalling->stall = true;
+    const auto hanging = stuck.lock("s", {.duration = duration / 10, .keep_alive = true});
     const auto taken = other->lock("k", {.duration = scaled(30s), .max_wait = scaled(20s)});
-    taken_over = true;
-    REQUIRE(losses.wait_for(2, scaled(10s)));
-    CHECK(losses.tokens[1] == kept.token);
+    stalling->stall = false;
+    REQUIRE(losses.wait_for(1, scaled(10s)));
+    CHECK(losses.tokens[0] == kept.token);
     CHECK_FALSE(kept.running());
     CHECK_FALSE(other->try_lock("k", 1s));  // the refused renewal left the new hold alone
     CHECK(other->unlock(taken));
     CHECK_FALSE(holder->unlock(kept));
+    CHECK(stuck.unlock(hanging));
   }
 }
 
@@ -203,52 +272,6 @@ TEST_CASE("unlock stops the renewals: none follows, on_lost is not called") {
   }
 }
 
-namespace {
-
-// A strategy in memory that counts renewal requests per token: what the keeper sends, seen
-// without a server. A renewal it sees for a released token is the bug under test.
-class CountingStrategy : public avout::LeaseStrategy {
- public:
-  std::string description() const override { return "counting"; }
-  std::optional<avout::Lease> acquire(const std::string& key, std::chrono::milliseconds duration,
-                                      Clock::time_point) override {
-    std::lock_guard lock(mutex_);
-    if (held_.count(key)) return std::nullopt;
-    held_[key] = ++tokens_;
-    return avout::Lease{key, tokens_, Clock::now() + duration};
-  }
-  bool release(const avout::Lease& lease) override {
-    std::lock_guard lock(mutex_);
-    released_.insert(lease.token);
-    return held_.erase(lease.key) > 0;
-  }
-  bool renew(avout::Lease& lease, std::chrono::milliseconds duration) override {
-    std::lock_guard lock(mutex_);
-    ++renewals_[lease.token];
-    if (released_.count(lease.token)) ++after_release_;
-    lease.expires = Clock::now() + duration;
-    return held_.count(lease.key) && held_[lease.key] == lease.token;
-  }
-  int renewals(std::uint64_t token) {
-    std::lock_guard lock(mutex_);
-    return renewals_[token];
-  }
-  int after_release() {
-    std::lock_guard lock(mutex_);
-    return after_release_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::uint64_t tokens_ = 0;
-  std::map<std::string, std::uint64_t> held_;
-  std::set<std::uint64_t> released_;
-  std::map<std::uint64_t, int> renewals_;
-  int after_release_ = 0;
-};
-
-}  // namespace
-
 TEST_CASE("unlock stops the renewals: a counting strategy sees none after a release") {
   auto strategy = std::make_shared<CountingStrategy>();
   avout::LeaseLock leases(strategy);
@@ -268,6 +291,75 @@ TEST_CASE("unlock stops the renewals: a counting strategy sees none after a rele
   CHECK(losses.count() == 0);
 }
 
+TEST_CASE("an on_lost callback that blocks delays no renewal of another lease") {
+  // on_lost runs off the renewal thread: while one lease's callback blocks for many lease
+  // lengths, the kept leases of the same LeaseLock and of another one are renewed all along.
+  auto strategy = std::make_shared<CountingStrategy>(true);
+  avout::LeaseLock blocked(strategy);
+  avout::LeaseLock other(strategy);
+  std::atomic<bool> blocking{false};
+  std::atomic<bool> unblock{false};
+  blocked.on_lost([&](const avout::Lease& lost) {
+    if (lost.key != "short") return;
+    blocking = true;
+    const auto until = Clock::now() + scaled(30s);
+    while (!unblock && Clock::now() < until) std::this_thread::sleep_for(5ms);
+  });
+  LossLog losses;
+  losses.attach(other);
+  const auto duration = scaled(500ms);
+  const auto same = blocked.lock("same", {.duration = duration, .keep_alive = true});
+  const auto kept = other.lock("kept", {.duration = duration, .keep_alive = true});
+  (void)blocked.lock("short", {.duration = duration / 10});
+  const auto until = Clock::now() + scaled(10s);
+  while (!blocking && Clock::now() < until) std::this_thread::sleep_for(5ms);
+  REQUIRE(blocking);
+  const auto started = Clock::now();
+  while (Clock::now() - started < 5 * duration) {
+    CHECK(kept.running());
+    CHECK(same.running());
+    std::this_thread::sleep_for(duration / 5);
+  }
+  CHECK(kept.latest_expiry() > kept.expires + 3 * duration);
+  CHECK(same.latest_expiry() > same.expires + 3 * duration);
+  avout::LeaseLock third(strategy);
+  CHECK_FALSE(third.try_lock("kept", duration));  // the store still sees both held
+  CHECK_FALSE(third.try_lock("same", duration));
+  CHECK(losses.count() == 0);
+  unblock = true;
+  CHECK(other.unlock(kept));
+  CHECK(blocked.unlock(same));
+}
+
+TEST_CASE("a loss not told yet when unlock returns is never told") {
+  // A blocking callback holds the lease callback thread while a second lease is lost: its
+  // callback waits in line, and the unlock made meanwhile cancels it.
+  auto strategy = std::make_shared<CountingStrategy>(true);
+  avout::LeaseLock leases(strategy);
+  std::atomic<bool> blocking{false};
+  std::atomic<bool> unblock{false};
+  leases.on_lost([&](const avout::Lease& lost) {
+    if (lost.key != "first") return;
+    blocking = true;
+    const auto until = Clock::now() + scaled(30s);
+    while (!unblock && Clock::now() < until) std::this_thread::sleep_for(5ms);
+  });
+  LossLog losses;
+  losses.attach(leases);
+  (void)leases.lock("first", {.duration = 20ms});
+  const auto until = Clock::now() + scaled(10s);
+  while (!blocking && Clock::now() < until) std::this_thread::sleep_for(5ms);
+  REQUIRE(blocking);
+  const auto second = leases.lock("second", {.duration = 20ms});
+  while (second.running()) std::this_thread::sleep_for(5ms);  // lost: its callback queued
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(leases.unlock(second));
+  unblock = true;
+  REQUIRE(losses.wait_for(1, scaled(10s)));
+  std::this_thread::sleep_for(200ms);
+  CHECK(losses.count() == 1);  // the first lease's, told once unblocked; not the second's
+}
+
 TEST_CASE("an on_lost callback may drop the last copy of its LeaseLock") {
   auto strategy = std::make_shared<CountingStrategy>();
   auto leases = std::make_unique<avout::LeaseLock>(strategy);
@@ -275,7 +367,7 @@ TEST_CASE("an on_lost callback may drop the last copy of its LeaseLock") {
   std::atomic<bool> dropped{false};
   leases->on_lost([&](const avout::Lease&) {
     while (!locked) std::this_thread::sleep_for(1ms);  // lock() has returned
-    leases.reset();  // the keeper's thread ends by itself once this returns
+    leases.reset();  // on the lease callback thread: the keeper ends once this returns
     dropped = true;
   });
   (void)leases->lock("k", {.duration = 20ms});

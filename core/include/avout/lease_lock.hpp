@@ -133,10 +133,8 @@ class LeaseLock {
   /// `duration` from then on); false, changing nothing, when it no longer does.
   bool renew(Lease& lease, std::chrono::milliseconds duration);
   /// Adds a callback called once per lease of this LeaseLock (and its copies) that is lost,
-  /// with that lease, on the process's keeper thread, never under an internal lock. Keep it
-  /// short: while it runs, no lease of ANY LeaseLock of the process is renewed (a renewal
-  /// due meanwhile is made when it returns, late by its run time). Do not capture this
-  /// LeaseLock in it (the cycle keeps the keep-alive going); what it throws is ignored.
+  /// with that lease, on the process's lease callback thread (not the keeper thread, so a
+  /// slow callback delays no renewal), never under an internal lock.
   void on_lost(std::function<void(const Lease&)> callback);
 
   /// The strategy's description, for messages.

@@ -1,5 +1,7 @@
 #include "locks/lease_keeper.hpp"
 
+#include "base/log.hpp"
+
 #include <algorithm>
 #include <exception>
 
@@ -55,11 +57,10 @@ void LeaseKeeper::shut_down() {
   {
     std::unique_lock lock(mutex_);
     stopping_ = true;
-    // A callback that dropped the last LeaseLock runs on the schedule's thread: nothing of
-    // this keeper is in flight there but that callback, which must not wait for itself.
-    if (!LeaseSchedule::on_thread()) {
-      idle_.wait(lock, [&] { return !renewing_ && !calling_; });
-    }
+    // A callback that dropped the last LeaseLock runs on the lease callback thread, where no
+    // other callback runs meanwhile: it must not wait for itself.
+    const bool in_callback = LeaseSchedule::in_callback();
+    idle_.wait(lock, [&] { return !renewing_ && (!calling_ || in_callback); });
     strategy = std::move(strategy_);
   }
 }
@@ -100,8 +101,9 @@ void LeaseKeeper::stop(const Lease& lease) {
   const Id id{lease.key, lease.token};
   std::unique_lock lock(mutex_);
   watched_.erase(id);
-  if (LeaseSchedule::on_thread()) return;  // from a callback: no renewal is in flight
-  idle_.wait(lock, [&] { return renewing_ != id; });
+  untold_.erase(id);  // a loss not told yet is not told after the unlock
+  const bool in_callback = LeaseSchedule::in_callback();
+  idle_.wait(lock, [&] { return renewing_ != id && (calling_ != id || in_callback); });
 }
 
 void LeaseKeeper::renewed(const Lease& lease, milliseconds duration) {
@@ -138,7 +140,7 @@ std::optional<steady_clock::time_point> LeaseKeeper::serve(steady_clock::time_po
 }
 
 namespace {
-thread_local bool on_schedule_thread = false;
+thread_local bool in_lease_callback = false;
 }  // namespace
 
 LeaseSchedule& LeaseSchedule::process() {
@@ -146,7 +148,7 @@ LeaseSchedule& LeaseSchedule::process() {
   return schedule;
 }
 
-bool LeaseSchedule::on_thread() { return on_schedule_thread; }
+bool LeaseSchedule::in_callback() { return in_lease_callback; }
 
 LeaseSchedule::~LeaseSchedule() {
   {
@@ -167,8 +169,14 @@ void LeaseSchedule::queue(steady_clock::time_point at, std::weak_ptr<LeaseKeeper
   changed_.notify_all();
 }
 
+void LeaseSchedule::post_callback(std::function<void()> task) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  if (!callbacks_) callbacks_ = std::make_unique<CallbackExecutor>();
+  callbacks_->post(std::move(task));
+}
+
 void LeaseSchedule::run() {
-  on_schedule_thread = true;
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (due_.empty()) {
@@ -200,7 +208,7 @@ void LeaseKeeper::handle(std::unique_lock<std::mutex>& lock, const Id& id) {
     if (steady_clock::now() < end) {
       found->second.next = end;
     } else {
-      lose(lock, found);
+      lose(found);
     }
     return;
   }
@@ -225,28 +233,44 @@ void LeaseKeeper::handle(std::unique_lock<std::mutex>& lock, const Id& id) {
     extend(*found->second.lease.latest, lease.expires);
     found->second.next = next_renewal(now, duration);
   } else if (renewed == false || now >= end_of(found->second.lease)) {
-    lose(lock, found);
+    lose(found);
   } else {
     found->second.next = next_retry(now, duration, end_of(found->second.lease));
   }
 }
 
-void LeaseKeeper::lose(std::unique_lock<std::mutex>& lock, std::map<Id, Watched>::iterator found) {
+void LeaseKeeper::lose(std::map<Id, Watched>::iterator found) {
+  const Id id = found->first;
   Lease lost = std::move(found->second.lease);
   watched_.erase(found);
   cut(*lost.latest, steady_clock::now());
-  const auto callbacks = callbacks_;
-  calling_ = true;
-  lock.unlock();
+  if (callbacks_.empty()) return;
+  untold_.insert(id);
+  // Posted, not called: this is the schedule's thread, and a callback that blocks here would
+  // hold up the renewals of every lease of the process.
+  LeaseSchedule::process().post_callback(
+      [keeper = shared_from_this(), callbacks = callbacks_, lost = std::move(lost)] {
+        keeper->tell(callbacks, lost);
+      });
+}
+
+void LeaseKeeper::tell(const std::vector<std::function<void(const Lease&)>>& callbacks,
+                       const Lease& lost) {
+  const Id id{lost.key, lost.token};
+  std::unique_lock lock(mutex_);
+  // Unlocked or shut down since the loss: nobody is to be told any more.
+  if (stopping_ || untold_.erase(id) == 0) return;
+  calling_ = id;
   for (const auto& callback : callbacks) {
-    try {
-      callback(lost);
-    } catch (...) {
-      // A callback's failure must not end the keep-alive of the other leases.
-    }
+    if (stopping_) break;  // a callback dropped the last LeaseLock: no callback follows
+    lock.unlock();
+    in_lease_callback = true;
+    // One callback's failure is logged; the others are still called.
+    run_logging_errors({}, "a LeaseLock on_lost callback", [&] { callback(lost); });
+    in_lease_callback = false;
+    lock.lock();
   }
-  lock.lock();
-  calling_ = false;
+  calling_.reset();
   idle_.notify_all();
 }
 
