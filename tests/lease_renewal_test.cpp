@@ -360,6 +360,32 @@ TEST_CASE("a loss not told yet when unlock returns is never told") {
   CHECK(losses.count() == 1);  // the first lease's, told once unblocked; not the second's
 }
 
+TEST_CASE("stop_keep_alive keeps the hold until its end, then on_lost fires once") {
+  auto strategy = std::make_shared<CountingStrategy>(true);
+  avout::LeaseLock leases(strategy);
+  LossLog losses;
+  losses.attach(leases);
+  const auto duration = scaled(300ms);
+  const auto lease = leases.lock("k", {.duration = duration, .keep_alive = true});
+  std::this_thread::sleep_for(2 * duration);
+  leases.stop_keep_alive(lease);
+  const auto renewals = strategy->renewals(lease.token);
+  CHECK(renewals > 0);
+  const auto end = lease.latest_expiry();
+  avout::LeaseLock other(strategy);
+  if (Clock::now() < end - duration / 10) CHECK_FALSE(other.try_lock("k", duration));  // held
+  REQUIRE(losses.wait_for(1, scaled(10s)));
+  CHECK(Clock::now() >= end);
+  CHECK(losses.tokens.front() == lease.token);
+  CHECK(strategy->renewals(lease.token) == renewals);  // none since stop_keep_alive
+  const auto next = other.try_lock("k", duration);
+  REQUIRE(next);  // the store ended it too
+  CHECK_FALSE(leases.unlock(lease));
+  CHECK(other.unlock(*next));
+  std::this_thread::sleep_for(duration / 2);
+  CHECK(losses.count() == 1);
+}
+
 TEST_CASE("an on_lost callback may drop the last copy of its LeaseLock") {
   auto strategy = std::make_shared<CountingStrategy>();
   auto leases = std::make_unique<avout::LeaseLock>(strategy);

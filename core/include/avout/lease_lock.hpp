@@ -46,8 +46,9 @@ struct LeaseOptions {
   std::chrono::milliseconds duration{1000};  ///< how long the lease lasts unless renewed; > 0
   std::chrono::milliseconds max_wait{5000};  ///< how long to wait for a held key; 0: one
                                              ///< attempt only. Past it: Timeout
-  bool keep_alive = false;  ///< renew every duration/3 until unlock or loss (off by default:
-                            ///< a lease that ends by itself is what `duration` asks for)
+  bool keep_alive = false;  ///< renew every duration/3 until unlock, stop_keep_alive or loss
+                            ///< (off by default: a lease that ends by itself is what
+                            ///< `duration` asks for)
 };
 
 /// One hold of a key. Copyable; only its token identifies the hold to the store.
@@ -96,16 +97,23 @@ class LeaseStrategy {
 /// strategy and one keeper); thread safe. A ZooKeeper LeaseLock must not outlive the Client
 /// that made it.
 ///
-/// Keep-alive and loss: the leases of every LeaseLock of the process are watched by ONE
-/// keeper thread (started at the first lease that needs it: one kept alive, or one taken by
-/// a LeaseLock with an on_lost callback; never for a LeaseLock using neither). The last copy
-/// of a LeaseLock ends its keep-alive, waiting for its renewal or callback in flight; the
-/// thread then never touches it again. The thread renews each `keep_alive` lease every
-/// duration/3, retries
-/// a renewal that throws (store down) every duration/10 until the lease's end, and calls the
-/// `on_lost` callbacks once per lost lease — when a renewal returns false (taken over or
-/// ended), fails up to the lease's end, or a lease without keep-alive reaches its end
-/// unreleased. A lost lease's `latest_expiry()` is then no later than the loss.
+/// Keep-alive: the leases of every LeaseLock of the process are watched by ONE keeper thread
+/// (started at the first lease that needs it: one kept alive, or one taken by a LeaseLock
+/// with an on_lost callback; never for a LeaseLock using neither). It renews each lease
+/// locked with `keep_alive` every duration/3, one renewal after another (a store call that
+/// hangs delays the others). Keep-alive is off unless asked for, and ends with
+/// stop_keep_alive (the hold stays until its end), unlock, or the last copy of the
+/// LeaseLock (waiting for its renewal and callbacks in flight; nothing of it runs after).
+///
+/// Loss: the `on_lost` callbacks are called once per lost lease:
+/// - at once when a renewal is refused (the token no longer holds the key: the lease ended
+///   at the store, and with ZooKeeper was taken over);
+/// - when a renewal throws (store down): retried every duration/10 (1 s at most), the lease
+///   is lost at its end unless one succeeded by then; an outage shorter is ridden out;
+/// - at its end, for a lease without keep-alive (or after stop_keep_alive) not released nor
+///   renewed by hand by then.
+/// The lost lease's `latest_expiry()` is cut to the loss first, so `running()` is false
+/// before any callback runs.
 class LeaseLock {
  public:
   /// A lease lock over `strategy` (see Client::lease_lock, redis::lease_lock,
@@ -126,15 +134,27 @@ class LeaseLock {
   /// then releases it when its token still holds the key; returns false, freeing nothing,
   /// when the lease had already ended (expired and taken, or with Redis and PostgreSQL
   /// expired at all), been released, or been renewed away by another holder. on_lost is not
-  /// called for it afterwards. A store error propagates, keep-alive stopped all the same.
+  /// called for it once unlock returns (a loss not told yet is dropped; one being told is
+  /// waited for, unless unlock is called from a lease callback). A store error propagates,
+  /// keep-alive stopped all the same.
   bool unlock(const Lease& lease);
+  /// Turns `lease`'s keep-alive off while keeping the hold: waits for a renewal in flight,
+  /// then none follows; the lease ends at its latest_expiry() unless renewed by hand or
+  /// unlocked, and on_lost fires then as for a lease taken without keep-alive. Does
+  /// nothing for a lease not kept alive by this LeaseLock (or one already lost or unlocked).
+  void stop_keep_alive(const Lease& lease);
   /// Makes `lease` last `duration` from now when its token still holds the key (and
   /// updates lease.expires, and latest_expiry() of every copy; a kept lease is renewed for
   /// `duration` from then on); false, changing nothing, when it no longer does.
   bool renew(Lease& lease, std::chrono::milliseconds duration);
-  /// Adds a callback called once per lease of this LeaseLock (and its copies) that is lost,
-  /// with that lease, on the process's lease callback thread (not the keeper thread, so a
-  /// slow callback delays no renewal), never under an internal lock.
+  /// Adds a callback called once per lease of this LeaseLock (and its copies) that is lost
+  /// (see the class comment for when), with that lease. It runs on the process's ONE lease
+  /// callback thread (started at the first loss to tell), never on the keeper thread and
+  /// never under an internal lock: a slow or blocking callback delays no renewal, only the
+  /// lease callbacks queued behind it. It may call any LeaseLock (unlock, lock anew) and may
+  /// drop the last copy of its own. Do not capture this LeaseLock in it (the cycle keeps
+  /// the keep-alive going); what it throws is logged and ignored, the other callbacks still
+  /// run. Callbacks queued when the process exits are dropped.
   void on_lost(std::function<void(const Lease&)> callback);
 
   /// The strategy's description, for messages.

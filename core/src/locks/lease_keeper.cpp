@@ -106,6 +106,17 @@ void LeaseKeeper::stop(const Lease& lease) {
   idle_.wait(lock, [&] { return renewing_ != id && (calling_ != id || in_callback); });
 }
 
+void LeaseKeeper::stop_renewing(const Lease& lease) {
+  const Id id{lease.key, lease.token};
+  std::unique_lock lock(mutex_);
+  const auto found = watched_.find(id);
+  if (found == watched_.end() || !found->second.keep) return;
+  found->second.keep = false;
+  // A renewal in flight may still move the end; the check at the end finds it not due yet.
+  found->second.next = end_of(found->second.lease);
+  idle_.wait(lock, [&] { return renewing_ != id; });
+}
+
 void LeaseKeeper::renewed(const Lease& lease, milliseconds duration) {
   std::lock_guard lock(mutex_);
   const auto found = watched_.find(Id{lease.key, lease.token});

@@ -43,6 +43,9 @@ class LeaseKeeper : public std::enable_shared_from_this<LeaseKeeper> {
   /// Stops watching `lease`, waiting for its renewal and its on_lost callbacks in flight
   /// (unless called from a lease callback); no renewal or callback for it follows.
   void stop(const Lease& lease);
+  /// Stops renewing `lease` (waiting for its renewal in flight) and watches it as a lease
+  /// without keep-alive: it ends at its latest expiry unless renewed by hand or released.
+  void stop_renewing(const Lease& lease);
   /// Notes an explicit renewal of `lease` for `duration` (its new expires).
   void renewed(const Lease& lease, std::chrono::milliseconds duration);
   /// Adds a loss callback.

@@ -96,6 +96,8 @@ bool LeaseLock::unlock(const Lease& lease) {
   return strategy_->release(lease);
 }
 
+void LeaseLock::stop_keep_alive(const Lease& lease) { keeper_->stop_renewing(lease); }
+
 bool LeaseLock::renew(Lease& lease, milliseconds duration) {
   validate_lease_key(lease.key);
   validate_lease_duration(duration, "duration");
