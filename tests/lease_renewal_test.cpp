@@ -1,13 +1,14 @@
 // Lease keep-alive and on_lost against real servers, for the ZooKeeper, Redis and PostgreSQL
-// strategies: kept leases outlive their duration, lost ones are told once, unlock stops the
-// renewals, one thread serves every LeaseLock of the process, and a store outage is ridden out
-// only while the lease lasts.
+// strategies, and against a strategy in memory: kept leases outlive their duration, lost ones
+// are told once and off the renewal thread, unlock and stop_keep_alive stop the renewals, and
+// one thread serves every LeaseLock of the process. Store outages: lease_outage_test.cpp.
 #include <avout/avout.hpp>
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
 #include "support/lease_contenders.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -31,32 +31,12 @@ const auto& all_kinds = avout::testing::all_lease_stores;
 const auto kind_name = avout::testing::lease_store_name;
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lease-renewal-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lease-renewal-test", stem);
 }
 
 using Contender = avout::testing::LeaseContender;
 
-// Counts the on_lost calls of a LeaseLock, per token.
-struct LossLog {
-  std::mutex mutex;
-  std::vector<std::uint64_t> tokens;
-  void attach(avout::LeaseLock& leases) {
-    leases.on_lost([this](const avout::Lease& lease) {
-      std::lock_guard lock(mutex);
-      tokens.push_back(lease.token);
-    });
-  }
-  std::size_t count() {
-    std::lock_guard lock(mutex);
-    return tokens.size();
-  }
-  bool wait_for(std::size_t n, std::chrono::milliseconds timeout) {
-    const auto until = Clock::now() + timeout;
-    while (count() < n && Clock::now() < until) std::this_thread::sleep_for(10ms);
-    return count() >= n;
-  }
-};
+using LossLog = avout::testing::LeaseLossLog;
 
 std::ptrdiff_t thread_count() {
   const std::filesystem::directory_iterator tasks("/proc/self/task");
@@ -429,73 +409,4 @@ TEST_CASE("200 LeaseLocks of different names, each keeping a lease, add fewer th
   MESSAGE("threads before: " << before << ", while 600 LeaseLocks keep a lease: " << holding);
   CHECK(holding - before < 5);
   for (auto& [leases, lease] : kept) CHECK(leases.unlock(lease));
-}
-
-namespace {
-
-// A server of `kind` of the test's own, to stop and start.
-struct OwnServer {
-  std::unique_ptr<avout::testing::ZooKeeperServer> zookeeper;
-  std::unique_ptr<avout::testing::RedisServer> redis;
-  std::unique_ptr<avout::testing::PostgresServer> postgres;
-
-  explicit OwnServer(Kind kind) {
-    switch (kind) {
-      case Kind::zookeeper: zookeeper = std::make_unique<avout::testing::ZooKeeperServer>(); break;
-      case Kind::redis: redis = std::make_unique<avout::testing::RedisServer>(true); break;
-      case Kind::postgres: postgres = std::make_unique<avout::testing::PostgresServer>(); break;
-    }
-  }
-  std::string address() const {
-    if (zookeeper) return zookeeper->connect_string();
-    if (redis) return redis->url();
-    return postgres->url();
-  }
-  void stop() {
-    if (zookeeper) zookeeper->stop();
-    if (redis) redis->stop();
-    if (postgres) postgres->stop();
-  }
-  void start() {
-    if (zookeeper) zookeeper->start();
-    if (redis) redis->start();
-    if (postgres) postgres->start();
-  }
-};
-
-}  // namespace
-
-TEST_CASE("a store outage shorter than the lease is ridden out; a longer one loses it") {
-  for (Kind kind : all_kinds) {
-    const std::string store_kind = kind_name(kind);
-    CAPTURE(store_kind);
-    OwnServer server(kind);
-    const std::string name = unique_name("outage");
-    Contender holder(kind, name, server.address(), scaled(20s));
-    LossLog losses;
-    losses.attach(*holder.leases);
-    // Long enough that a restart (PostgreSQL's takes the longest) fits well inside it.
-    const auto lease = holder->lock("k", {.duration = scaled(8s), .keep_alive = true});
-    server.stop();
-    std::this_thread::sleep_for(scaled(1s));
-    server.start();
-    std::this_thread::sleep_for(scaled(8s));  // longer than the lease: renewals resumed
-    CHECK(losses.count() == 0);
-    CHECK(lease.running());
-    {
-      Contender other(kind, name, server.address(), scaled(20s));
-      CHECK_FALSE(other->try_lock("k", 1s));
-    }
-    CHECK(holder->unlock(lease));
-
-    const auto short_lease = holder->lock("s", {.duration = scaled(1s), .keep_alive = true});
-    server.stop();
-    const bool lost = losses.wait_for(1, scaled(20s));
-    server.start();
-    REQUIRE(lost);
-    CHECK(losses.tokens.front() == short_lease.token);
-    CHECK_FALSE(short_lease.running());
-    std::this_thread::sleep_for(scaled(1s));
-    CHECK(losses.count() == 1);
-  }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The three lease stores the lease tests run every case on, and what one contender makes in
-// each: its own client or store and a lease lock in it.
+// each: its own client or store and a lease lock in it; and a log of the losses told.
 
 #include "support/servers.hpp"
 
@@ -9,9 +9,13 @@
 #include <avout/redis.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace avout::testing {
 
@@ -88,6 +92,32 @@ struct LeaseContender {
         return avout::postgres::lease_lock(static_cast<avout::postgres::Store&>(*store), name);
     }
     return *leases;
+  }
+};
+
+/// Counts the on_lost calls of a LeaseLock, per token.
+struct LeaseLossLog {
+  std::mutex mutex;                   ///< guards tokens
+  std::vector<std::uint64_t> tokens;  ///< the lost leases' tokens, in call order
+  /// Adds the counting callback to `leases`.
+  void attach(avout::LeaseLock& leases) {
+    leases.on_lost([this](const avout::Lease& lease) {
+      std::lock_guard lock(mutex);
+      tokens.push_back(lease.token);
+    });
+  }
+  /// How many losses were told.
+  std::size_t count() {
+    std::lock_guard lock(mutex);
+    return tokens.size();
+  }
+  /// Waits up to `timeout` for `n` losses; false if fewer came.
+  bool wait_for(std::size_t n, std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (count() < n && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return count() >= n;
   }
 };
 
