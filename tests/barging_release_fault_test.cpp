@@ -170,8 +170,7 @@ TEST_CASE("a claim taken again, its reply lost, still ends with its dosync") {
     ++attempts;
     if (attempts == 2) {
       first_claim = meddler.session().get(tag).stat.version;
-      REQUIRE(avout::inspect::tag_owner(meddler, name)->session ==
-              claimant.session().session_id());
+      REQUIRE(avout::inspect::tag_owner(meddler, name)->session == claimant.session().session_id());
       avout::testing::fail_next(avout::testing::ZooKeeperCall::set, tag, 1, true);
     }
     if (attempts <= 2) {  // a conflict: the attempt fails, and its refs are claimed
