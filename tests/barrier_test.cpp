@@ -50,11 +50,6 @@ std::size_t participants_queued(avout::Client& client, const std::string& name) 
                                                 [](const auto& c) { return c.starts_with("p-"); }));
 }
 
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
 // One participant's four moments: before enter, after it, before leave, after it.
 struct Moments {
   std::int64_t arrive = 0, entered = 0, leaving = 0, left = 0;
@@ -78,13 +73,13 @@ void check_never_early(const std::vector<Moments>& all) {
 Moments take_part(avout::Barrier& barrier, int index) {
   Moments m;
   std::this_thread::sleep_for(std::chrono::milliseconds(60 * index));
-  m.arrive = now_us();
+  m.arrive = avout::testing::now_us();
   barrier.enter(avout::Deadline::after(scaled(20s)));
-  m.entered = now_us();
+  m.entered = avout::testing::now_us();
   std::this_thread::sleep_for(std::chrono::milliseconds(60 * (3 - index % 4)));
-  m.leaving = now_us();
+  m.leaving = avout::testing::now_us();
   barrier.leave(avout::Deadline::after(scaled(20s)));
-  m.left = now_us();
+  m.left = avout::testing::now_us();
   return m;
 }
 

@@ -53,11 +53,6 @@ std::size_t candidates(avout::Client& client, const std::string& name) {
   return client.session().children(folder_of(client, name)).size();
 }
 
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
 // One leadership as its leader saw it: its token, and from when to when it believed it led.
 struct Term {
   std::uint64_t token = 0;
@@ -109,7 +104,7 @@ TEST_CASE("4 processes x 2 candidates campaign and resign; one leader per token,
                   name, "p" + std::to_string(index) + "-t" + std::to_string(t));
               for (int round = 0; round < rounds; ++round) {
                 election.campaign(avout::Deadline::after(scaled(60s)));
-                Term term{election.fencing_token(), now_us(), 0};
+                Term term{election.fencing_token(), avout::testing::now_us(), 0};
                 if (term.token == 0) throw std::runtime_error("a leader without a token");
                 if (election.leader() != election.id()) throw std::runtime_error("leader()");
                 // The log: a guarded commit while leading must land, in token order.
@@ -120,7 +115,7 @@ TEST_CASE("4 processes x 2 candidates campaign and resign; one leader per token,
                   last.ref_set(static_cast<long>(term.token));
                 });
                 std::this_thread::sleep_for(std::chrono::milliseconds(5 * (index + t)));
-                term.to = now_us();
+                term.to = avout::testing::now_us();
                 election.resign();
                 election.resign();  // idempotent
                 bool landed = false;
@@ -342,11 +337,11 @@ TEST_CASE("a leader cut off from ZooKeeper stops believing before the next one l
   std::atomic<bool> stop{false};
   std::thread watcher([&] {
     while (!stop && first.is_leader()) std::this_thread::sleep_for(1ms);
-    first_stopped = now_us();
+    first_stopped = avout::testing::now_us();
   });
   relay.isolate();  // the server hears nothing more of it, and expires its session
   second.campaign(avout::Deadline::after(scaled(30s)));
-  const auto second_leads = now_us();
+  const auto second_leads = avout::testing::now_us();
   stop = true;
   watcher.join();
   CHECK(first_stopped <= second_leads);  // the lapse came before the server's expiry
