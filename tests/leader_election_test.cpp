@@ -373,3 +373,26 @@ TEST_CASE("a lost create reply counts once") {
   election.resign();
   CHECK(candidates(client, name) == 0);
 }
+
+// A leader's resign whose deletes fail (before they are sent) for longer than one session
+// timeout, while its session lives on: its node must still go, or it would stay first in line
+// and no other candidate would ever lead while that session lives.
+TEST_CASE("a resign whose deletes fail for a session timeout still hands over") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("resign-fails");
+  auto short_session = options();
+  short_session.session_timeout = 1000ms;  // the shortest the test server grants
+  avout::Client client(short_session);
+  avout::Client other(options());
+  auto leader = client.leader_election(name, "leader");
+  auto next = other.leader_election(name, "next");
+  leader.campaign(avout::Deadline::after(scaled(20s)));
+  // More than a session timeout's worth of retries.
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::remove, folder_of(client, name), 12);
+  leader.resign();
+  CHECK_FALSE(leader.is_leader());
+  next.campaign(avout::Deadline::after(scaled(30s)));
+  CHECK(next.is_leader());
+  CHECK(avout::testing::failures_to_come() == 0);
+  next.resign();
+}
