@@ -20,6 +20,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -379,4 +380,28 @@ TEST_CASE("no herd: an early entrant is not woken by each later arrival") {
   }
   for (auto& run : runs) run.get();
   CHECK(observer.session().children(folder_of(observer, name)).empty());
+}
+
+// A member dropped between enter and leave whose node's deletes fail (before they are sent)
+// for longer than one session timeout, while its session lives on: the node must still go,
+// or the others would wait in leave for a member that never leaves instead of learning that
+// the round broke.
+TEST_CASE("a member dropped after entering whose deletes fail still breaks the round") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("drop-fails");
+  auto short_session = options();
+  short_session.session_timeout = 1000ms;  // the shortest the test server grants
+  avout::Client client(short_session);
+  avout::Client other(options());
+  std::optional<avout::Barrier> dropped = client.barrier(name, 2);
+  auto stays = other.barrier(name, 2);
+  auto entering =
+      std::async(std::launch::async, [&] { stays.enter(avout::Deadline::after(scaled(20s))); });
+  dropped->enter(avout::Deadline::after(scaled(20s)));
+  entering.get();
+  // More than a session timeout's worth of retries.
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::remove, folder_of(client, name), 12);
+  dropped.reset();
+  CHECK_THROWS_AS(stays.leave(avout::Deadline::after(scaled(30s))), avout::BarrierBroken);
+  CHECK(avout::testing::failures_to_come() == 0);
 }
