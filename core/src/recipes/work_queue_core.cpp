@@ -14,11 +14,6 @@
 
 namespace avout::detail {
 
-namespace {
-// The takers waiting for items: ephemeral, gone with a taker's session.
-const NodeKind waiter_kind{"w", 0};
-}  // namespace
-
 WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::string name,
                              std::string folder)
     : session_(session),
@@ -26,8 +21,8 @@ WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::st
       name_(std::move(name)),
       folder_(std::move(folder)),
       items_(session, folder_, item_kind, CreateMode::persistent_sequential),
-      waiters_(session, folder_ + "/waiters", waiter_kind, CreateMode::ephemeral_sequential) {
-  session_.create_recursive(folder_ + "/waiters");
+      waiters_(session, path_of(waiters_folder), waiter_kind, CreateMode::ephemeral_sequential) {
+  session_.create_recursive(path_of(waiters_folder));
 }
 
 void WorkQueueCore::put(const Bytes& item, const Deadline& deadline) {
