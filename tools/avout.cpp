@@ -1,6 +1,6 @@
 // avout: the command line of an avout deployment.
-//   avout [options] list atoms|refs|agents|leases|locks
-//   avout [options] show atom|ref|agent|lock NAME [--store URL]
+//   avout [options] list atoms|refs|agents|leases|locks|semaphores|elections|barriers|queues
+//   avout [options] show atom|ref|agent|lock|semaphore|election|barrier|queue NAME [--store URL]
 //   avout [options] set atom NAME VALUE [--type long|double|string|bool] [--store URL]
 //   avout [options] watch atom|ref NAME [--count N] [--store URL]
 //   avout [options] delete atom|lock NAME [--store URL]
@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <csignal>
 #include <iostream>
+#include <map>
 
 namespace {
 
@@ -91,14 +92,16 @@ int main(int argc, char** argv) {
   const std::string store_help =
       "URL of the store its values live in: zookeeper: (default), redis://..., "
       "postgresql://... or any registered scheme";
-  auto* list = app.add_subcommand("list", "list atoms, refs, agents or leases");
-  list->add_option("kind", kind, "atoms|refs|agents|leases|locks")
+  auto* list = app.add_subcommand("list", "list the names of objects or recipes of one kind");
+  list->add_option("kind", kind,
+                   "atoms|refs|agents|leases|locks|semaphores|elections|barriers|queues")
       ->required()
-      ->check(CLI::IsMember({"atoms", "refs", "agents", "leases", "locks"}));
-  auto* show = app.add_subcommand("show", "show one atom, ref, agent or lock");
-  show->add_option("kind", kind, "atom|ref|agent|lock")
+      ->check(CLI::IsMember(avout::tool::listed_kinds()));
+  auto* show = app.add_subcommand("show", "show one object or recipe");
+  show->add_option("kind", kind, "atom|ref|agent|lock|semaphore|election|barrier|queue")
       ->required()
-      ->check(CLI::IsMember({"atom", "ref", "agent", "lock"}));
+      ->check(CLI::IsMember(
+          {"atom", "ref", "agent", "lock", "semaphore", "election", "barrier", "queue"}));
   show->add_option("name", name, "its name, e.g. /counter")->required();
   show->add_option("--store", store, store_help);
   auto* set = app.add_subcommand("set", "set an atom's value");
@@ -234,6 +237,15 @@ int main(int argc, char** argv) {
       return avout::tool::run_elected(
           client, name, candidate_id.empty() ? avout::tool::default_candidate_id() : candidate_id,
           deadline, command, std::chrono::seconds(kill_after));
+    }
+    if (show->parsed() && kind != "atom" && kind != "ref" && kind != "agent" && kind != "lock") {
+      using Show = avout::tool::Report (*)(avout::Client&, const std::string&);
+      static const std::map<std::string, Show> recipes{{"semaphore", avout::tool::show_semaphore},
+                                                       {"election", avout::tool::show_election},
+                                                       {"barrier", avout::tool::show_barrier},
+                                                       {"queue", avout::tool::show_queue}};
+      avout::tool::print(recipes.at(kind)(client, name), json, std::cout);
+      return 0;
     }
     if (kind == "lock") {
       if (erase->parsed())
