@@ -653,14 +653,39 @@ TEST_CASE("avout lists and shows semaphores, elections, barriers and queues, as 
   CHECK(queue_table.output.find("length: 2") != std::string::npos);
   CHECK(queue_table.output.find("value: \"first\"") != std::string::npos);
 
+  // A participant dropped between enter and leave: its node goes without a leaving record.
+  {
+    auto stays = client.barrier("/broken", 2);
+    auto dropped = std::make_optional(other.barrier("/broken", 2));
+    auto entered =
+        std::async(std::launch::async, [&] { stays.enter(avout::Deadline::after(60s)); });
+    dropped->enter(avout::Deadline::after(60s));
+    entered.get();
+    dropped.reset();
+    const auto broken =
+        json_until(connect + " show barrier /broken", [](const nlohmann::json& seen) {
+          return seen["members"].size() == 2 &&
+                 (seen["members"][0]["state"] == "dead" || seen["members"][1]["state"] == "dead");
+        });
+    INFO(broken.dump());
+    REQUIRE(broken["members"].size() == 2);
+    const auto& members = broken["members"];
+    const int dead = members[0]["state"] == "dead" ? 0 : 1;
+    CHECK(members[dead]["owner"] == "gone");
+    CHECK(members[1 - dead]["state"] == "inside");
+  }
+  // Names nested below others are listed too, an election nobody campaigns in included.
+  (void)client.leader_election("/leader/standby", "nobody");
+  (void)client.work_queue<std::string>("/jobs/urgent");
+
   const auto names = [&](const std::string& kind) {
     return nlohmann::json::parse(avout_tool("-o json " + connect + " list " + kind).output);
   };
   CHECK(names("semaphores") == nlohmann::json::array({"/pool"}));
-  CHECK(names("elections") == nlohmann::json::array({"/leader"}));
-  CHECK(names("barriers") == nlohmann::json::array({"/meet"}));
-  CHECK(names("queues") == nlohmann::json::array({"/idle", "/jobs"}));
-  CHECK(avout_tool(connect + " list queues").output == "/idle\n/jobs\n");
+  CHECK(names("elections") == nlohmann::json::array({"/leader", "/leader/standby"}));
+  CHECK(names("barriers") == nlohmann::json::array({"/broken", "/meet"}));
+  CHECK(names("queues") == nlohmann::json::array({"/idle", "/jobs", "/jobs/urgent"}));
+  CHECK(avout_tool(connect + " list queues").output == "/idle\n/jobs\n/jobs/urgent\n");
 
   // Missing names exit 3 and create nothing.
   for (const std::string kind : {"semaphore", "election", "barrier", "queue"}) {
@@ -669,7 +694,7 @@ TEST_CASE("avout lists and shows semaphores, elections, barriers and queues, as 
     CHECK(missing.code == 3);
     CHECK(missing.output.find(kind + " /nope does not exist") != std::string::npos);
   }
-  CHECK(names("elections") == nlohmann::json::array({"/leader"}));
+  CHECK(names("elections") == nlohmann::json::array({"/leader", "/leader/standby"}));
   CHECK(avout_tool(connect + " show semaphore relative").code == 2);
 
   // Everyone lets go: the waiters get their turn.
@@ -785,4 +810,25 @@ TEST_CASE(
       nlohmann::json::parse(avout_tool("-o json " + connect + " show election /frozen").output);
   CHECK(line["leader"] == "next");
   CHECK(line["candidates"].size() == 1);  // the timed-out candidate withdrew
+}
+
+TEST_CASE("avout lock stops its command once the hold is lost: SIGTERM, then SIGKILL") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  // As `elect`'s (the same code runs both): a command ignoring SIGTERM is killed.
+  Background frozen("--session-timeout 2 " + connect +
+                    " lock /nightly --kill-after 1 -- sh -c 'trap \"\" TERM; echo running; while "
+                    ":; do sleep 0.1; done'");
+  REQUIRE(frozen.wait_for("running"));
+  avout::Client client(
+      avout::ClientOptions{.hosts = zookeeper, .session_timeout = 2000ms, .root = root});
+  auto lock = client.lock("/nightly");
+  frozen.signal(SIGSTOP);
+  REQUIRE(lock.try_lock_for(avout::testing::scaled(30s)));  // the frozen session ended
+  frozen.signal(SIGCONT);
+  CHECK(frozen.wait_for("lock /nightly was lost; stopping the command"));
+  CHECK(frozen.wait_for("killing it"));
+  CHECK(frozen.exit_code() == 128 + SIGKILL);
+  lock.unlock();
 }
