@@ -613,6 +613,7 @@ TEST_CASE("avout lists and shows semaphores, elections, barriers and queues, as 
   CHECK(open["round"] == 0);
   CHECK(open["state"] == "open");
   CHECK(open["members"].empty());
+  CHECK_FALSE(open.contains("previous_round"));  // the first round has none
   meet_two.enter(avout::Deadline::after(60s));
   entering.get();
   const auto closed =

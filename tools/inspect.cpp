@@ -281,7 +281,8 @@ Report show_barrier(Client& client, const std::string& name) {
                 {"participants", state->participants},
                 {"round", state->round},
                 {"state", state->closed ? "closed" : "open"}};
-  if (!state->closed) report["previous_round"] = state->previous_broke ? "broke" : "completed";
+  if (!state->closed && state->round > 0)
+    report["previous_round"] = state->previous_broke ? "broke" : "completed";
   report["members"] = members;
   report["waiting"] = node_rows(state->waiting, false);
   return report;

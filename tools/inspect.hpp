@@ -43,8 +43,9 @@ Report show_lock(Client& client, const std::string& name);
 Report show_semaphore(Client& client, const std::string& name);
 /// A leader election: the leader's id and fencing token, and every candidate in line.
 Report show_election(Client& client, const std::string& name);
-/// A double barrier: its participants N, its round and whether it is open or closed, the
-/// closed round's members (inside, left or dead) and the participants waiting for the next.
+/// A double barrier: its participants N, its round and whether it is open or closed (an open
+/// round after the first says whether the previous one completed or broke), the closed
+/// round's members (inside, left or dead) and the participants waiting for the next.
 Report show_barrier(Client& client, const std::string& name);
 /// A work queue: its length, its oldest item (value, type, when it was put) and how many
 /// takers wait.
