@@ -833,3 +833,20 @@ TEST_CASE("avout lock stops its command once the hold is lost: SIGTERM, then SIG
   CHECK(frozen.exit_code() == 128 + SIGKILL);
   lock.unlock();
 }
+
+TEST_CASE("avout elect passes SIGTERM on to its command and resigns once the command exits") {
+  const std::string root = unique_root();
+  const std::string connect =
+      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + root;
+  Background leading(connect +
+                     " elect /service --id serving -- sh -c 'echo running; while :; do "
+                     "sleep 0.1; done'");
+  REQUIRE(leading.wait_for("running"));
+  leading.signal(SIGTERM);
+  CHECK(leading.exit_code() == 128 + SIGTERM);  // the command's status: it got the SIGTERM
+  // Resigned before exiting: nobody leads, at once (not one session timeout later).
+  const auto line =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show election /service").output);
+  CHECK(line["leader"].is_null());
+  CHECK(line["candidates"].empty());
+}

@@ -2,15 +2,32 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 extern char** environ;
+
+namespace {
+
+// The running command, for the handler below (a lock-free atomic: async-signal-safe).
+std::atomic<pid_t> signal_target{0};
+
+// Passes a stop signal sent to avout on to the command, so avout outlives it and releases
+// its hold when it exits, instead of dying and leaving the command running without one.
+extern "C" void pass_on(int signal) {
+  if (const pid_t pid = signal_target.load(); pid > 0) kill(pid, signal);
+}
+
+constexpr int passed_on[] = {SIGINT, SIGTERM, SIGHUP};
+
+}  // namespace
 
 namespace avout::tool {
 
@@ -74,6 +91,14 @@ int HeldCommand::run(const std::vector<std::string>& command,
     state_->pid = pid;
     if (state_->stopped) kill(pid, SIGTERM);  // lost while it started
   }
+  signal_target.store(pid);
+  struct sigaction handler {};
+  handler.sa_handler = pass_on;
+  sigemptyset(&handler.sa_mask);
+  handler.sa_flags = SA_RESTART;
+  struct sigaction before[std::size(passed_on)];
+  for (std::size_t i = 0; i < std::size(passed_on); ++i)
+    sigaction(passed_on[i], &handler, &before[i]);
   if (!still_held()) state_->stop();
   // waitpid has no timeout: the exit is polled, so a SIGKILL can follow the grace of a stop.
   int status = 0;
@@ -93,6 +118,9 @@ int HeldCommand::run(const std::vector<std::string>& command,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  for (std::size_t i = 0; i < std::size(passed_on); ++i)
+    sigaction(passed_on[i], &before[i], nullptr);
+  signal_target.store(0);
   {
     std::lock_guard lock(state_->mutex);
     state_->pid = 0;

@@ -1,7 +1,7 @@
 #pragma once
 // A command run while a hold lasts (`avout lock`, `avout elect`): started with the hold's
 // variables in its environment, stopped when the hold is lost (SIGTERM, then SIGKILL once a
-// grace passed), its exit status returned.
+// grace passed), sent the stop signals avout gets, its exit status returned.
 
 #include <chrono>
 #include <functional>
@@ -25,9 +25,11 @@ class HeldCommand {
 
   /// Runs `command` (searched in PATH) with `variables` ("NAME=value") replacing those names
   /// in the environment, stopped at once when `still_held` says false after the start;
-  /// returns its exit status (128 + signal when killed, 127 when it could not start). The
-  /// signals go to the command's process only: a command that starts others passes them on
-  /// (or `exec`s the last one).
+  /// returns its exit status (128 + signal when killed, 127 when it could not start).
+  /// SIGINT, SIGTERM and SIGHUP sent to this process while the command runs are passed on to
+  /// it (this process waits for its exit, then the caller releases the hold). The signals go
+  /// to the command's process only: a command that starts others passes them on (or `exec`s
+  /// the last one).
   int run(const std::vector<std::string>& command, const std::vector<std::string>& variables,
           const std::function<bool()>& still_held);
 

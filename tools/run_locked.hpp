@@ -14,7 +14,8 @@ namespace avout::tool {
 /// AVOUT_FENCING_TOKEN, releases the lock when it ends and returns its exit status (128 +
 /// signal when killed, 127 when it could not start). When the hold is lost meanwhile the
 /// command gets SIGTERM, since it no longer runs under the lock, and SIGKILL when it still
-/// runs `kill_after` later.
+/// runs `kill_after` later. SIGINT, SIGTERM and SIGHUP sent to avout meanwhile are passed on
+/// to the command (the lock is released once it exits).
 int run_locked(Client& client, const std::string& name, const std::vector<std::string>& command,
                std::chrono::milliseconds kill_after);
 
