@@ -538,6 +538,23 @@ nlohmann::json json_until(const std::string& arguments,
   return seen;
 }
 
+// A command ignoring SIGTERM (its shell and the sleeps it starts): only a SIGKILL ends it.
+const std::string stubborn_command =
+    "sh -c 'trap \"\" TERM; echo running; while :; do sleep 0.1; done'";
+
+// Freezes `frozen` (SIGSTOP) while `take_over` waits for its session to end, thaws it, and
+// checks that it then stops its command for the loss of `hold`: SIGTERM, which the
+// stubborn_command ignores, then SIGKILL.
+void check_killed_after_freeze(Background& frozen, const std::string& hold,
+                               const std::function<void()>& take_over) {
+  frozen.signal(SIGSTOP);
+  take_over();
+  frozen.signal(SIGCONT);
+  CHECK(frozen.wait_for(hold + " was lost; stopping the command"));
+  CHECK(frozen.wait_for("killing it"));
+  CHECK(frozen.exit_code() == 128 + SIGKILL);
+}
+
 std::string read_file(const std::filesystem::path& file) {
   std::ifstream in(file);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -782,22 +799,17 @@ TEST_CASE(
   const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
   const std::string root = unique_root();
   const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
-  // The command ignores SIGTERM: the SIGKILL after --kill-after ends it.
   Background frozen("--session-timeout 2 " + connect +
-                    " elect /frozen --id frozen --kill-after 1 -- sh -c 'trap \"\" TERM; echo "
-                    "running; while :; do sleep 0.1; done'");
+                    " elect /frozen --id frozen --kill-after 1 -- " + stubborn_command);
   REQUIRE(frozen.wait_for("leading election /frozen as frozen"));
   REQUIRE(frozen.wait_for("running"));
   avout::Client client(
       avout::ClientOptions{.hosts = zookeeper, .session_timeout = 2000ms, .root = root});
   auto next = client.leader_election("/frozen", "next");
-  frozen.signal(SIGSTOP);
-  next.campaign(avout::Deadline::after(avout::testing::scaled(30s)));  // the frozen session ended
-  CHECK(next.leader() == "next");
-  frozen.signal(SIGCONT);
-  CHECK(frozen.wait_for("leadership of election /frozen was lost; stopping the command"));
-  CHECK(frozen.wait_for("killing it"));
-  CHECK(frozen.exit_code() == 128 + SIGKILL);
+  check_killed_after_freeze(frozen, "leadership of election /frozen", [&] {
+    next.campaign(avout::Deadline::after(avout::testing::scaled(30s)));  // the session ended
+    CHECK(next.leader() == "next");
+  });
   CHECK(next.is_leader());
 
   // While "next" leads, a bounded campaign gives up with exit code 1 and runs nothing.
@@ -818,19 +830,17 @@ TEST_CASE("avout lock stops its command once the hold is lost: SIGTERM, then SIG
   const std::string root = unique_root();
   const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
   // As `elect`'s (the same code runs both): a command ignoring SIGTERM is killed.
-  Background frozen("--session-timeout 2 " + connect +
-                    " lock /nightly --kill-after 1 -- sh -c 'trap \"\" TERM; echo running; while "
-                    ":; do sleep 0.1; done'");
+  Background frozen("--session-timeout 2 " + connect + " lock /nightly --kill-after 1 -- " +
+                    stubborn_command);
   REQUIRE(frozen.wait_for("running"));
   avout::Client client(
       avout::ClientOptions{.hosts = zookeeper, .session_timeout = 2000ms, .root = root});
   auto lock = client.lock("/nightly");
-  frozen.signal(SIGSTOP);
-  REQUIRE(lock.try_lock_for(avout::testing::scaled(30s)));  // the frozen session ended
-  frozen.signal(SIGCONT);
-  CHECK(frozen.wait_for("lock /nightly was lost; stopping the command"));
-  CHECK(frozen.wait_for("killing it"));
-  CHECK(frozen.exit_code() == 128 + SIGKILL);
+  bool taken = false;
+  check_killed_after_freeze(frozen, "lock /nightly", [&] {
+    taken = lock.try_lock_for(avout::testing::scaled(30s));  // once the frozen session ended
+  });
+  REQUIRE(taken);
   lock.unlock();
 }
 
