@@ -2,15 +2,11 @@
 // session's liveness monitor tells (a lapse or an expiry ends a leadership).
 #include "recipes/election_core.hpp"
 #include "queue/node_removals.hpp"
+#include "recipes/election_names.hpp"
 
 #include <avout/errors.hpp>
 
 namespace avout::detail {
-
-namespace {
-// Candidates' nodes: "c-<uuid>-<sequence>", the id in their data.
-NodeKind candidate_kind() { return NodeKind{"c", 0}; }
-}  // namespace
 
 ElectionCore::ElectionCore(ZooKeeperSession& session, SessionLiveness& liveness,
                            std::shared_ptr<CallbackExecutor> callbacks,

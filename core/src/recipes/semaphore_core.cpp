@@ -22,7 +22,7 @@ SemaphoreCore::SemaphoreCore(ZooKeeperSession& session, SessionLiveness& livenes
       name_(std::move(name)),
       folder_(std::move(folder)),
       n_(n),
-      queue_(session, folder_, NodeKind{permit_kind_name, 16}, CreateMode::ephemeral_sequential) {}
+      queue_(session, folder_, permit_kind(), CreateMode::ephemeral_sequential) {}
 
 SemaphoreCore::~SemaphoreCore() {
   if (subscription_ != 0) liveness_.unsubscribe(subscription_);

@@ -15,11 +15,6 @@
 
 namespace avout::detail {
 
-namespace {
-// The takers waiting for items: ephemeral, gone with a taker's session.
-const NodeKind waiter_kind{"w", 0};
-}  // namespace
-
 WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm,
                              std::shared_ptr<NodeRemovals> removals, std::string name,
                              std::string folder)
@@ -29,8 +24,8 @@ WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm,
       name_(std::move(name)),
       folder_(std::move(folder)),
       items_(session, folder_, item_kind, CreateMode::persistent_sequential),
-      waiters_(session, folder_ + "/waiters", waiter_kind, CreateMode::ephemeral_sequential) {
-  session_.create_recursive(folder_ + "/waiters");
+      waiters_(session, path_of(waiters_folder), waiter_kind, CreateMode::ephemeral_sequential) {
+  session_.create_recursive(path_of(waiters_folder));
   removals_->start();
 }
 
