@@ -123,6 +123,8 @@ std::vector<Workload> workloads() {
          {{"avout WorkQueue", true},
           {"Curator DistributedQueue", false},
           {"Curator SimpleDistributedQueue", false}});
+  recipe("queue, 4 producers + 4 workers", true,
+         {{"avout WorkQueue", true}, {"Curator SimpleDistributedQueue", false}});
   recipe(
       "leader campaign+resign, 1 process", false,
       {{"avout LeaderElection", true}, {"Curator LeaderLatch", false}, {"etcd Election", false}});

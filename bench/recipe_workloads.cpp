@@ -153,6 +153,19 @@ void run_recipe_workloads(const Settings& settings, const Servers& servers, cons
           short_task();
         });
       })));
+  // 4 producers put and 4 workers take, each its share: the ops are the puts and the takes.
+  rows.push_back(
+      zookeeper(run_processes("queue, 4 producers + 4 workers: avout WorkQueue", 8, [&](int index) {
+        Client client(recipe_options(servers));
+        auto queue = client.work_queue<long>(run + "/shared-queue");
+        return measure_client(client, settings.iterations(100), [&] {
+          if (index < 4) {
+            queue.put(index);
+          } else {
+            (void)queue.take();
+          }
+        });
+      })));
   const int hand_overs = settings.quick ? 3 : 7;
   std::vector<std::pair<Result, std::vector<double>>> hand_over_rows;
   {

@@ -157,6 +157,14 @@ public final class CuratorRecipes {
             return 0;
           };
         });
+    // 4 producers offer and 4 workers take, each its share: ops are the puts and the takes.
+    int items = Math.max(20, n / 5);
+    CuratorPeer.contended("queue, 4 producers + 4 workers: Curator SimpleDistributedQueue", 8, items,
+        (client, index) -> {
+          SimpleDistributedQueue shared = new SimpleDistributedQueue(client, root + "/shared-queue");
+          if (index < 4) return () -> { shared.offer(new byte[] {1}); return 0; };
+          return () -> { shared.take(); return 0; };
+        });
     try (CuratorFramework follower = CuratorPeer.connect()) {
       List<Double> measured = new ArrayList<>();
       for (int round = 0; round < handOvers; ++round) measured.add(handOver(follower, root + "/handover-" + round));
