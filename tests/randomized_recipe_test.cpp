@@ -155,14 +155,18 @@ struct Node {
   avout::Semaphore one, two;  // N=1 and N=2
   avout::WorkQueue<long> queue;
   avout::Ref<List> leader_ledger;  // the guarded commits' op ids, in commit order
-  avout::Ref<long> permit_count;   // what a permit's guarded commit writes
+  // Each semaphore's guarded commits' op ids, in commit order; what a put in dosync also writes.
+  avout::Ref<List> permit_ledger_one, permit_ledger_two;
+  avout::Ref<long> puts;
 
   explicit Node(const Run& run)
       : one(client.semaphore(run.prefix + "/s1", 1)),
         two(client.semaphore(run.prefix + "/s2", 2)),
         queue(client.work_queue<long>(run.prefix + "/q")),
         leader_ledger(client.ref<List>(run.prefix + "/leader-ledger", {}, stores.redis)),
-        permit_count(client.ref<long>(run.prefix + "/permit-count", 0, stores.postgres)) {}
+        permit_ledger_one(client.ref<List>(run.prefix + "/permit-ledger-s1", {}, stores.postgres)),
+        permit_ledger_two(client.ref<List>(run.prefix + "/permit-ledger-s2", {}, stores.postgres)),
+        puts(client.ref<long>(run.prefix + "/puts", 0, stores.postgres)) {}
 
   // Marks this process as holding a permit or a leadership (marker "holding-<index>", the
   // nemesis's preferred victim) from the first grant until the last release.
@@ -213,9 +217,15 @@ void hold_permit(const Run& run, Node& node, History& history, std::mt19937_64& 
       attempt(history, "permit-held", history.next_id(), which,
               [&] { return nlohmann::json(permit->is_held()); });
     } else {
-      attempt(history, "permit-commit", history.next_id(), which, [&] {
-        node.client.dosync(guarded_by(*permit),
-                           [&] { node.permit_count.alter([](long n) { return n + 1; }); });
+      const auto id = history.next_id();
+      auto& ledger = two ? node.permit_ledger_two : node.permit_ledger_one;
+      attempt(history, "permit-commit", id, which, [&] {
+        node.client.dosync(guarded_by(*permit), [&] {
+          ledger.alter([id](List list) {
+            list.push_back(static_cast<long>(id));
+            return list;
+          });
+        });
         return nlohmann::json(nullptr);
       });
     }
@@ -302,7 +312,7 @@ void put(Node& node, History& history, std::mt19937_64& random) {
     } else {
       node.client.dosync([&] {
         node.queue.put(item);
-        if (how == 2) node.permit_count.commute([](long n) { return n + 1; });
+        if (how == 2) node.puts.commute([](long n) { return n + 1; });
         if (abort) throw Abort();
       });
     }
@@ -401,8 +411,10 @@ void run_client(const Run& run, int index) {
 }
 
 // After the run, without faults: the parent takes every item left (recorded as takes of its
-// own, with their ledger), then reads every ledger. Returns the ledgers by name.
+// own, with their ledger), then reads every ledger. Returns the takers' ledgers by name; the
+// election's and the semaphores' (by "s1", "s2") in `leader_ledger` and `permit_ledgers`.
 std::map<std::string, List> drain_and_read(const Run& run, int processes, List& leader_ledger,
+                                           std::map<std::string, List>& permit_ledgers,
                                            std::vector<std::string>& problems) {
   avout::testing::ThreeStores stores(4000ms);
   auto queue = stores.client.work_queue<long>(run.prefix + "/q");
@@ -439,6 +451,10 @@ std::map<std::string, List> drain_and_read(const Run& run, int processes, List& 
     }
   }
   leader_ledger = stores.client.ref<List>(run.prefix + "/leader-ledger", {}, stores.redis).deref();
+  for (const std::string sem : {"s1", "s2"}) {
+    permit_ledgers[sem] =
+        stores.client.ref<List>(run.prefix + "/permit-ledger-" + sem, {}, stores.postgres).deref();
+  }
   return ledgers;
 }
 
@@ -501,18 +517,25 @@ std::vector<std::string> run_seed(const Run& run) {
   children.clear();
 
   List leader_ledger;
-  const auto ledgers = drain_and_read(run, next_index, leader_ledger, problems);
+  std::map<std::string, List> permit_ledgers;
+  const auto ledgers = drain_and_read(run, next_index, leader_ledger, permit_ledgers, problems);
   const auto operations =
       avout::testing::pair_operations(avout::testing::read_histories(run.histories().string()));
   std::map<std::string, int> counts;
   for (const auto& [id, operation] : operations) counts[operation.f + " " + operation.outcome]++;
   std::string summary;
   for (const auto& [what, count] : counts) summary += " " + what + "=" + std::to_string(count);
-  std::printf("  operations:%s\n", summary.c_str());
+  std::size_t taken = 0;
+  for (const auto& [name, items] : ledgers) taken += items.size();
+  std::printf(
+      "  operations:%s\n  ledgers: %zu leader commits, %zu and %zu permit commits (N=1, "
+      "N=2), %zu items taken\n",
+      summary.c_str(), leader_ledger.size(), permit_ledgers["s1"].size(),
+      permit_ledgers["s2"].size(), taken);
   auto add = [&](std::vector<std::string> found) {
     problems.insert(problems.end(), found.begin(), found.end());
   };
-  add(avout::testing::check_permits(operations));
+  add(avout::testing::check_permits(operations, permit_ledgers));
   add(avout::testing::check_leaders(operations, leader_ledger));
   add(avout::testing::check_barriers(operations));
   add(avout::testing::check_work_queue(operations, ledgers));

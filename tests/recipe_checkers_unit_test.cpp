@@ -47,28 +47,30 @@ Operations permits(std::int64_t first_confirmed) {
 }  // namespace
 
 TEST_CASE("permits: three surely held at once of two are reported; two are not") {
-  const auto three = avout::testing::check_permits(permits(50));
+  const auto three = avout::testing::check_permits(permits(50), {{"s", {5}}});
   CHECK(mentions(three, "3 holds at once (at most 2)"));
   // The first holder's last confirmation came before the third was granted: two at most.
-  CHECK(avout::testing::check_permits(permits(35)).empty());
+  CHECK(avout::testing::check_permits(permits(35), {{"s", {5}}}).empty());
 }
 
 TEST_CASE("permits: a frozen holder's hold ends at its last confirmation, not at its loss") {
   auto operations = permits(35);
   // It woke and learned of the loss long after the third was granted: no overlap counted.
   add(operations, 7, "permit-held", 200, 201, {{"sem", "s"}, {"token", 100}}, false);
-  CHECK(avout::testing::check_permits(operations).empty());
+  CHECK(avout::testing::check_permits(operations, {{"s", {5}}}).empty());
   // Believing it held again after a check found it lost is reported.
   add(operations, 8, "permit-held", 300, 301, {{"sem", "s"}, {"token", 100}}, true);
-  CHECK(mentions(avout::testing::check_permits(operations), "after a check had found it lost"));
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {5}}}),
+                 "after a check had found it lost"));
 }
 
 TEST_CASE("permits: a token granted twice, or smaller than one granted before, is reported") {
   auto operations = permits(35);
   add(operations, 9, "acquire", 100, 110, {{"sem", "s"}, {"n", 2}}, {{"token", 99}});
-  CHECK(mentions(avout::testing::check_permits(operations), "granted before it began"));
+  CHECK(
+      mentions(avout::testing::check_permits(operations, {{"s", {5}}}), "granted before it began"));
   add(operations, 9, "acquire", 100, 110, {{"sem", "s"}, {"n", 2}}, {{"token", 101}});
-  CHECK(mentions(avout::testing::check_permits(operations), "granted twice"));
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {5}}}), "granted twice"));
 }
 
 namespace {
@@ -95,7 +97,8 @@ TEST_CASE("leaders: two at once, a decreasing ledger and a late guarded commit a
   auto operations = leaderships();
   add(operations, 3, "leading", 55, 56, {{"token", 7}}, true);  // a still leads when b does
   CHECK(mentions(avout::testing::check_leaders(operations, {2, 5}), "2 holds at once"));
-  CHECK(mentions(avout::testing::check_leaders(leaderships(), {5, 2}), "landed after a commit"));
+  CHECK(mentions(avout::testing::check_leaders(leaderships(), {5, 2}),
+                 "landed before commits of 1 smaller"));
   operations = leaderships();
   add(operations, 2, "leader-commit", 52, 58, {{"token", 7}});  // a deposed leader's commit
   CHECK(mentions(avout::testing::check_leaders(operations, {5, 2}), "was granted"));
@@ -146,4 +149,20 @@ TEST_CASE("work queue: items taken twice, never taken, never put, or of failed p
   CHECK(mentions(problems, "item 5 was never put"));
   CHECK(mentions(avout::testing::check_work_queue(operations, {{"x", {}}, {"y", {1, 2}}}),
                  "not in its ledger x"));
+}
+
+TEST_CASE("permits: a ledger with a lost or failed commit, or more than N alive, is reported") {
+  auto operations = permits(35);
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {}}}), "in the ledger 0 times"));
+  add(operations, 10, "permit-commit", 90, 95, {{"sem", "s"}, {"token", 100}}, nullptr, "fail");
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {5, 10}}}),
+                 "in the ledger 1 times"));
+  // Commits of 102, then 101, then 100: three permits alive at 102's commit, of two.
+  operations = permits(35);
+  add(operations, 10, "permit-commit", 90, 95, {{"sem", "s"}, {"token", 102}});
+  add(operations, 11, "permit-commit", 90, 95, {{"sem", "s"}, {"token", 100}});
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {10, 5, 11}}}),
+                 "more than 2 alive at once"));
+  CHECK(
+      !mentions(avout::testing::check_permits(operations, {{"s", {11, 10, 5}}}), "alive at once"));
 }

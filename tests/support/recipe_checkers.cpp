@@ -1,6 +1,8 @@
 #include "recipe_checkers.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <utility>
@@ -129,9 +131,50 @@ void check_grant_order(const std::map<std::uint64_t, Hold>& holds, const std::st
   }
 }
 
+// A ledger of guarded commits (the op ids of operations named `commit`, in commit order):
+// acknowledged commits in it once, failed ones never, nothing else in it; and at each commit
+// of token c, the smaller tokens committed later (so alive then) plus c at most `n`. Returns
+// nothing; adds to `problems`.
+void check_ledger(const std::map<std::int64_t, Operation>& operations, const std::string& commit,
+                  const std::vector<long>& ledger, std::size_t n, const std::string& name,
+                  const std::function<bool(const Operation&)>& ours,
+                  std::vector<std::string>& problems) {
+  std::map<long, int> seen;
+  std::vector<std::uint64_t> tokens;
+  for (const long entry : ledger) {
+    ++seen[entry];
+    const auto found = operations.find(entry);
+    if (found == operations.end() || found->second.f != commit || !ours(found->second)) {
+      problems.push_back(name + ": ledger entry " + std::to_string(entry) +
+                         " is no guarded commit of it");
+      continue;
+    }
+    tokens.push_back(token_of(found->second.argument));
+  }
+  std::set<std::uint64_t> later;
+  for (auto at = tokens.rbegin(); at != tokens.rend(); ++at) {
+    const auto smaller =
+        static_cast<std::size_t>(std::distance(later.begin(), later.lower_bound(*at)));
+    if (smaller + 1 > n)
+      problems.push_back(name + ": a guarded commit of token " + std::to_string(*at) +
+                         " landed before commits of " + std::to_string(smaller) +
+                         " smaller tokens: more than " + std::to_string(n) + " alive at once");
+    later.insert(*at);
+  }
+  for (const auto& [id, operation] : operations) {
+    if (operation.f != commit || !ours(operation)) continue;
+    const int count = seen.contains(id) ? seen.at(id) : 0;
+    if (count > 1 || (operation.outcome == "ok" && count != 1) ||
+        (operation.outcome == "fail" && count != 0))
+      problems.push_back(name + ": " + operation.outcome + " guarded " + op(operation) +
+                         " is in the ledger " + std::to_string(count) + " times");
+  }
+}
+
 }  // namespace
 
-std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& operations) {
+std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& operations,
+                                       const std::map<std::string, std::vector<long>>& ledgers) {
   std::vector<std::string> problems;
   std::map<std::string, std::size_t> semaphores;
   for (const auto& [id, operation] : operations) {
@@ -150,6 +193,14 @@ std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& 
     confirm(own, "permit-held", "permit-commit", holds, "semaphore " + name, problems);
     check_overlap(holds, n, "semaphore " + name, problems);
     check_grant_order(holds, "semaphore " + name, problems);
+    const auto ledger = ledgers.find(name);
+    check_ledger(
+        operations, "permit-commit", ledger == ledgers.end() ? std::vector<long>{} : ledger->second,
+        n, "semaphore " + name,
+        [&](const Operation& operation) {
+          return operation.argument.value("sem", std::string()) == name;
+        },
+        problems);
   }
   return problems;
 }
@@ -175,32 +226,10 @@ std::vector<std::string> check_leaders(const std::map<std::int64_t, Operation>& 
       }
     }
   }
-  // The ledger: commit order. Tokens never decrease; acknowledged commits once, failed never.
-  std::map<long, int> seen;
-  std::uint64_t last = 0;
-  for (const long entry : ledger) {
-    ++seen[entry];
-    const auto found = operations.find(entry);
-    if (found == operations.end() || found->second.f != "leader-commit") {
-      problems.push_back("election: ledger entry " + std::to_string(entry) +
-                         " is no guarded commit");
-      continue;
-    }
-    const auto token = token_of(found->second.argument);
-    if (token < last)
-      problems.push_back("election: ledger entry " + std::to_string(entry) + " of token " +
-                         std::to_string(token) + " landed after a commit of token " +
-                         std::to_string(last));
-    last = std::max(last, token);
-  }
-  for (const auto& [id, operation] : operations) {
-    if (operation.f != "leader-commit") continue;
-    const int count = seen.contains(id) ? seen.at(id) : 0;
-    if (count > 1 || (operation.outcome == "ok" && count != 1) ||
-        (operation.outcome == "fail" && count != 0))
-      problems.push_back("election: " + operation.outcome + " guarded " + op(operation) +
-                         " is in the ledger " + std::to_string(count) + " times");
-  }
+  // The ledger, in commit order: at one leader, tokens never decrease.
+  check_ledger(
+      operations, "leader-commit", ledger, 1, "election", [](const Operation&) { return true; },
+      problems);
   // leader() names the leader whose leadership was surely real throughout the read.
   for (const auto& [id, operation] : operations) {
     if (operation.f != "leader-read" || operation.outcome != "ok") continue;

@@ -22,11 +22,16 @@ namespace avout::testing {
 
 /// Semaphores: "acquire" (argument {"sem", "n"}; result {"token"} when granted, null when
 /// not), "permit-held" (argument {"sem", "token"}; result is_held()), "permit-commit"
-/// (argument {"sem", "token"}; ok when a commit guarded by the permit landed). Finds more than
-/// N permits of a semaphore surely held at one moment, one token granted twice, tokens out of
-/// grant order (a grant that returned before another began has the smaller token), and a
-/// permit confirmed held after a check had found it lost.
-std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& operations);
+/// (argument {"sem", "token"}; a dosync guarded by the permit that appended its own operation
+/// id to the semaphore's ledger in `ledgers`, by "sem"). Finds more than N permits of a
+/// semaphore surely held at one moment, one token granted twice, tokens out of grant order
+/// (a grant that returned before another began has the smaller token), a permit confirmed
+/// held after a check had found it lost, acknowledged commits missing from the ledger or
+/// failed ones in it, and a ledger showing more than N permits alive at one commit: the
+/// holders are the first N in line, so a commit of token c followed by commits of k smaller
+/// tokens (alive then, as a node never comes back) needs k + 1 <= N.
+std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& operations,
+                                       const std::map<std::string, std::vector<long>>& ledgers);
 
 /// Leader election: "campaign" (argument {"candidate"}; result {"token"}), "leading"
 /// (argument {"token"}; result is_leader()), "leader-commit" (argument {"token"}; a dosync
