@@ -105,23 +105,7 @@ struct Abort : std::runtime_error {
   Abort() : std::runtime_error("aborted on purpose") {}
 };
 
-// The history of one process, shared by its threads.
-class History {
- public:
-  History(const fs::path& path, int process)
-      : writer_(path.string(), process), next_(std::int64_t{process} * 1000000) {}
-  std::int64_t next_id() { return next_++; }
-  void record(const std::string& type, const std::string& f, std::int64_t id,
-              const nlohmann::json& value = nullptr) {
-    std::lock_guard lock(mutex_);
-    writer_.record(type, f, id, value);
-  }
-
- private:
-  std::mutex mutex_;
-  avout::testing::HistoryWriter writer_;
-  std::atomic<std::int64_t> next_;
-};
+using History = avout::testing::SharedHistory;
 
 // Runs `call`, recording invoke and outcome: what certainly did not take effect "fail" (a
 // deadline, a hold found lost, a broken barrier, an abort: the headers promise nothing is left
@@ -158,6 +142,8 @@ struct Node {
   // Each semaphore's guarded commits' op ids, in commit order; what a put in dosync also writes.
   avout::Ref<List> permit_ledger_one, permit_ledger_two;
   avout::Ref<long> puts;
+  std::mutex holding_mutex;
+  int holding = 0;  // permits and leaderships this process holds now
 
   explicit Node(const Run& run)
       : one(client.semaphore(run.prefix + "/s1", 1)),
@@ -178,8 +164,6 @@ struct Node {
     else if (more && holding == 1)
       std::ofstream(run.marker("holding", index)).put('\n');
   }
-  std::mutex holding_mutex;
-  int holding = 0;
 
   avout::Ref<List> ledger(const Run& run, int process, int thread) {
     return client.ref<List>(run.prefix + "/" + run.ledger(process, thread), {},
@@ -325,7 +309,7 @@ void put(Node& node, History& history, std::mt19937_64& random) {
 void take(Node& node, History& history, std::mt19937_64& random, avout::Ref<List>& ledger,
           const std::string& ledger_name) {
   const bool abort = random() % 8 == 0;
-  const auto mid_item = pause(random, 40);
+  const auto mid_item = pause(random, 80);
   attempt(history, "take", history.next_id(), {{"ledger", ledger_name}, {"abort", abort}}, [&] {
     const auto item = node.client.dosync([&] {
       auto got = node.queue.take(avout::Deadline::after(400ms));
@@ -354,7 +338,7 @@ void run_client(const Run& run, int index) {
   avout::testing::FaultPlan plan(run.seed * 1000 + static_cast<std::uint64_t>(index), run.faults,
                                  avout::testing::shared_zookeeper().connect_string());
   avout::testing::FaultPlan::enable(false);
-  History history(run.histories() / std::to_string(index), index);
+  History history((run.histories() / std::to_string(index)).string(), index);
   std::unique_ptr<Node> node;
   while (!node) {
     try {
@@ -418,13 +402,13 @@ std::map<std::string, List> drain_and_read(const Run& run, int processes, List& 
                                            std::vector<std::string>& problems) {
   avout::testing::ThreeStores stores(4000ms);
   auto queue = stores.client.work_queue<long>(run.prefix + "/q");
-  History history(run.histories() / "drain", drain_process);
+  History history((run.histories() / "drain").string(), drain_process);
   const std::string drained = "taken-drain";
   auto ledger = stores.client.ref<List>(run.prefix + "/" + drained, {}, stores.redis);
-  for (bool more = true; more;) {
-    more = false;
-    const auto id = history.next_id();
-    attempt(history, "take", id, {{"ledger", drained}}, [&] {
+  // Until a take finds the queue empty; one that threw (no faults here) looks again.
+  for (int takes = 0; takes < 100000; ++takes) {
+    bool empty = false;
+    attempt(history, "take", history.next_id(), {{"ledger", drained}}, [&] {
       const auto item = stores.client.dosync([&] {
         auto got = queue.try_take();
         if (got)
@@ -434,9 +418,10 @@ std::map<std::string, List> drain_and_read(const Run& run, int processes, List& 
           });
         return got;
       });
-      more = item.has_value();
+      empty = !item;
       return item ? nlohmann::json(*item) : nlohmann::json(nullptr);
     });
+    if (empty) break;
   }
   if (const auto left = queue.size(); left != 0)
     problems.push_back("work queue: " + std::to_string(left) + " items left after the drain");
