@@ -194,7 +194,8 @@ void hold_permit(const Run& run, Node& node, History& history, std::mt19937_64& 
             token = permit->fencing_token();
             return {{"token", token}};
           });
-  for (int round = 0; permit && round < rounds; ++round) {
+  // A token of 0: not confirmed held (a stall unconfirmed yet): nothing to check under it.
+  for (int round = 0; permit && token != 0 && round < rounds; ++round) {
     std::this_thread::sleep_for(pause(random, 150));
     const nlohmann::json which = {{"sem", sem}, {"token", token}};
     if (random() % 2 == 0) {
@@ -233,7 +234,7 @@ void lead(const Run& run, Node& node, History& history, std::mt19937_64& random,
             token = election.fencing_token();
             return {{"token", token}};
           });
-  for (int round = 0; leading && round < rounds; ++round) {
+  for (int round = 0; leading && token != 0 && round < rounds; ++round) {
     std::this_thread::sleep_for(pause(random, 150));
     const auto id = history.next_id();
     if (random() % 2 == 0) {

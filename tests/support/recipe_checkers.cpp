@@ -19,7 +19,6 @@ struct Hold {
   const Operation* grant = nullptr;
   std::uint64_t token = 0;
   std::int64_t sure_until = 0;
-  std::int64_t found_lost = never;  // completion of the first check that found it lost
 };
 
 std::uint64_t token_of(const nlohmann::json& value) {
@@ -48,30 +47,19 @@ std::map<std::uint64_t, Hold> grants(const std::map<std::int64_t, Operation>& op
   return holds;
 }
 
-// Applies the confirmations (operations named `check`: result true or false) and the guarded
-// commits that landed (named `commit`) to the holds they name by token.
+// Applies the confirmations (operations named `check`, result true) and the guarded commits
+// that landed (named `commit`) to the holds they name by token. A check that found the hold
+// lost ends nothing: after a stall is_held() is false until the server confirms the session,
+// then true again when it never ended (session_liveness.hpp).
 void confirm(const std::map<std::int64_t, Operation>& operations, const std::string& check,
-             const std::string& commit, std::map<std::uint64_t, Hold>& holds,
-             const std::string& name, std::vector<std::string>& problems) {
-  auto hold_of = [&](const Operation& operation) -> Hold* {
-    const auto found = holds.find(token_of(operation.argument));
-    return found == holds.end() ? nullptr : &found->second;
-  };
-  for (const auto& [id, operation] : operations) {
-    if (operation.f != check || operation.outcome != "ok" || operation.result != false) continue;
-    if (auto* hold = hold_of(operation))
-      hold->found_lost = std::min(hold->found_lost, operation.completed_ns);
-  }
+             const std::string& commit, std::map<std::uint64_t, Hold>& holds) {
   for (const auto& [id, operation] : operations) {
     const bool confirms =
         (operation.f == check && operation.result == true) || operation.f == commit;
     if (!confirms || operation.outcome != "ok") continue;
-    auto* hold = hold_of(operation);
-    if (hold == nullptr) continue;
-    hold->sure_until = std::max(hold->sure_until, operation.invoked_ns);
-    if (operation.invoked_ns > hold->found_lost)
-      problems.push_back(name + ": token " + std::to_string(hold->token) + " confirmed by " +
-                         op(operation) + " after a check had found it lost");
+    const auto found = holds.find(token_of(operation.argument));
+    if (found != holds.end())
+      found->second.sure_until = std::max(found->second.sure_until, operation.invoked_ns);
   }
 }
 
@@ -149,7 +137,8 @@ void check_ledger(const std::map<std::int64_t, Operation>& operations, const std
                          " is no guarded commit of it");
       continue;
     }
-    tokens.push_back(token_of(found->second.argument));
+    // A commit made under no token (0: the grant was not confirmed yet) bounds nothing.
+    if (const auto token = token_of(found->second.argument); token != 0) tokens.push_back(token);
   }
   std::set<std::uint64_t> later;
   for (auto at = tokens.rbegin(); at != tokens.rend(); ++at) {
@@ -190,7 +179,7 @@ std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& 
           operation.argument.value("sem", std::string()) == name)
         own.emplace(id, operation);
     }
-    confirm(own, "permit-held", "permit-commit", holds, "semaphore " + name, problems);
+    confirm(own, "permit-held", "permit-commit", holds);
     check_overlap(holds, n, "semaphore " + name, problems);
     check_grant_order(holds, "semaphore " + name, problems);
     const auto ledger = ledgers.find(name);
@@ -209,7 +198,7 @@ std::vector<std::string> check_leaders(const std::map<std::int64_t, Operation>& 
                                        const std::vector<long>& ledger) {
   std::vector<std::string> problems;
   auto holds = grants(operations, "campaign", "", "election", problems);
-  confirm(operations, "leading", "leader-commit", holds, "election", problems);
+  confirm(operations, "leading", "leader-commit", holds);
   check_overlap(holds, 1, "election", problems);
   check_grant_order(holds, "election", problems);
   // A guarded commit lands only while its leadership is real: never once a later one began.

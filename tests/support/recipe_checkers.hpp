@@ -8,8 +8,11 @@
 // it until the invoke of the last check that confirmed it (is_held()/is_leader() true, or a
 // commit guarded by it that landed): is_held() true means the session still backed the node
 // then, and a node, once gone, never comes back. A frozen holder (SIGSTOP past its session
-// timeout) may lose its hold without knowing while frozen; the promise is that it never
-// confirms the hold once it runs again, so its sure interval ends before the freeze.
+// timeout) may lose its hold without knowing while frozen; the promise is that it does not
+// confirm the hold once it runs again unless the server confirms its session never ended, so
+// a lost hold's sure interval ends before the freeze, and a wrong confirmation after it shows
+// as two holds at once. is_held() false is no end: after a stall it is false until the server
+// answers, then true again when the session lived.
 
 #include "support/history.hpp"
 
@@ -25,11 +28,10 @@ namespace avout::testing {
 /// (argument {"sem", "token"}; a dosync guarded by the permit that appended its own operation
 /// id to the semaphore's ledger in `ledgers`, by "sem"). Finds more than N permits of a
 /// semaphore surely held at one moment, one token granted twice, tokens out of grant order
-/// (a grant that returned before another began has the smaller token), a permit confirmed
-/// held after a check had found it lost, acknowledged commits missing from the ledger or
-/// failed ones in it, and a ledger showing more than N permits alive at one commit: the
-/// holders are the first N in line, so a commit of token c followed by commits of k smaller
-/// tokens (alive then, as a node never comes back) needs k + 1 <= N.
+/// (a grant that returned before another began has the smaller token), acknowledged commits
+/// missing from the ledger or failed ones in it, and a ledger showing more than N permits alive at
+/// one commit: the holders are the first N in line, so a commit of token c followed by commits of k
+/// smaller tokens (alive then, as a node never comes back) needs k + 1 <= N.
 std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& operations,
                                        const std::map<std::string, std::vector<long>>& ledgers);
 
