@@ -356,6 +356,28 @@ void run_client(const Run& run, int index) {
     ledgers.push_back(node->ledger(run, index, thread));
   }
   avout::testing::FaultPlan::enable(true);
+  // The injected expiries, for the checkers: the injector ends the session from outside while
+  // the client's connection may look alive, so the client may go on believing in its holds
+  // until it hears of it, up to two thirds of a session timeout (a real expiry comes only
+  // after the server stopped hearing from the client, which the client sees first). Each is
+  // recorded with the last moment the count was seen unchanged: the expiry came after it.
+  std::atomic<bool> done{false};
+  std::thread expiries([&] {
+    auto seen = avout::testing::FaultPlan::counts().expired;
+    auto unchanged_ns = avout::testing::monotonic_ns();
+    while (!done) {
+      const auto now = avout::testing::monotonic_ns();
+      const auto expired = avout::testing::FaultPlan::counts().expired;
+      if (expired != seen) {
+        const auto id = history.next_id();
+        history.record("invoke", "expiry", id, {{"after_ns", unchanged_ns}});
+        history.record("ok", "expiry", id);
+        seen = expired;
+      }
+      unchanged_ns = now;
+      std::this_thread::sleep_for(2ms);
+    }
+  });
   std::vector<std::thread> workers;
   for (int thread = 0; thread < run.threads; ++thread) {
     workers.emplace_back([&, thread] {
@@ -383,6 +405,8 @@ void run_client(const Run& run, int index) {
     });
   }
   for (auto& worker : workers) worker.join();
+  done = true;
+  expiries.join();
   avout::testing::FaultPlan::enable(false);
   const auto injected = avout::testing::FaultPlan::counts();
   std::printf(

@@ -165,3 +165,20 @@ TEST_CASE("permits: a ledger with a lost or failed commit, or more than N alive,
   CHECK(
       !mentions(avout::testing::check_permits(operations, {{"s", {11, 10, 5}}}), "alive at once"));
 }
+
+TEST_CASE("permits: a check after an injected expiry of its process confirms nothing") {
+  auto operations = permits(35);
+  // The third permit is process 1's (ids from 1000000 on).
+  operations.erase(3);
+  operations.erase(6);
+  add(operations, 1000003, "acquire", 30, 40, {{"sem", "s"}, {"n", 2}}, {{"token", 102}});
+  add(operations, 1000006, "permit-held", 80, 81, {{"sem", "s"}, {"token", 102}}, true);
+  add(operations, 8, "permit-held", 60, 61, {{"sem", "s"}, {"token", 100}}, true);
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {5}}}), "3 holds at once"));
+  // Process 0 (ids below 1000000) had its session ended from outside after 36.
+  add(operations, 9, "expiry", 37, 37, {{"after_ns", 36}});
+  CHECK(avout::testing::check_permits(operations, {{"s", {5}}}).empty());
+  // A guarded commit after it is checked by the server: it still counts.
+  add(operations, 10, "permit-commit", 60, 65, {{"sem", "s"}, {"token", 100}});
+  CHECK(mentions(avout::testing::check_permits(operations, {{"s", {5, 10}}}), "3 holds at once"));
+}

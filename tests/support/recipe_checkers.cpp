@@ -47,19 +47,41 @@ std::map<std::uint64_t, Hold> grants(const std::map<std::int64_t, Operation>& op
   return holds;
 }
 
+// The injected expiries ("expiry", argument {"after_ns"}: it came after that moment), by
+// process.
+std::map<std::int64_t, std::vector<std::int64_t>> expiries_by_process(
+    const std::map<std::int64_t, Operation>& operations) {
+  std::map<std::int64_t, std::vector<std::int64_t>> expiries;
+  for (const auto& [id, operation] : operations) {
+    if (operation.f == "expiry")
+      expiries[id / 1000000].push_back(operation.argument.at("after_ns").get<std::int64_t>());
+  }
+  return expiries;
+}
+
 // Applies the confirmations (operations named `check`, result true) and the guarded commits
 // that landed (named `commit`) to the holds they name by token. A check that found the hold
 // lost ends nothing: after a stall is_held() is false until the server confirms the session,
-// then true again when it never ended (session_liveness.hpp).
+// then true again when it never ended (session_liveness.hpp). A check true after an expiry
+// injected into its process since the grant began confirms nothing: the client believes
+// until it hears of the expiry (a guarded commit, checked by the server, still confirms).
+// `expiries`: expiries_by_process of every operation.
 void confirm(const std::map<std::int64_t, Operation>& operations, const std::string& check,
-             const std::string& commit, std::map<std::uint64_t, Hold>& holds) {
+             const std::string& commit, std::map<std::uint64_t, Hold>& holds,
+             const std::map<std::int64_t, std::vector<std::int64_t>>& expiries) {
+  auto expired_meanwhile = [&](const Hold& hold, const Operation& operation) {
+    const auto found = expiries.find(hold.grant->id / 1000000);
+    if (found == expiries.end()) return false;
+    return std::any_of(found->second.begin(), found->second.end(), [&](std::int64_t after) {
+      return after >= hold.grant->invoked_ns && after <= operation.invoked_ns;
+    });
+  };
   for (const auto& [id, operation] : operations) {
-    const bool confirms =
-        (operation.f == check && operation.result == true) || operation.f == commit;
-    if (!confirms || operation.outcome != "ok") continue;
+    const bool checked = operation.f == check && operation.result == true;
+    if (!(checked || operation.f == commit) || operation.outcome != "ok") continue;
     const auto found = holds.find(token_of(operation.argument));
-    if (found != holds.end())
-      found->second.sure_until = std::max(found->second.sure_until, operation.invoked_ns);
+    if (found == holds.end() || (checked && expired_meanwhile(found->second, operation))) continue;
+    found->second.sure_until = std::max(found->second.sure_until, operation.invoked_ns);
   }
 }
 
@@ -179,7 +201,7 @@ std::vector<std::string> check_permits(const std::map<std::int64_t, Operation>& 
           operation.argument.value("sem", std::string()) == name)
         own.emplace(id, operation);
     }
-    confirm(own, "permit-held", "permit-commit", holds);
+    confirm(own, "permit-held", "permit-commit", holds, expiries_by_process(operations));
     check_overlap(holds, n, "semaphore " + name, problems);
     check_grant_order(holds, "semaphore " + name, problems);
     const auto ledger = ledgers.find(name);
@@ -198,7 +220,7 @@ std::vector<std::string> check_leaders(const std::map<std::int64_t, Operation>& 
                                        const std::vector<long>& ledger) {
   std::vector<std::string> problems;
   auto holds = grants(operations, "campaign", "", "election", problems);
-  confirm(operations, "leading", "leader-commit", holds);
+  confirm(operations, "leading", "leader-commit", holds, expiries_by_process(operations));
   check_overlap(holds, 1, "election", problems);
   check_grant_order(holds, "election", problems);
   // A guarded commit lands only while its leadership is real: never once a later one began.

@@ -12,7 +12,12 @@
 // confirm the hold once it runs again unless the server confirms its session never ended, so
 // a lost hold's sure interval ends before the freeze, and a wrong confirmation after it shows
 // as two holds at once. is_held() false is no end: after a stall it is false until the server
-// answers, then true again when the session lived.
+// answers, then true again when the session lived. An expiry injected from outside (the
+// test's fault injector ends the session while the client's connection may still look alive,
+// which a real server does not: it expires only a session it stopped hearing from, and the
+// client notices first) is heard of only later: a check true after one ("expiry", argument
+// {"after_ns"}: it came after that moment; the process is the operation id / 1000000) since
+// the grant began confirms nothing. A guarded commit, which the server checks, always does.
 
 #include "support/history.hpp"
 
