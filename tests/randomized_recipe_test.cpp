@@ -1,6 +1,7 @@
 // The randomized recipe workload (issue 38): client processes of several threads each run
 // random operations on the recipes — permits of two semaphores (N=1 and N=2) held a while,
-// confirmed by is_held() and by commits guarded by them; leaderships of one election, each
+// confirmed by is_held() and by commits guarded by them (each semaphore's appending to a
+// ledger ref), some from a thread the permit was moved to; leaderships of one election, each
 // confirmed by is_leader() and by guarded commits appending to a ledger ref, and leader()
 // read from every thread; double barriers of 2 and 3 participants; items put into a work
 // queue inside dosync (some aborted) and outside it, and taken inside dosync together with
@@ -175,6 +176,32 @@ std::chrono::milliseconds pause(std::mt19937_64& random, int most) {
   return std::chrono::milliseconds(random() % static_cast<std::uint64_t>(most));
 }
 
+// `rounds` checks of a permit held under `token`: is_held() or a commit guarded by it.
+void use_permit(Node& node, History& history, std::mt19937_64& random, avout::Permit& permit,
+                const std::string& sem, std::uint64_t token, int rounds) {
+  // A token of 0: not confirmed held (a stall unconfirmed yet): nothing to check under it.
+  for (int round = 0; token != 0 && round < rounds; ++round) {
+    std::this_thread::sleep_for(pause(random, 150));
+    const nlohmann::json which = {{"sem", sem}, {"token", token}};
+    if (random() % 2 == 0) {
+      attempt(history, "permit-held", history.next_id(), which,
+              [&] { return nlohmann::json(permit.is_held()); });
+    } else {
+      const auto id = history.next_id();
+      auto& ledger = sem == "s2" ? node.permit_ledger_two : node.permit_ledger_one;
+      attempt(history, "permit-commit", id, which, [&] {
+        node.client.dosync(guarded_by(permit), [&] {
+          ledger.alter([id](List list) {
+            list.push_back(static_cast<long>(id));
+            return list;
+          });
+        });
+        return nlohmann::json(nullptr);
+      });
+    }
+  }
+}
+
 // A permit of one of the semaphores, held a while, confirmed by is_held() and guarded commits.
 void hold_permit(const Run& run, Node& node, History& history, std::mt19937_64& random, int index) {
   const bool two = random() % 2 == 0;
@@ -182,6 +209,8 @@ void hold_permit(const Run& run, Node& node, History& history, std::mt19937_64& 
   auto& semaphore = two ? node.two : node.one;
   const int how = static_cast<int>(random() % 3);
   const int rounds = static_cast<int>(random() % 4);
+  // A permit is no thread's: some are used and released by a thread they were moved to.
+  const bool elsewhere = random() % 4 == 0;
   std::optional<avout::Permit> permit;
   std::uint64_t token = 0;
   attempt(history, "acquire", history.next_id(), {{"sem", sem}, {"n", two ? 2 : 1}, {"how", how}},
@@ -194,36 +223,24 @@ void hold_permit(const Run& run, Node& node, History& history, std::mt19937_64& 
             token = permit->fencing_token();
             return {{"token", token}};
           });
-  // A token of 0: not confirmed held (a stall unconfirmed yet): nothing to check under it.
-  for (int round = 0; permit && token != 0 && round < rounds; ++round) {
-    std::this_thread::sleep_for(pause(random, 150));
-    const nlohmann::json which = {{"sem", sem}, {"token", token}};
-    if (random() % 2 == 0) {
-      attempt(history, "permit-held", history.next_id(), which,
-              [&] { return nlohmann::json(permit->is_held()); });
-    } else {
-      const auto id = history.next_id();
-      auto& ledger = two ? node.permit_ledger_two : node.permit_ledger_one;
-      attempt(history, "permit-commit", id, which, [&] {
-        node.client.dosync(guarded_by(*permit), [&] {
-          ledger.alter([id](List list) {
-            list.push_back(static_cast<long>(id));
-            return list;
-          });
-        });
-        return nlohmann::json(nullptr);
-      });
-    }
-  }
   if (!permit) return;
-  node.held(run, index, false);
-  permit->release();
+  auto use = [&](avout::Permit& held) {
+    use_permit(node, history, random, held, sem, token, rounds);
+    node.held(run, index, false);
+    held.release();
+  };
+  if (elsewhere)
+    std::thread([&, moved = std::move(*permit)]() mutable { use(moved); }).join();
+  else
+    use(*permit);
 }
 
-// A leadership, confirmed by is_leader() and by guarded commits appending to the ledger.
+// A leadership, confirmed by is_leader() and by guarded commits appending to the ledger; a
+// leadership is no thread's either.
 void lead(const Run& run, Node& node, History& history, std::mt19937_64& random,
           avout::LeaderElection& election, int index) {
   const int rounds = static_cast<int>(random() % 4);
+  const bool elsewhere = random() % 4 == 0;  // some checked and resigned by another thread
   bool leading = false;
   std::uint64_t token = 0;
   attempt(history, "campaign", history.next_id(), {{"candidate", election.id()}},
@@ -234,29 +251,35 @@ void lead(const Run& run, Node& node, History& history, std::mt19937_64& random,
             token = election.fencing_token();
             return {{"token", token}};
           });
-  for (int round = 0; leading && token != 0 && round < rounds; ++round) {
-    std::this_thread::sleep_for(pause(random, 150));
-    const auto id = history.next_id();
-    if (random() % 2 == 0) {
-      attempt(history, "leading", id, {{"token", token}},
-              [&] { return nlohmann::json(election.is_leader()); });
-    } else {
-      attempt(history, "leader-commit", id, {{"token", token}}, [&] {
-        node.client.dosync(guarded_by(election), [&] {
-          node.leader_ledger.alter([id](List list) {
-            list.push_back(static_cast<long>(id));
-            return list;
+  auto use = [&] {
+    for (int round = 0; leading && token != 0 && round < rounds; ++round) {
+      std::this_thread::sleep_for(pause(random, 150));
+      const auto id = history.next_id();
+      if (random() % 2 == 0) {
+        attempt(history, "leading", id, {{"token", token}},
+                [&] { return nlohmann::json(election.is_leader()); });
+      } else {
+        attempt(history, "leader-commit", id, {{"token", token}}, [&] {
+          node.client.dosync(guarded_by(election), [&] {
+            node.leader_ledger.alter([id](List list) {
+              list.push_back(static_cast<long>(id));
+              return list;
+            });
           });
+          return nlohmann::json(nullptr);
         });
-        return nlohmann::json(nullptr);
-      });
+      }
     }
-  }
-  if (leading) node.held(run, index, false);
-  try {
-    election.resign();  // also after a campaign in doubt: nothing of it is left queued
-  } catch (const avout::Error&) {
-  }
+    if (leading) node.held(run, index, false);
+    try {
+      election.resign();  // also after a campaign in doubt: nothing of it is left queued
+    } catch (const avout::Error&) {
+    }
+  };
+  if (elsewhere)
+    std::thread(use).join();
+  else
+    use();
 }
 
 // One participant's round of a barrier: enter, then leave.
