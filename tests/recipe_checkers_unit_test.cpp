@@ -182,3 +182,15 @@ TEST_CASE("permits: a check after an injected expiry of its process confirms not
   add(operations, 10, "permit-commit", 60, 65, {{"sem", "s"}, {"token", 100}});
   CHECK(mentions(avout::testing::check_permits(operations, {{"s", {5, 10}}}), "3 holds at once"));
 }
+
+TEST_CASE("barriers: a leave that returned before the others of its round left is reported") {
+  Operations operations;
+  const nlohmann::json b = {{"barrier", "b"}, {"n", 2}};
+  add(operations, 1, "enter", 0, 50, b);
+  add(operations, 2, "enter", 10, 50, b);
+  add(operations, 3, "leave", 60, 90, {{"barrier", "b"}, {"n", 2}, {"attempt", 1}});
+  add(operations, 4, "leave", 80, 90, {{"barrier", "b"}, {"n", 2}, {"attempt", 2}});
+  CHECK(avout::testing::check_barriers(operations).empty());
+  add(operations, 4, "leave", 95, 99, {{"barrier", "b"}, {"n", 2}, {"attempt", 2}});
+  CHECK(mentions(avout::testing::check_barriers(operations), "leave op 3 returned with 1"));
+}

@@ -261,6 +261,7 @@ std::vector<std::string> check_leaders(const std::map<std::int64_t, Operation>& 
 std::vector<std::string> check_barriers(const std::map<std::int64_t, Operation>& operations) {
   struct Attempt {
     const Operation* enter = nullptr;
+    const Operation* leave = nullptr;
     std::int64_t end = never;  // when it was surely out of the barrier
   };
   std::map<std::int64_t, const Operation*> leaves;
@@ -274,8 +275,8 @@ std::vector<std::string> check_barriers(const std::map<std::int64_t, Operation>&
     Attempt attempt{&operation};
     if (operation.outcome == "fail") attempt.end = operation.completed_ns;
     if (operation.outcome == "ok" && leaves.contains(id)) {
-      const auto* leave = leaves.at(id);
-      if (leave->outcome != "info") attempt.end = leave->completed_ns;
+      attempt.leave = leaves.at(id);
+      if (attempt.leave->outcome != "info") attempt.end = attempt.leave->completed_ns;
     }
     barriers[operation.argument.at("barrier").get<std::string>()].push_back(attempt);
   }
@@ -297,6 +298,19 @@ std::vector<std::string> check_barriers(const std::map<std::int64_t, Operation>&
         problems.push_back("barrier " + name + ": enter " + op(*p.enter) + " returned with " +
                            std::to_string(possible + 1) + " participants that could have been in " +
                            "its round, " + std::to_string(n) + " needed");
+      // A leave that returned: every other member of its round had begun to leave.
+      if (p.leave == nullptr || p.leave->outcome != "ok") continue;
+      std::size_t leaving = 0;
+      for (const auto& q : attempts) {
+        if (&q == &p || q.enter->outcome != "ok" || q.leave == nullptr) continue;
+        const bool same_round = q.enter->invoked_ns < p.enter->completed_ns &&
+                                q.enter->completed_ns > p.enter->invoked_ns;
+        if (same_round && q.leave->invoked_ns < p.leave->completed_ns) ++leaving;
+      }
+      if (leaving + 1 < n)
+        problems.push_back("barrier " + name + ": leave " + op(*p.leave) + " returned with " +
+                           std::to_string(leaving + 1) + " members of its round leaving, " +
+                           std::to_string(n) + " needed");
     }
   }
   return problems;

@@ -56,7 +56,9 @@ std::vector<std::string> check_leaders(const std::map<std::int64_t, Operation>& 
 /// and "leave" (argument {"barrier", "attempt": the enter's id}). An enter that returned
 /// needs N-1 other attempts of its barrier that could have been in its round: invoked before
 /// it returned, still in the barrier when it was invoked (not ended before), and not already
-/// past an earlier round's enter when it was invoked. Finds an enter that returned with fewer.
+/// past an earlier round's enter when it was invoked. Finds an enter that returned with fewer,
+/// and a leave that returned before N-1 others that could have been in its round (entered
+/// while it entered) had begun to leave.
 std::vector<std::string> check_barriers(const std::map<std::int64_t, Operation>& operations);
 
 /// Work queues: "put" (argument {"item"}; ok: committed, fail: certainly not) and "take"
