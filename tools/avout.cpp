@@ -24,6 +24,8 @@
 #include "typed_value.hpp"
 #include "watch.hpp"
 
+#include <avout/version.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -63,7 +65,7 @@ extern "C" void command_timed_out(int) {
 int main(int argc, char** argv) {
   CLI::App app{"avout: inspect and change an avout deployment"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("avout ") + AVOUT_VERSION);
+  app.set_version_flag("--version", std::string("avout ") + avout::version());
   Connection connection;
   app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port][/chroot]")
       ->envname("AVOUT_ZOOKEEPER");
