@@ -1,7 +1,8 @@
 // avout-bench: starts its own ZooKeeper, Redis and PostgreSQL (or uses given ones), warms
 // them up, measures the raw floors, then each workload beside them, then avout and its peers
 // side by side.
-// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank|rounds]... [--json FILE]
+// Usage: avout-bench [--quick] [--only atom|stm|agent|peers|lock|bank|rounds|recipes]...
+//                    [--json FILE]
 // [--plot FILE.png]
 //                    [--zookeeper H:P --redis URL --postgres URL]
 #include "comparison.hpp"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", settings.quick, "shorter runs (a smoke test, not a measurement)");
   app.add_option("--only", only,
                  "run only these groups of workloads (repeatable; the floors always run)")
-      ->check(CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank", "rounds"}));
+      ->check(
+          CLI::IsMember({"atom", "stm", "agent", "peers", "lock", "bank", "rounds", "recipes"}));
   app.add_option("--json", json_path, "write every measurement to this JSON file");
   app.add_option("--plot", plot_path, "draw the measurements into this PNG file");
   app.add_option("--zookeeper", servers.zookeeper,
@@ -56,19 +59,20 @@ int main(int argc, char** argv) {
     if (runs("atom")) avout::bench::run_atom_workloads(settings, servers, floors);
     if (runs("stm")) avout::bench::run_stm_workloads(settings, servers, floors);
     if (runs("agent")) avout::bench::run_agent_workloads(settings, servers, floors);
+    // One etcd for every group that measures it (null when its tools are missing).
+    std::unique_ptr<avout::bench::EtcdPeer> etcd;
+    if (runs("peers") || runs("rounds") || runs("recipes")) etcd = avout::bench::EtcdPeer::start();
     if (runs("peers")) {
       avout::bench::run_peer_workloads(settings, servers, floors);
-      const auto etcd = avout::bench::EtcdPeer::start();
       if (etcd) avout::bench::run_etcd_peer(settings, *etcd);
       avout::bench::run_curator_peer(settings, servers, floors);
-      avout::bench::run_interleaved_rounds(settings, servers, etcd.get());
-      avout::bench::run_bank_rounds(settings, servers, etcd.get());
-    } else if (runs("rounds")) {
-      const auto etcd = avout::bench::EtcdPeer::start();
+    }
+    if (runs("peers") || runs("rounds")) {
       avout::bench::run_interleaved_rounds(settings, servers, etcd.get());
       avout::bench::run_bank_rounds(settings, servers, etcd.get());
     }
     if (runs("lock")) avout::bench::run_lock_workloads(settings, servers, floors);
+    if (runs("recipes")) avout::bench::run_recipe_workloads(settings, servers, floors, etcd.get());
     if (runs("bank")) avout::bench::run_bank_anatomy(settings, servers, floors);
     avout::bench::print_side_by_side(avout::bench::side_by_side(avout::bench::recorded()));
     if (!json_path.empty()) avout::bench::write_json(avout::bench::recorded(), json_path);

@@ -107,6 +107,30 @@ std::vector<Workload> workloads() {
                   {"Curator RW lock (read)",
                    "lock, 10 processes, one key: Curator InterProcessReadWriteLock (read)", false},
                   {"Redis SET NX PX", "10 processes, one key: Redis SET NX PX (peer)", false}}});
+  // The recipes (bench/recipe_workloads.cpp): each row named "<workload>: <who>".
+  const auto recipe = [&](const std::string& name, bool throughput,
+                          const std::vector<std::pair<std::string, bool>>& who) {
+    Workload workload{name, throughput, {}};
+    for (const auto& [contender, avout] : who)
+      workload.entries.push_back({contender, name + ": " + contender, avout});
+    all.push_back(workload);
+  };
+  recipe("semaphore acquire+release, 1 process", false,
+         {{"avout Semaphore", true}, {"Curator InterProcessSemaphoreV2", false}});
+  recipe("semaphore, 10 processes, 3 permits", true,
+         {{"avout Semaphore", true}, {"Curator InterProcessSemaphoreV2", false}});
+  recipe("queue put+take, 1 process", false,
+         {{"avout WorkQueue", true},
+          {"Curator DistributedQueue", false},
+          {"Curator SimpleDistributedQueue", false}});
+  recipe("queue, 4 producers + 4 workers", true,
+         {{"avout WorkQueue", true}, {"Curator SimpleDistributedQueue", false}});
+  recipe(
+      "leader campaign+resign, 1 process", false,
+      {{"avout LeaderElection", true}, {"Curator LeaderLatch", false}, {"etcd Election", false}});
+  recipe(
+      "leader hand-over after kill -9", false,
+      {{"avout LeaderElection", true}, {"Curator LeaderLatch", false}, {"etcd Election", false}});
   return all;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -156,10 +157,11 @@ std::unique_ptr<EtcdPeer> EtcdPeer::start() {
   std::unique_ptr<EtcdPeer> peer(new EtcdPeer);
   peer->build_dir_ = make_temp_dir("etcd-peer");
   // GOPATH mode against Debian's packaged sources: no module download, no network.
-  run_capturing(
-      "cd '" + peer->build_dir_ + "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
-          "' build -o '" + peer->build_dir_ + "/etcd-peer' '" + source.string() + "' 2>&1",
-      "building the etcd peer");
+  run_capturing("cd '" + peer->build_dir_ +
+                    "' && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= '" + go +
+                    "' build -o '" + peer->build_dir_ + "/etcd-peer' '" + source.string() + "' '" +
+                    (source.parent_path() / "recipes.go").string() + "' 2>&1",
+                "building the etcd peer");
   peer->server_ = std::make_unique<EtcdServer>(etcd);
   return peer;
 }
@@ -194,14 +196,19 @@ void run_etcd_peer(const Settings& settings, const EtcdPeer& peer) {
   print_table("peers: etcd 3.4 STM and Mutex (its own server on loopback, this run)", rows);
 }
 
-void run_curator_peer(const Settings& settings, const Servers& servers, const Floors& floors) {
+namespace {
+
+// Compiles the Curator peer (bench/peers/curator) and runs `main_class` with `arguments`; its
+// standard output, or nullopt after saying so in one line when the tools are not installed.
+std::optional<std::string> run_curator(const std::string& main_class,
+                                       const std::string& arguments) {
   const std::string javac = find_program("javac"), java = find_program("java");
   const fs::path jars = "/usr/share/java";
   if (javac.empty() || java.empty() || !fs::exists(jars / "curator-recipes.jar")) {
     std::printf(
         "\n(Curator peer skipped: needs javac and Debian's libcurator-recipes-java; "
         "scripts/setup --bench installs them)\n");
-    return;
+    return std::nullopt;
   }
   std::string classpath;
   for (const char* jar : {"curator-recipes", "curator-framework", "curator-client", "zookeeper",
@@ -210,18 +217,39 @@ void run_curator_peer(const Settings& settings, const Servers& servers, const Fl
     if (fs::exists(file)) classpath += file.string() + ":";
   }
   const std::string build = make_temp_dir("curator-peer");
-  const fs::path source = fs::path(AVOUT_BENCH_PEERS_DIR) / "curator" / "CuratorPeer.java";
+  const fs::path sources = fs::path(AVOUT_BENCH_PEERS_DIR) / "curator";
   run_capturing("'" + javac + "' -nowarn -d '" + build + "' -cp '" + classpath + "' '" +
-                    source.string() + "' 2>&1",
+                    (sources / "CuratorPeer.java").string() + "' '" +
+                    (sources / "CuratorRecipes.java").string() + "' 2>&1",
                 "compiling the Curator peer");
-  const std::string output =
-      run_capturing("'" + java + "' -cp '" + build + ":" + classpath + "' CuratorPeer " +
-                        servers.zookeeper + " " + std::to_string(settings.iterations(500)) + " " +
-                        std::to_string(settings.warm_up().count()),
-                    "the Curator peer");
+  const std::string output = run_capturing(
+      "'" + java + "' -cp '" + build + ":" + classpath + "' " + main_class + " " + arguments,
+      "the Curator peer");
   fs::remove_all(build);
+  return output;
+}
+
+}  // namespace
+
+void run_curator_peer(const Settings& settings, const Servers& servers, const Floors& floors) {
+  const auto output = run_curator(
+      "CuratorPeer", servers.zookeeper + " " + std::to_string(settings.iterations(500)) + " " +
+                         std::to_string(settings.warm_up().count()));
+  if (!output) return;
   print_table("peers: Apache Curator recipes on the same ZooKeeper",
-              results_of(parse_rows(output, floors.zookeeper_get_set, "zookeeper get+set")));
+              results_of(parse_rows(*output, floors.zookeeper_get_set, "zookeeper get+set")));
+}
+
+std::vector<PeerRow> run_curator_recipes(const Settings& settings, const Servers& servers,
+                                         std::chrono::milliseconds session_timeout,
+                                         int hand_overs) {
+  const auto output =
+      run_curator("CuratorRecipes",
+                  servers.zookeeper + " " + std::to_string(settings.iterations(500)) + " " +
+                      std::to_string(settings.warm_up().count()) + " " +
+                      std::to_string(session_timeout.count()) + " " + std::to_string(hand_overs));
+  if (!output) return {};
+  return parse_rows(*output, 0, "");
 }
 
 }  // namespace avout::bench

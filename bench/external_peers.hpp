@@ -1,11 +1,12 @@
 #pragma once
-// The peers that run outside this process: etcd's STM and Mutex (a Go program against an
-// etcd the bench starts) and Apache Curator's recipes (a Java program on the bench's
+// The peers that run outside this process: etcd's STM, Mutex and Election (a Go program
+// against an etcd the bench starts) and Apache Curator's recipes (Java programs on the bench's
 // ZooKeeper). Each is built and run when its tools are installed; when they are not, the
 // bench says so in one line and goes on.
 
 #include "workloads.hpp"
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,5 +49,12 @@ void run_etcd_peer(const Settings& settings, const EtcdPeer& peer);
 /// Curator's DistributedAtomicLong, InterProcessMutex and InterProcessReadWriteLock on the
 /// bench's ZooKeeper.
 void run_curator_peer(const Settings& settings, const Servers& servers, const Floors& floors);
+
+/// Curator's InterProcessSemaphoreV2, DistributedQueue, SimpleDistributedQueue and LeaderLatch
+/// (bench/peers/curator/CuratorRecipes.java) on the bench's ZooKeeper, every session of
+/// `session_timeout`, with `hand_overs` leader hand-overs; the rows (no floor set), or none
+/// after saying so in one line when the tools are not installed.
+std::vector<PeerRow> run_curator_recipes(const Settings& settings, const Servers& servers,
+                                         std::chrono::milliseconds session_timeout, int hand_overs);
 
 }  // namespace avout::bench

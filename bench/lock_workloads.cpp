@@ -19,13 +19,6 @@ namespace {
 
 constexpr int processes = 10;
 
-// The short task done while holding the lock: about 100 microseconds of work.
-void short_task() {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
-
 // A lock strategy as the benchmark drives it: take `key`, run the task, release.
 using Locker = std::function<void(const std::string& key)>;
 

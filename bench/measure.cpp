@@ -213,12 +213,14 @@ void print_table(const std::string& title, const std::vector<Result>& results) {
               "p99 ms", "zk req", "zk rtt", "retries", "x floor", "floor (p50)");
   for (const auto& r : results) {
     char ratio[32] = "-";
-    if (r.floor_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2f", r.p50_ms / r.floor_ms);
-    std::printf(
-        "%-*s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", width, r.workload.c_str(),
-        r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests, r.zookeeper_round_trips,
-        r.retries, ratio, r.floor_name.c_str(),
-        r.floor_ms > 0 ? (" " + std::to_string(r.floor_ms).substr(0, 5) + " ms").c_str() : "");
+    char floor[32] = "";
+    if (r.floor_ms > 0) {
+      std::snprintf(ratio, sizeof ratio, "%.2f", r.p50_ms / r.floor_ms);
+      std::snprintf(floor, sizeof floor, " %.3f ms", r.floor_ms);
+    }
+    std::printf("%-*s %10.0f %9.3f %9.3f %8.2f %8.2f %8.2f %9s  %s%s\n", width, r.workload.c_str(),
+                r.operations_per_second, r.p50_ms, r.p99_ms, r.zookeeper_requests,
+                r.zookeeper_round_trips, r.retries, ratio, r.floor_name.c_str(), floor);
   }
   std::fflush(stdout);
   for (const auto& r : results) {

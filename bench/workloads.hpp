@@ -7,6 +7,7 @@
 
 #include <builtin_stores.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <random>
@@ -97,6 +98,14 @@ inline void transfer(Client& client, Ref<long>& from, Ref<long>& to,
   });
 }
 
+/// The short task of Gaggle's lock benchmark, done while holding a lock or a permit: about
+/// 100 microseconds of work (a busy wait, not a sleep).
+inline void short_task() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 /// Runs transactions over every store and plain ZooKeeper reads and writes for a few seconds,
 /// so that nothing measured after it pays for the servers' warm-up (ZooKeeper's JIT above all).
 void warm_up_servers(const Settings& settings, const Servers& servers);
@@ -139,6 +148,12 @@ class EtcdPeer;
 /// The contended bank in alternating rounds: avout with 8 clients in one process, avout with
 /// one client on 8 threads, and etcd's STM (when `etcd` is not null); per-round ratios.
 void run_bank_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd);
+
+/// bench/recipes: avout's Semaphore, WorkQueue and LeaderElection beside Curator's recipes on
+/// the same ZooKeeper and etcd's Election (when `etcd` is not null): acquire+release,
+/// put+take, campaign+resign, and the leader hand-over after its process is killed.
+void run_recipe_workloads(const Settings& settings, const Servers& servers, const Floors& floors,
+                          const EtcdPeer* etcd);
 
 /// Read-write transactions over k refs in every placement, the raw floor of each and etcd's
 /// STM (when `etcd` is not null), measured in alternating rounds; per-round ratios.

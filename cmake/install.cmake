@@ -17,22 +17,31 @@ include(CMakePackageConfigHelpers)
 set(AVOUT_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/avout"
     CACHE STRING "Where the avout CMake package files are installed (relative to the prefix)")
 
+# The store backends this build has beside ZooKeeper's (AVOUT_WITH_REDIS, AVOUT_WITH_POSTGRES).
+set(AVOUT_BUILT_BACKENDS "")
+foreach(_avout_backend redis postgres)
+  if(TARGET avout_${_avout_backend})
+    list(APPEND AVOUT_BUILT_BACKENDS ${_avout_backend})
+  endif()
+endforeach()
+
 # --- Headers ---------------------------------------------------------------------------------
-install(DIRECTORY
-          "${PROJECT_SOURCE_DIR}/core/include/avout"
-          "${PROJECT_SOURCE_DIR}/backends/zookeeper/include/avout"
-          "${PROJECT_SOURCE_DIR}/backends/redis/include/avout"
-          "${PROJECT_SOURCE_DIR}/backends/postgres/include/avout"
+set(_avout_header_dirs "${PROJECT_SOURCE_DIR}/core/include/avout"
+                       "${PROJECT_SOURCE_DIR}/backends/zookeeper/include/avout")
+foreach(_avout_backend IN LISTS AVOUT_BUILT_BACKENDS)
+  list(APPEND _avout_header_dirs "${PROJECT_SOURCE_DIR}/backends/${_avout_backend}/include/avout")
+endforeach()
+install(DIRECTORY ${_avout_header_dirs}
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
         FILES_MATCHING PATTERN "*.hpp")
+unset(_avout_header_dirs)
 
 # --- Targets as users see them -----------------------------------------------------------------
 set_target_properties(avout_core PROPERTIES EXPORT_NAME core)
 set_target_properties(avout_zookeeper PROPERTIES EXPORT_NAME zookeeper)
-set_target_properties(avout_redis PROPERTIES EXPORT_NAME redis)
-set_target_properties(avout_postgres PROPERTIES EXPORT_NAME postgres)
-# The public headers need C++20; say so, so that consumers get it without asking.
-target_compile_features(avout_core PUBLIC cxx_std_20)
+foreach(_avout_backend IN LISTS AVOUT_BUILT_BACKENDS)
+  set_target_properties(avout_${_avout_backend} PROPERTIES EXPORT_NAME ${_avout_backend})
+endforeach()
 
 # The static avout_core links the ZooKeeper C client privately, which CMake records as
 # $<LINK_ONLY:/absolute/path/libzookeeper_mt.so>. In the installed package that becomes the
@@ -67,25 +76,29 @@ install(TARGETS avout_core avout_zookeeper
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
         INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-install(TARGETS avout_redis
-        EXPORT avoutRedisTargets
-        ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-        LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-        RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
-        INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-install(TARGETS avout_postgres
-        EXPORT avoutPostgresTargets
-        ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-        LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
-        RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
-        INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-foreach(_avout_set avoutTargets avoutRedisTargets avoutPostgresTargets)
+set(_avout_sets avoutTargets)
+foreach(_avout_backend_set "redis;avoutRedisTargets" "postgres;avoutPostgresTargets")
+  list(GET _avout_backend_set 0 _avout_backend)
+  list(GET _avout_backend_set 1 _avout_set)
+  if(_avout_backend IN_LIST AVOUT_BUILT_BACKENDS)
+    install(TARGETS avout_${_avout_backend}
+            EXPORT ${_avout_set}
+            ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+            LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+            RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
+            INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+    list(APPEND _avout_sets ${_avout_set})
+  endif()
+endforeach()
+foreach(_avout_set IN LISTS _avout_sets)
   install(EXPORT ${_avout_set}
           NAMESPACE avout::
           FILE ${_avout_set}.cmake
           DESTINATION "${AVOUT_INSTALL_CMAKEDIR}")
 endforeach()
 unset(_avout_set)
+unset(_avout_sets)
+unset(_avout_backend_set)
 
 # --- The command-line tool (tools/ may not be there) -----------------------------------------
 if(TARGET avout)
@@ -150,6 +163,9 @@ configure_file("${CMAKE_CURRENT_LIST_DIR}/avout.pc.in" "${PROJECT_BINARY_DIR}/av
 install(FILES "${PROJECT_BINARY_DIR}/avout.pc" DESTINATION "${_avout_pc_dir}")
 foreach(_avout_backend "redis;Redis;hiredis" "postgres;PostgreSQL;libpqxx libpq")
   list(GET _avout_backend 0 AVOUT_PC_COMPONENT)
+  if(NOT AVOUT_PC_COMPONENT IN_LIST AVOUT_BUILT_BACKENDS)
+    continue()
+  endif()
   list(GET _avout_backend 1 AVOUT_PC_STORE)
   list(GET _avout_backend 2 _avout_client)
   get_target_property(_avout_backend_type avout_${AVOUT_PC_COMPONENT} TYPE)

@@ -4,6 +4,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -22,8 +22,7 @@ using avout::testing::wait_for_file;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-batch-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-batch-test", stem);
 }
 
 avout::ClientOptions options() {

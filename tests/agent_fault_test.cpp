@@ -7,6 +7,7 @@
 
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,6 @@
 #include <functional>
 #include <future>
 #include <optional>
-#include <random>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -24,8 +24,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-fault-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-fault-test", stem);
 }
 
 avout::ClientOptions options(const std::string& hosts) {

@@ -3,6 +3,7 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -10,7 +11,6 @@
 #include <atomic>
 #include <map>
 #include <optional>
-#include <random>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -19,8 +19,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-named-fault-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-named-fault-test", stem);
 }
 
 avout::ClientOptions options() {

@@ -4,6 +4,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,7 +14,6 @@
 #include <fstream>
 #include <future>
 #include <map>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -25,8 +25,7 @@ using avout::testing::wait_for_file;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-named-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-named-test", stem);
 }
 
 avout::ClientOptions options() {

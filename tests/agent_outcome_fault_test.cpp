@@ -4,6 +4,7 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -12,7 +13,6 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -21,8 +21,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-outcome-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-outcome-test", stem);
 }
 
 // Stores values in another store and, once armed, runs a hook right after the next value is

@@ -6,12 +6,12 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -22,8 +22,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-sequence-wrap/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-sequence-wrap", stem);
 }
 
 avout::ClientOptions options() {

@@ -5,11 +5,11 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
 
-#include <random>
 #include <stop_token>
 #include <thread>
 
@@ -19,8 +19,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/agent-silence-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/agent-silence-test", stem);
 }
 
 avout::ClientOptions options() {

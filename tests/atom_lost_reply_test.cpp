@@ -7,10 +7,10 @@
 
 #include "support/holding_relay.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
-#include <random>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -19,8 +19,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/atom-lost-reply-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/atom-lost-reply-test", stem);
 }
 
 }  // namespace

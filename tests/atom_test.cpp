@@ -7,6 +7,7 @@
 #include "base/unique_ids.hpp"  // white-box: the process's id source
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,7 +17,6 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -58,8 +58,7 @@ struct Setup {
 };
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/atom-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/atom-test", stem);
 }
 
 const StoreKind all_kinds[] = {StoreKind::zookeeper, StoreKind::redis, StoreKind::postgres};

@@ -8,6 +8,7 @@
 #include "support/holding_relay.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -28,8 +29,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/atom-watch-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/atom-watch-test", stem);
 }
 
 // The newest value one watch reported.

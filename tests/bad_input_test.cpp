@@ -44,6 +44,10 @@ TEST_CASE("names that are empty, relative or hold '..' are InvalidName for every
     CHECK_THROWS_AS(avout::inspect::tag_owner(client, bad), avout::InvalidName);
     CHECK_THROWS_AS(avout::inspect::atom(client, client.default_store(), bad), avout::InvalidName);
     CHECK_THROWS_AS(avout::inspect::lock_path(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::semaphore(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::election(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::barrier(client, bad), avout::InvalidName);
+    CHECK_THROWS_AS(avout::inspect::work_queue(client, bad), avout::InvalidName);
   }
   auto bad_root = options();
   bad_root.root = "no-slash";

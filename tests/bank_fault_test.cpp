@@ -12,6 +12,7 @@
 #include "support/history.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -47,8 +48,7 @@ Cluster& cluster() {
 }
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/fault-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/fault-test", stem);
 }
 
 // One process's view: a client on the ensemble and one store of each kind.

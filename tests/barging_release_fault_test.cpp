@@ -96,12 +96,13 @@ bool claim_ends(avout::Client& client, const std::string& name) {
   return !avout::inspect::tag_owner(client, name).has_value();
 }
 
-// A dosync of another client on `name` after the claimant's: how many attempts gave way.
-std::uint64_t newcomer_retries(const std::string& name) {
+// A dosync of another client on `name` after the claimant's, which leave it at `before`: how
+// many attempts gave way.
+std::uint64_t newcomer_retries(const std::string& name, long before = 11) {
   avout::Client newcomer(options({.yield_limit = 3}));
   auto later = newcomer.ref<long>(name, 0);
   newcomer.dosync([&] { later.alter([](long v) { return v + 100; }); });
-  CHECK(later.deref() == 111);
+  CHECK(later.deref() == before + 100);
   return newcomer.transaction_counts().second;
 }
 
@@ -148,4 +149,44 @@ TEST_CASE("a claim whose dosync ends while its connection is cut ends once the c
   avout::Client observer(options());
   CHECK(claim_ends(observer, name));
   CHECK(newcomer_retries(name) == 0);
+}
+
+TEST_CASE("a claim taken again, its reply lost, still ends with its dosync") {
+  // A dosync claims its ref after each failed attempt: the second claim lands on top of the
+  // first (the tag's version moves on) but its reply is lost. The release must not take the
+  // first claim's version for the tag's: that set fails, and the claim would outlive its
+  // dosync for as long as the session lives.
+  avout::testing::start_shared_servers();
+  const std::string name = avout::testing::unique_name("/barging-release", "claimed-twice");
+  const std::string tag = "/avout/stm/tags" + name;
+  avout::Client claimant(claimant_options());
+  avout::Client meddler(options({.yield_limit = 0}));  // commits over the claim at once
+  auto mine = claimant.ref<long>(name, 0);
+  auto theirs = meddler.ref<long>(name, 0);
+  claimant.dosync([&] { mine.alter([](long v) { return v + 1; }); });
+  std::int32_t first_claim = -1;
+  int attempts = 0;
+  CHECK_THROWS_WITH_AS(claimant.dosync([&] {
+    ++attempts;
+    if (attempts == 2) {
+      first_claim = meddler.session().get(tag).stat.version;
+      REQUIRE(avout::inspect::tag_owner(meddler, name)->session == claimant.session().session_id());
+      avout::testing::fail_next(avout::testing::ZooKeeperCall::set, tag, 1, true);
+    }
+    if (attempts <= 2) {  // a conflict: the attempt fails, and its refs are claimed
+      mine.alter([](long v) { return v + 1; });
+      std::thread([&] {
+        meddler.dosync([&] { theirs.alter([](long v) { return v + 10; }); });
+      }).join();
+      return;
+    }
+    CHECK(avout::testing::failures_to_come() == 0);
+    CHECK(meddler.session().get(tag).stat.version == first_claim + 1);  // the second claim
+    throw std::runtime_error("the claimant gives up");
+  }),
+                       "the claimant gives up", std::runtime_error);
+  CHECK(attempts == 3);
+  avout::Client observer(options());
+  CHECK(claim_ends(observer, name));
+  CHECK(newcomer_retries(name, 21) == 0);
 }

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -50,11 +51,6 @@ std::size_t participants_queued(avout::Client& client, const std::string& name) 
                                                 [](const auto& c) { return c.starts_with("p-"); }));
 }
 
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
 // One participant's four moments: before enter, after it, before leave, after it.
 struct Moments {
   std::int64_t arrive = 0, entered = 0, leaving = 0, left = 0;
@@ -78,13 +74,13 @@ void check_never_early(const std::vector<Moments>& all) {
 Moments take_part(avout::Barrier& barrier, int index) {
   Moments m;
   std::this_thread::sleep_for(std::chrono::milliseconds(60 * index));
-  m.arrive = now_us();
+  m.arrive = avout::testing::now_us();
   barrier.enter(avout::Deadline::after(scaled(20s)));
-  m.entered = now_us();
+  m.entered = avout::testing::now_us();
   std::this_thread::sleep_for(std::chrono::milliseconds(60 * (3 - index % 4)));
-  m.leaving = now_us();
+  m.leaving = avout::testing::now_us();
   barrier.leave(avout::Deadline::after(scaled(20s)));
-  m.left = now_us();
+  m.left = avout::testing::now_us();
   return m;
 }
 
@@ -384,4 +380,28 @@ TEST_CASE("no herd: an early entrant is not woken by each later arrival") {
   }
   for (auto& run : runs) run.get();
   CHECK(observer.session().children(folder_of(observer, name)).empty());
+}
+
+// A member dropped between enter and leave whose node's deletes fail (before they are sent)
+// for longer than one session timeout, while its session lives on: the node must still go,
+// or the others would wait in leave for a member that never leaves instead of learning that
+// the round broke.
+TEST_CASE("a member dropped after entering whose deletes fail still breaks the round") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("drop-fails");
+  auto short_session = options();
+  short_session.session_timeout = 1000ms;  // the shortest the test server grants
+  avout::Client client(short_session);
+  avout::Client other(options());
+  std::optional<avout::Barrier> dropped = client.barrier(name, 2);
+  auto stays = other.barrier(name, 2);
+  auto entering =
+      std::async(std::launch::async, [&] { stays.enter(avout::Deadline::after(scaled(20s))); });
+  dropped->enter(avout::Deadline::after(scaled(20s)));
+  entering.get();
+  // More than a session timeout's worth of retries.
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::remove, folder_of(client, name), 12);
+  dropped.reset();
+  CHECK_THROWS_AS(stays.leave(avout::Deadline::after(scaled(30s))), avout::BarrierBroken);
+  CHECK(avout::testing::failures_to_come() == 0);
 }

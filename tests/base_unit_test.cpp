@@ -3,6 +3,8 @@
 #include "base/back_off.hpp"
 #include "base/hex.hpp"
 
+#include <avout/errors.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -103,4 +105,18 @@ TEST_CASE("hex: session ids as liveness nodes spell them, negative ones too") {
   CHECK(session_hex(-1) == "ffffffffffffffff");
   CHECK(session_hex(std::numeric_limits<std::int64_t>::min()) == "8000000000000000");
   CHECK(session_hex(0).size() == avout::detail::session_hex_digits);
+}
+
+TEST_CASE("errors: a handler retrying on ConnectionLoss never catches OutcomeUnknown") {
+  // The generic "retry on ConnectionLoss" would run again a write that may have landed.
+  const auto caught_as_loss = [] {
+    try {
+      throw avout::OutcomeUnknown("a commit's reply was lost");
+    } catch (const avout::ConnectionLoss&) {
+      return true;
+    } catch (const avout::Error&) {
+      return false;
+    }
+  };
+  CHECK_FALSE(caught_as_loss());
 }

@@ -4,6 +4,7 @@
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
+#include "support/processes.hpp"
 #include "support/servers.hpp"
 
 #include <doctest/doctest.h>
@@ -17,7 +18,13 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
 #include <random>
+#include <sstream>
+#include <thread>
 
 using namespace std::chrono_literals;
 
@@ -512,4 +519,344 @@ TEST_CASE("avout gc sweeps the stores AVOUT_STORES names, besides ZooKeeper") {
   auto postgres = avout_tool(gc, "AVOUT_STORES='" + redis_url + "," + multi_host + "'");
   INFO(postgres.output);
   CHECK(postgres.code == 0);
+}
+
+namespace {
+
+// Runs the tool until `accept` takes its JSON output (parsed), for at most 20 s; the last
+// output parsed (null when it never parsed).
+nlohmann::json json_until(const std::string& arguments,
+                          const std::function<bool(const nlohmann::json&)>& accept) {
+  nlohmann::json seen;
+  const auto until = std::chrono::steady_clock::now() + avout::testing::scaled(20s);
+  while (std::chrono::steady_clock::now() < until) {
+    const auto run = avout_tool("-o json " + arguments);
+    seen = nlohmann::json::parse(run.output, nullptr, false);
+    if (run.code == 0 && !seen.is_discarded() && accept(seen)) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  return seen;
+}
+
+// A command ignoring SIGTERM (its shell and the sleeps it starts): only a SIGKILL ends it.
+const std::string stubborn_command =
+    "sh -c 'trap \"\" TERM; echo running; while :; do sleep 0.1; done'";
+
+// Freezes `frozen` (SIGSTOP) while `take_over` waits for its session to end, thaws it, and
+// checks that it then stops its command for the loss of `hold`: SIGTERM, which the
+// stubborn_command ignores, then SIGKILL.
+void check_killed_after_freeze(Background& frozen, const std::string& hold,
+                               const std::function<void()>& take_over) {
+  frozen.signal(SIGSTOP);
+  take_over();
+  frozen.signal(SIGCONT);
+  CHECK(frozen.wait_for(hold + " was lost; stopping the command"));
+  CHECK(frozen.wait_for("killing it"));
+  CHECK(frozen.exit_code() == 128 + SIGKILL);
+}
+
+std::string read_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("avout lists and shows semaphores, elections, barriers and queues, as text and JSON") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  avout::Client other(avout::ClientOptions{.hosts = zookeeper, .root = root});
+
+  // A semaphore of 2 permits, both held, and a third acquire waiting behind them.
+  auto semaphore = client.semaphore("/pool", 2);
+  auto first = semaphore.acquire();
+  auto second = semaphore.acquire();
+  auto waiting_permit = std::async(std::launch::async, [&] {
+    return other.semaphore("/pool", 2).acquire(avout::Deadline::after(60s));
+  });
+  const auto pool = json_until(connect + " show semaphore /pool", [](const nlohmann::json& seen) {
+    return seen["waiters"].size() == 1;
+  });
+  INFO(pool.dump());
+  CHECK(pool["kind"] == "semaphore");
+  CHECK(pool["name"] == "/pool");
+  CHECK(pool["permits"] == 2);
+  CHECK(pool["held"] == 2);
+  REQUIRE(pool["holders"].size() == 2);
+  CHECK(pool["holders"][0]["token"] == first.fencing_token());
+  CHECK(pool["holders"][1]["token"] == second.fencing_token());
+  CHECK(pool["holders"][0]["owner"].get<std::string>().starts_with("session 0x"));
+  REQUIRE(pool["waiters"].size() == 1);
+  CHECK(pool["waiters"][0]["node"].get<std::string>().starts_with("q-"));
+  auto pool_table = avout_tool(connect + " show semaphore /pool");
+  CHECK(pool_table.code == 0);
+  CHECK(pool_table.output.find("semaphore /pool") != std::string::npos);
+  CHECK(pool_table.output.find("holders: 2") != std::string::npos);
+  CHECK(pool_table.output.find("waiters: 1") != std::string::npos);
+
+  // An election led by "alpha" with "beta" in line behind it.
+  auto alpha = client.leader_election("/leader", "alpha");
+  alpha.campaign();
+  auto beta = other.leader_election("/leader", "beta");
+  auto campaigning =
+      std::async(std::launch::async, [&] { beta.campaign(avout::Deadline::after(60s)); });
+  const auto leader =
+      json_until(connect + " show election /leader",
+                 [](const nlohmann::json& seen) { return seen["candidates"].size() == 2; });
+  INFO(leader.dump());
+  CHECK(leader["kind"] == "election");
+  CHECK(leader["leader"] == "alpha");
+  CHECK(leader["fencing_token"] == alpha.fencing_token());
+  REQUIRE(leader["candidates"].size() == 2);
+  CHECK(leader["candidates"][0]["id"] == "alpha");
+  CHECK(leader["candidates"][1]["id"] == "beta");
+  CHECK(leader["candidates"][1]["owner"] != leader["candidates"][0]["owner"]);
+  CHECK(avout_tool(connect + " show election /leader").output.find("leader: alpha") !=
+        std::string::npos);
+
+  // A barrier of 2: one participant waits for the other, then both are inside.
+  auto meet_one = client.barrier("/meet", 2);
+  auto meet_two = other.barrier("/meet", 2);
+  auto entering =
+      std::async(std::launch::async, [&] { meet_one.enter(avout::Deadline::after(60s)); });
+  const auto open = json_until(connect + " show barrier /meet", [](const nlohmann::json& seen) {
+    return seen["waiting"].size() == 1;
+  });
+  INFO(open.dump());
+  CHECK(open["kind"] == "barrier");
+  CHECK(open["participants"] == 2);
+  CHECK(open["round"] == 0);
+  CHECK(open["state"] == "open");
+  CHECK(open["members"].empty());
+  CHECK_FALSE(open.contains("previous_round"));  // the first round has none
+  meet_two.enter(avout::Deadline::after(60s));
+  entering.get();
+  const auto closed =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show barrier /meet").output);
+  INFO(closed.dump());
+  CHECK(closed["state"] == "closed");
+  REQUIRE(closed["members"].size() == 2);
+  CHECK(closed["members"][0]["state"] == "inside");
+  CHECK(closed["members"][1]["state"] == "inside");
+  CHECK(closed["waiting"].empty());
+  CHECK(avout_tool(connect + " show barrier /meet").output.find("state: closed") !=
+        std::string::npos);
+
+  // A work queue of two items, and an empty one with a taker waiting.
+  auto jobs = client.work_queue<std::string>("/jobs");
+  jobs.put("first");
+  jobs.put("second");
+  auto idle = other.work_queue<std::string>("/idle");
+  auto taking =
+      std::async(std::launch::async, [&] { return idle.take(avout::Deadline::after(60s)); });
+  const auto queue =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show queue /jobs").output);
+  INFO(queue.dump());
+  CHECK(queue["kind"] == "queue");
+  CHECK(queue["length"] == 2);
+  CHECK(queue["waiting_takers"] == 0);
+  CHECK(queue["oldest"]["value"] == "\"first\"");
+  CHECK(queue["oldest"]["type"] == "a string");
+  CHECK(queue["oldest"]["put_at"].get<std::string>().ends_with("Z"));
+  CHECK(queue["oldest"]["put_at_ms"].get<std::int64_t>() > 0);
+  const auto waited = json_until(connect + " show queue /idle", [](const nlohmann::json& seen) {
+    return seen["waiting_takers"] == 1;
+  });
+  CHECK(waited["length"] == 0);
+  CHECK(waited["oldest"].is_null());
+  CHECK(waited["waiting_takers"] == 1);
+  auto queue_table = avout_tool(connect + " show queue /jobs");
+  CHECK(queue_table.output.find("length: 2") != std::string::npos);
+  CHECK(queue_table.output.find("value: \"first\"") != std::string::npos);
+
+  // A participant dropped between enter and leave: its node goes without a leaving record.
+  {
+    auto stays = client.barrier("/broken", 2);
+    auto dropped = std::make_optional(other.barrier("/broken", 2));
+    auto entered =
+        std::async(std::launch::async, [&] { stays.enter(avout::Deadline::after(60s)); });
+    dropped->enter(avout::Deadline::after(60s));
+    entered.get();
+    dropped.reset();
+    const auto broken =
+        json_until(connect + " show barrier /broken", [](const nlohmann::json& seen) {
+          return seen["members"].size() == 2 &&
+                 (seen["members"][0]["state"] == "dead" || seen["members"][1]["state"] == "dead");
+        });
+    INFO(broken.dump());
+    REQUIRE(broken["members"].size() == 2);
+    const auto& members = broken["members"];
+    const int dead = members[0]["state"] == "dead" ? 0 : 1;
+    CHECK(members[dead]["owner"] == "gone");
+    CHECK(members[1 - dead]["state"] == "inside");
+  }
+  // Names nested below others are listed too, an election nobody campaigns in included.
+  (void)client.leader_election("/leader/standby", "nobody");
+  (void)client.work_queue<std::string>("/jobs/urgent");
+
+  const auto names = [&](const std::string& kind) {
+    return nlohmann::json::parse(avout_tool("-o json " + connect + " list " + kind).output);
+  };
+  CHECK(names("semaphores") == nlohmann::json::array({"/pool"}));
+  CHECK(names("elections") == nlohmann::json::array({"/leader", "/leader/standby"}));
+  CHECK(names("barriers") == nlohmann::json::array({"/broken", "/meet"}));
+  CHECK(names("queues") == nlohmann::json::array({"/idle", "/jobs", "/jobs/urgent"}));
+  CHECK(avout_tool(connect + " list queues").output == "/idle\n/jobs\n/jobs/urgent\n");
+
+  // Missing names exit 3 and create nothing.
+  for (const std::string kind : {"semaphore", "election", "barrier", "queue"}) {
+    auto missing = avout_tool(connect + " show " + kind + " /nope");
+    INFO(kind << ": " << missing.output);
+    CHECK(missing.code == 3);
+    CHECK(missing.output.find(kind + " /nope does not exist") != std::string::npos);
+  }
+  CHECK(names("elections") == nlohmann::json::array({"/leader", "/leader/standby"}));
+  CHECK(avout_tool(connect + " show semaphore relative").code == 2);
+
+  // Everyone lets go: the waiters get their turn.
+  first.release();
+  CHECK(waiting_permit.get().is_held());
+  alpha.resign();
+  campaigning.get();
+  CHECK(beta.is_leader());
+  client.work_queue<std::string>("/idle").put("wake");
+  CHECK(taking.get() == "wake");
+  auto leaving =
+      std::async(std::launch::async, [&] { meet_one.leave(avout::Deadline::after(60s)); });
+  meet_two.leave(avout::Deadline::after(60s));
+  leaving.get();
+  const auto reopened =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show barrier /meet").output);
+  CHECK(reopened["state"] == "open");
+  CHECK(reopened["round"] == 1);
+  CHECK(reopened["previous_round"] == "completed");
+}
+
+TEST_CASE(
+    "avout elect runs a command while leading; a second waits in line and leads once the first "
+    "command exits") {
+  const std::string root = unique_root();
+  const std::string connect =
+      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + root;
+  const auto directory = std::filesystem::temp_directory_path() / ("avout-elect" + root.substr(4));
+  std::filesystem::create_directories(directory);
+  const auto first_file = directory / "first", second_file = directory / "second",
+             go = directory / "go";
+  // Each command writes its token and id, then what `avout show election` says while it runs.
+  const auto command = [&](const std::filesystem::path& file, const std::string& then) {
+    return "sh -c 'echo $AVOUT_FENCING_TOKEN $AVOUT_LEADER_ID > " + file.string() + "; " +
+           AVOUT_TOOL_PATH + " -o json " + connect + " show election /deploy >> " + file.string() +
+           "; " + then + "'";
+  };
+  Background first(
+      connect + " elect /deploy --id first -- " +
+      command(first_file, "while [ ! -e " + go.string() + " ]; do sleep 0.05; done; exit 5"));
+  REQUIRE(first.wait_for("leading election /deploy as first"));
+  Background second(connect + " elect /deploy --id second -- " + command(second_file, "exit 0"));
+  const auto line = json_until(connect + " show election /deploy", [](const nlohmann::json& seen) {
+    return seen["candidates"].size() == 2;
+  });
+  INFO(line.dump());
+  CHECK(line["leader"] == "first");
+  REQUIRE(line["candidates"].size() == 2);
+  CHECK(line["candidates"][1]["id"] == "second");
+  REQUIRE(avout::testing::wait_for_file(first_file, avout::testing::scaled(20s)));
+  CHECK_FALSE(std::filesystem::exists(second_file));  // waits while the first leads
+
+  std::ofstream(go) << "go\n";
+  CHECK(first.exit_code() == 5);  // the command's status
+  CHECK(second.exit_code() == 0);
+  std::uint64_t first_token = 0, second_token = 0;
+  std::string first_id, second_id;
+  std::istringstream first_lines(read_file(first_file)), second_lines(read_file(second_file));
+  first_lines >> first_token >> first_id;
+  second_lines >> second_token >> second_id;
+  CHECK(first_id == "first");
+  CHECK(second_id == "second");
+  CHECK(first_token > 0);
+  CHECK(second_token > first_token);
+  std::string shown;
+  std::getline(first_lines >> std::ws, shown);
+  const auto seen_by_first = nlohmann::json::parse(shown);
+  CHECK(seen_by_first["leader"] == "first");
+  CHECK(seen_by_first["fencing_token"] == first_token);
+  std::getline(second_lines >> std::ws, shown);
+  CHECK(nlohmann::json::parse(shown)["leader"] == "second");
+  // Both resigned: nobody is left in line.
+  const auto after =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show election /deploy").output);
+  CHECK(after["leader"].is_null());
+  CHECK(after["candidates"].empty());
+  CHECK(avout_tool(connect + " elect /deploy -- /no/such/program").code == 127);
+  std::filesystem::remove_all(directory);
+}
+
+TEST_CASE(
+    "avout elect stops its command once leadership is revoked (frozen past the session timeout), "
+    "and --timeout gives up without running it") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  Background frozen("--session-timeout 2 " + connect +
+                    " elect /frozen --id frozen --kill-after 1 -- " + stubborn_command);
+  REQUIRE(frozen.wait_for("leading election /frozen as frozen"));
+  REQUIRE(frozen.wait_for("running"));
+  avout::Client client(
+      avout::ClientOptions{.hosts = zookeeper, .session_timeout = 2000ms, .root = root});
+  auto next = client.leader_election("/frozen", "next");
+  check_killed_after_freeze(frozen, "leadership of election /frozen", [&] {
+    next.campaign(avout::Deadline::after(avout::testing::scaled(30s)));  // the session ended
+    CHECK(next.leader() == "next");
+  });
+  CHECK(next.is_leader());
+
+  // While "next" leads, a bounded campaign gives up with exit code 1 and runs nothing.
+  const auto marker =
+      std::filesystem::temp_directory_path() / ("avout-elect-timeout" + root.substr(4));
+  auto late = avout_tool(connect + " elect /frozen --timeout 1 -- touch " + marker.string());
+  INFO(late.output);
+  CHECK(late.code == 1);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  const auto line =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show election /frozen").output);
+  CHECK(line["leader"] == "next");
+  CHECK(line["candidates"].size() == 1);  // the timed-out candidate withdrew
+}
+
+TEST_CASE("avout lock stops its command once the hold is lost: SIGTERM, then SIGKILL") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  // As `elect`'s (the same code runs both): a command ignoring SIGTERM is killed.
+  Background frozen("--session-timeout 2 " + connect + " lock /nightly --kill-after 1 -- " +
+                    stubborn_command);
+  REQUIRE(frozen.wait_for("running"));
+  avout::Client client(
+      avout::ClientOptions{.hosts = zookeeper, .session_timeout = 2000ms, .root = root});
+  auto lock = client.lock("/nightly");
+  bool taken = false;
+  check_killed_after_freeze(frozen, "lock /nightly", [&] {
+    taken = lock.try_lock_for(avout::testing::scaled(30s));  // once the frozen session ended
+  });
+  REQUIRE(taken);
+  lock.unlock();
+}
+
+TEST_CASE("avout elect passes SIGTERM on to its command and resigns once the command exits") {
+  const std::string root = unique_root();
+  const std::string connect =
+      "--zookeeper " + avout::testing::shared_zookeeper().connect_string() + " --root " + root;
+  Background leading(connect +
+                     " elect /service --id serving -- sh -c 'echo running; while :; do "
+                     "sleep 0.1; done'");
+  REQUIRE(leading.wait_for("running"));
+  leading.signal(SIGTERM);
+  CHECK(leading.exit_code() == 128 + SIGTERM);  // the command's status: it got the SIGTERM
+  // Resigned before exiting: nobody leads, at once (not one session timeout later).
+  const auto line =
+      nlohmann::json::parse(avout_tool("-o json " + connect + " show election /service").output);
+  CHECK(line["leader"].is_null());
+  CHECK(line["candidates"].empty());
 }

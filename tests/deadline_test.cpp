@@ -8,6 +8,7 @@
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
-#include <random>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -420,7 +420,7 @@ TEST_CASE(
   avout::redis::Store store(
       avout::redis::StoreOptions{.url = relay.url(), .command_timeout = command_timeout});
   avout::Client client(options());
-  const std::string name = "/deadline-test/stopped-store-" + std::to_string(std::random_device{}());
+  const std::string name = avout::testing::unique_name("/deadline-test", "stopped-store");
   auto in_redis = client.ref<long>(name + "/redis", 100, store);
   auto in_zookeeper = client.ref<long>(name + "/zookeeper", 100);
   const auto transfer = [&] {

@@ -4,6 +4,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,6 @@
 #include <future>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <shared_mutex>
 #include <thread>
 
@@ -25,8 +25,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lock-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lock-test", stem);
 }
 
 avout::ClientOptions options() {

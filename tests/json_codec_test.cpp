@@ -4,11 +4,11 @@
 #include <avout/json.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <map>
-#include <random>
 
 namespace shop {
 
@@ -24,10 +24,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Order, id, quantity, tags)
 
 namespace {
 
-std::string unique_root() {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/json-" + std::to_string(random() % 1000000000);
-}
+std::string unique_root() { return avout::testing::unique_name("", "json"); }
 
 }  // namespace
 

@@ -53,11 +53,6 @@ std::size_t candidates(avout::Client& client, const std::string& name) {
   return client.session().children(folder_of(client, name)).size();
 }
 
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
-      .count();
-}
-
 // One leadership as its leader saw it: its token, and from when to when it believed it led.
 struct Term {
   std::uint64_t token = 0;
@@ -109,7 +104,7 @@ TEST_CASE("4 processes x 2 candidates campaign and resign; one leader per token,
                   name, "p" + std::to_string(index) + "-t" + std::to_string(t));
               for (int round = 0; round < rounds; ++round) {
                 election.campaign(avout::Deadline::after(scaled(60s)));
-                Term term{election.fencing_token(), now_us(), 0};
+                Term term{election.fencing_token(), avout::testing::now_us(), 0};
                 if (term.token == 0) throw std::runtime_error("a leader without a token");
                 if (election.leader() != election.id()) throw std::runtime_error("leader()");
                 // The log: a guarded commit while leading must land, in token order.
@@ -120,7 +115,7 @@ TEST_CASE("4 processes x 2 candidates campaign and resign; one leader per token,
                   last.ref_set(static_cast<long>(term.token));
                 });
                 std::this_thread::sleep_for(std::chrono::milliseconds(5 * (index + t)));
-                term.to = now_us();
+                term.to = avout::testing::now_us();
                 election.resign();
                 election.resign();  // idempotent
                 bool landed = false;
@@ -342,11 +337,11 @@ TEST_CASE("a leader cut off from ZooKeeper stops believing before the next one l
   std::atomic<bool> stop{false};
   std::thread watcher([&] {
     while (!stop && first.is_leader()) std::this_thread::sleep_for(1ms);
-    first_stopped = now_us();
+    first_stopped = avout::testing::now_us();
   });
   relay.isolate();  // the server hears nothing more of it, and expires its session
   second.campaign(avout::Deadline::after(scaled(30s)));
-  const auto second_leads = now_us();
+  const auto second_leads = avout::testing::now_us();
   stop = true;
   watcher.join();
   CHECK(first_stopped <= second_leads);  // the lapse came before the server's expiry
@@ -377,4 +372,27 @@ TEST_CASE("a lost create reply counts once") {
   CHECK(election.leader() == "once");
   election.resign();
   CHECK(candidates(client, name) == 0);
+}
+
+// A leader's resign whose deletes fail (before they are sent) for longer than one session
+// timeout, while its session lives on: its node must still go, or it would stay first in line
+// and no other candidate would ever lead while that session lives.
+TEST_CASE("a resign whose deletes fail for a session timeout still hands over") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("resign-fails");
+  auto short_session = options();
+  short_session.session_timeout = 1000ms;  // the shortest the test server grants
+  avout::Client client(short_session);
+  avout::Client other(options());
+  auto leader = client.leader_election(name, "leader");
+  auto next = other.leader_election(name, "next");
+  leader.campaign(avout::Deadline::after(scaled(20s)));
+  // More than a session timeout's worth of retries.
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::remove, folder_of(client, name), 12);
+  leader.resign();
+  CHECK_FALSE(leader.is_leader());
+  next.campaign(avout::Deadline::after(scaled(30s)));
+  CHECK(next.is_leader());
+  CHECK(avout::testing::failures_to_come() == 0);
+  next.resign();
 }

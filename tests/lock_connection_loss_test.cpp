@@ -5,11 +5,10 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
-
-#include <random>
 
 using namespace std::chrono_literals;
 using avout::testing::scaled;
@@ -18,8 +17,7 @@ using avout::testing::ZooKeeperCall;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lock-loss/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lock-loss", stem);
 }
 
 avout::ClientOptions options() {

@@ -6,12 +6,12 @@
 
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <future>
-#include <random>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -20,8 +20,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lost-reply/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lost-reply", stem);
 }
 
 // Nodes in the queue `folder` ("writers", "readers") of the lock `name`.

@@ -5,12 +5,12 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <future>
 #include <optional>
-#include <random>
 #include <set>
 
 using namespace std::chrono_literals;
@@ -18,8 +18,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lock-policy/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lock-policy", stem);
 }
 
 avout::ClientOptions options() {

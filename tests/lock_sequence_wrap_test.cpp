@@ -5,6 +5,7 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
@@ -12,7 +13,6 @@
 #include <atomic>
 #include <future>
 #include <mutex>
-#include <random>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -21,8 +21,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/sequence-wrap/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/sequence-wrap", stem);
 }
 
 avout::ClientOptions options() {

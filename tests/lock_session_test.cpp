@@ -5,6 +5,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <random>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -22,8 +22,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/lock-session/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/lock-session", stem);
 }
 
 avout::ClientOptions options() {

@@ -9,6 +9,7 @@
 #include "support/faulty_store.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,7 +22,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -34,8 +34,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/logging-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/logging-test", stem);
 }
 
 // A loopback port nothing listens on: connecting to it is refused at once.

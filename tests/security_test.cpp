@@ -4,20 +4,17 @@
 #include <avout/redis.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdlib>
-#include <random>
 
 using namespace std::chrono_literals;
 
 namespace {
 
-std::string unique_root(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/" + stem + "-" + std::to_string(random() % 1000000000);
-}
+std::string unique_root(const std::string& stem) { return avout::testing::unique_name("", stem); }
 
 avout::ClientOptions options(const std::string& root, std::optional<std::string> digest) {
   return avout::ClientOptions{.hosts = avout::testing::shared_zookeeper().connect_string(),

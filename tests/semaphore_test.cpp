@@ -338,6 +338,72 @@ TEST_CASE("a create whose reply was lost counts once") {
   CHECK(permits_queued(client, name) == 1);
 }
 
+// A permit node whose deletes fail (here: before they are sent) for longer than one session
+// timeout, while its session lives on, must still go: left behind, it would take one of the N
+// slots until the session ends. `other` is a process forked beforehand, told to go once the
+// node's deletes fail; it must get the N-th permit.
+namespace {
+
+avout::testing::ChildProcess nth_permit_taker(avout::testing::StartSignal& go,
+                                              const std::string& name, std::size_t n) {
+  return avout::testing::ChildProcess(0, [&go, name, n](int) {
+    go.wait();
+    avout::Client client(options());
+    auto semaphore = client.semaphore(name, n);
+    if (!semaphore.try_acquire_for(scaled(20s))) {
+      throw std::runtime_error("the permit of a failed removal was never freed");
+    }
+  });
+}
+
+// More failed deletes than a session timeout's worth of retries every 100 ms (one second:
+// the shortest session the test server grants).
+constexpr int failed_deletes = 12;
+
+avout::ClientOptions short_session() {
+  auto result = options();
+  result.session_timeout = 1000ms;
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("a released permit whose deletes fail for a session timeout still frees its slot") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("release-fails");
+  avout::testing::StartSignal go;
+  auto other = nth_permit_taker(go, name, 2);
+  avout::Client client(short_session());
+  auto semaphore = client.semaphore(name, 2);
+  avout::Permit kept = semaphore.acquire();
+  avout::Permit released = semaphore.acquire();
+  avout::testing::fail_next(avout::testing::ZooKeeperCall::remove, folder_of(client, name),
+                            failed_deletes);
+  released.release();
+  go.release();
+  CHECK(other.wait(scaled(40s)) == 0);
+  CHECK(avout::testing::failures_to_come() == 0);
+  CHECK(kept.is_held());
+}
+
+TEST_CASE("an acquire timed out while its deletes fail leaves no node taking a slot") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("give-up-fails");
+  avout::testing::StartSignal go;
+  auto other = nth_permit_taker(go, name, 1);
+  avout::Client client(short_session());
+  auto semaphore = client.semaphore(name, 1);
+  {
+    avout::Permit held = semaphore.acquire();
+    avout::testing::fail_next(avout::testing::ZooKeeperCall::remove, folder_of(client, name),
+                              failed_deletes);
+    CHECK_FALSE(semaphore.try_acquire_for(300ms));
+  }
+  go.release();
+  CHECK(other.wait(scaled(40s)) == 0);
+  CHECK(avout::testing::failures_to_come() == 0);
+}
+
 // A process frozen past its session timeout may have lost its permit to another process by
 // the time it runs again; its client hears of the expiry only later. The permit must not be
 // reported as held in between.

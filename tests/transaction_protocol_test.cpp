@@ -7,6 +7,7 @@
 
 #include "support/processes.hpp"
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,8 +22,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_name(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/protocol-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/protocol-test", stem);
 }
 
 void start_servers() {

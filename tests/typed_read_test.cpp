@@ -3,20 +3,17 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <functional>
-#include <random>
 #include <utility>
 #include <vector>
 
 namespace {
 
-std::string unique_root() {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/typed-" + std::to_string(random() % 1000000000);
-}
+std::string unique_root() { return avout::testing::unique_name("", "typed"); }
 
 std::string codec_error_of(const auto& read) {
   try {

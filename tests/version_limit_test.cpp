@@ -6,11 +6,11 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <climits>
-#include <random>
 
 using namespace std::chrono_literals;
 
@@ -22,7 +22,7 @@ avout::Client make_client() {
 }
 
 std::string unique_path(const std::string& stem) {
-  return "/version-limit/" + stem + "-" + std::to_string(std::random_device{}() % 1000000000);
+  return avout::testing::unique_name("/version-limit", stem);
 }
 
 }  // namespace

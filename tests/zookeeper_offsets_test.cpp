@@ -4,20 +4,19 @@
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
 
 #include <doctest/doctest.h>
 
 #include <climits>
-#include <random>
 
 using namespace std::chrono_literals;
 
 namespace {
 
 std::string unique_path(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/offsets-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/offsets-test", stem);
 }
 
 avout::SessionOptions options() {

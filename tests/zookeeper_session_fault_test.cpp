@@ -5,11 +5,11 @@
 #include <avout/zookeeper_session.hpp>
 
 #include "support/servers.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -19,8 +19,7 @@ using avout::testing::scaled;
 namespace {
 
 std::string unique_path(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/session-fault-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/session-fault-test", stem);
 }
 
 }  // namespace

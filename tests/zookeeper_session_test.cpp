@@ -5,6 +5,7 @@
 
 #include "support/servers.hpp"
 #include "support/tcp_relay.hpp"
+#include "support/three_stores.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,7 +13,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <random>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -26,8 +26,7 @@ avout::SessionOptions options_for(const std::string& hosts) {
 }
 
 std::string unique_path(const std::string& stem) {
-  static std::mt19937_64 random{std::random_device{}()};
-  return "/session-test/" + stem + "-" + std::to_string(random() % 1000000000);
+  return avout::testing::unique_name("/session-test", stem);
 }
 
 // Collects events from callbacks on other threads; waits with a deadline.

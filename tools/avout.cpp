@@ -1,20 +1,22 @@
 // avout: the command line of an avout deployment.
-//   avout [options] list atoms|refs|agents|leases|locks
-//   avout [options] show atom|ref|agent|lock NAME [--store URL]
+//   avout [options] list atoms|refs|agents|leases|locks|semaphores|elections|barriers|queues
+//   avout [options] show atom|ref|agent|lock|semaphore|election|barrier|queue NAME [--store URL]
 //   avout [options] set atom NAME VALUE [--type long|double|string|bool] [--store URL]
 //   avout [options] watch atom|ref NAME [--count N] [--store URL]
 //   avout [options] delete atom|lock NAME [--store URL]
-//   avout [options] lock NAME -- COMMAND [ARGUMENTS...]
+//   avout [options] lock NAME [--kill-after SECONDS] -- COMMAND [ARGUMENTS...]
+//   avout [options] elect NAME [--id ID] [--timeout SECONDS] [--kill-after SECONDS] -- COMMAND...
 //   avout [options] gc [--grace SECONDS]
 //   avout [options] bank [--processes N] [--accounts M] [--seconds S]
 // Options: -o json|table, --zookeeper/--digest/--stores (or AVOUT_ZOOKEEPER, AVOUT_DIGEST,
-// AVOUT_STORES), --root, --command-timeout SECONDS, --version.
+// AVOUT_STORES), --root, --command-timeout SECONDS, --session-timeout SECONDS, --version.
 // Stores are named by URL, any scheme the store registry knows (zookeeper:, redis://,
 // postgresql://, ...): --store picks the one an object's values live in (default zookeeper:),
 // --stores lists the deployment's stores for gc and bank. --redis/--postgres and
 // AVOUT_REDIS/AVOUT_POSTGRES are gone: name those stores by their URLs instead.
 // Exit codes: 0 done, 1 failed (unreachable server, bad data, timeout), 2 usage, 3 not found;
-// `lock` exits with its command's status.
+// `lock` and `elect` exit with their command's status (127: it could not start; 128 + the
+// signal when stopped, as after a lost hold); `elect` exits 1 when --timeout passed first.
 #include "bank.hpp"
 #include "inspect.hpp"
 #include "run_locked.hpp"
@@ -22,29 +24,36 @@
 #include "typed_value.hpp"
 #include "watch.hpp"
 
+#include <avout/version.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
 #include <csignal>
 #include <iostream>
+#include <map>
 
 namespace {
 
 struct Connection {
   std::string zookeeper = "127.0.0.1:2181";
   std::string root = "/avout";
+  int session_timeout = 10;  ///< seconds
   std::string digest;
   std::vector<std::string> stores;  ///< URLs of the deployment's stores besides zookeeper:
 
   avout::ClientOptions client_options() const {
-    avout::ClientOptions options{
-        .hosts = zookeeper, .connect_timeout = std::chrono::seconds(5), .root = root};
+    avout::ClientOptions options{.hosts = zookeeper,
+                                 .session_timeout = std::chrono::seconds(session_timeout),
+                                 .connect_timeout = std::chrono::seconds(5),
+                                 .root = root};
     if (!digest.empty()) options.digest = digest;
     return options;
   }
 };
 
-// Ends the process when a short command outlives --command-timeout (watch and lock do not).
+// Ends the process when a short command outlives --command-timeout (watch, lock and elect do
+// not).
 extern "C" void command_timed_out(int) {
   static const char message[] = "avout: command timed out (--command-timeout)\n";
   [[maybe_unused]] auto written = write(STDERR_FILENO, message, sizeof message - 1);
@@ -56,7 +65,7 @@ extern "C" void command_timed_out(int) {
 int main(int argc, char** argv) {
   CLI::App app{"avout: inspect and change an avout deployment"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("avout ") + AVOUT_VERSION);
+  app.set_version_flag("--version", std::string("avout ") + avout::version());
   Connection connection;
   app.add_option("--zookeeper", connection.zookeeper, "ZooKeeper host:port[,host:port][/chroot]")
       ->envname("AVOUT_ZOOKEEPER");
@@ -70,6 +79,10 @@ int main(int argc, char** argv) {
                  "--redis/--postgres")
       ->envname("AVOUT_STORES")
       ->allow_extra_args(false);
+  app.add_option("--session-timeout", connection.session_timeout,
+                 "ZooKeeper session timeout in seconds: how long a frozen or cut-off `lock` or "
+                 "`elect` may go unnoticed before its hold is lost")
+      ->check(CLI::Range(1, 600));
   std::string output = "table";
   app.add_option("-o,--output", output, "output format")->check(CLI::IsMember({"json", "table"}));
   int command_timeout = 0;
@@ -81,14 +94,16 @@ int main(int argc, char** argv) {
   const std::string store_help =
       "URL of the store its values live in: zookeeper: (default), redis://..., "
       "postgresql://... or any registered scheme";
-  auto* list = app.add_subcommand("list", "list atoms, refs, agents or leases");
-  list->add_option("kind", kind, "atoms|refs|agents|leases|locks")
+  auto* list = app.add_subcommand("list", "list the names of objects or recipes of one kind");
+  list->add_option("kind", kind,
+                   "atoms|refs|agents|leases|locks|semaphores|elections|barriers|queues")
       ->required()
-      ->check(CLI::IsMember({"atoms", "refs", "agents", "leases", "locks"}));
-  auto* show = app.add_subcommand("show", "show one atom, ref, agent or lock");
-  show->add_option("kind", kind, "atom|ref|agent|lock")
+      ->check(CLI::IsMember(avout::tool::listed_kinds()));
+  auto* show = app.add_subcommand("show", "show one object or recipe");
+  show->add_option("kind", kind, "atom|ref|agent|lock|semaphore|election|barrier|queue")
       ->required()
-      ->check(CLI::IsMember({"atom", "ref", "agent", "lock"}));
+      ->check(CLI::IsMember(
+          {"atom", "ref", "agent", "lock", "semaphore", "election", "barrier", "queue"}));
   show->add_option("name", name, "its name, e.g. /counter")->required();
   show->add_option("--store", store, store_help);
   auto* set = app.add_subcommand("set", "set an atom's value");
@@ -115,6 +130,26 @@ int main(int argc, char** argv) {
       "lock", "run a command while holding a lock; its fencing token is in AVOUT_FENCING_TOKEN");
   lock->add_option("name", name, "the lock's name")->required();
   lock->add_option("command", command, "the command and its arguments, after --")->required();
+  int kill_after = 10;
+  const std::string kill_after_help =
+      "seconds between the SIGTERM of a lost hold and the SIGKILL of a command still running";
+  lock->add_option("--kill-after", kill_after, kill_after_help)->check(CLI::NonNegativeNumber);
+  auto* elect = app.add_subcommand(
+      "elect",
+      "campaign in a leader election and run a command while leading; its fencing token is in "
+      "AVOUT_FENCING_TOKEN, its id in AVOUT_LEADER_ID");
+  elect->add_option("name", name, "the election's name")->required();
+  elect->add_option("command", command, "the command and its arguments, after --")->required();
+  std::string candidate_id;
+  elect->add_option("--id", candidate_id,
+                    "the id to campaign with, what `show election` names (default: host:pid)");
+  int campaign_timeout = 0;
+  elect
+      ->add_option("--timeout", campaign_timeout,
+                   "give up (exit 1, nothing run) when not leading after this many seconds; "
+                   "0: wait forever")
+      ->check(CLI::NonNegativeNumber);
+  elect->add_option("--kill-after", kill_after, kill_after_help)->check(CLI::NonNegativeNumber);
   int grace_seconds = 600;
   auto* gc = app.add_subcommand(
       "gc",
@@ -152,7 +187,7 @@ int main(int argc, char** argv) {
     std::optional<avout::tool::TypedValue> parsed;
     if (set->parsed() && !type.empty()) parsed = avout::tool::parse_value(value, type);
     auto options = connection.client_options();
-    if (command_timeout > 0 && !watch->parsed() && !lock->parsed()) {
+    if (command_timeout > 0 && !watch->parsed() && !lock->parsed() && !elect->parsed()) {
       std::signal(SIGALRM, command_timed_out);
       alarm(static_cast<unsigned>(command_timeout));
       options.connect_timeout = std::min<std::chrono::milliseconds>(
@@ -195,7 +230,25 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (lock->parsed()) return avout::tool::run_locked(client, name, command);
+    if (lock->parsed())
+      return avout::tool::run_locked(client, name, command, std::chrono::seconds(kill_after));
+    if (elect->parsed()) {
+      const auto deadline = campaign_timeout > 0
+                                ? avout::Deadline::after(std::chrono::seconds(campaign_timeout))
+                                : avout::Deadline{};
+      return avout::tool::run_elected(
+          client, name, candidate_id.empty() ? avout::tool::default_candidate_id() : candidate_id,
+          deadline, command, std::chrono::seconds(kill_after));
+    }
+    if (show->parsed() && kind != "atom" && kind != "ref" && kind != "agent" && kind != "lock") {
+      using Show = avout::tool::Report (*)(avout::Client&, const std::string&);
+      static const std::map<std::string, Show> recipes{{"semaphore", avout::tool::show_semaphore},
+                                                       {"election", avout::tool::show_election},
+                                                       {"barrier", avout::tool::show_barrier},
+                                                       {"queue", avout::tool::show_queue}};
+      avout::tool::print(recipes.at(kind)(client, name), json, std::cout);
+      return 0;
+    }
     if (kind == "lock") {
       if (erase->parsed())
         std::cout << avout::tool::delete_lock(client, name) << "\n";

@@ -4,7 +4,9 @@
 #include <avout/zookeeper.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <ostream>
 
@@ -12,16 +14,53 @@ namespace avout::tool {
 
 namespace {
 
-// A stored point's value for a report: {"value": described, "type": its kind}.
-Report describe_point(ReferenceData& data, const Point& point) {
+// Encoded bytes for a report: {"value": described, "type": its kind}.
+Report describe_bytes(const Bytes& bytes) {
   try {
-    const Bytes bytes = data.get(point);
     return Report{{"value", codec::describe(bytes)}, {"type", codec::kind_of(bytes)}};
-  } catch (const MissingPoint&) {
-    return Report{{"value", "<missing from the store>"}, {"type", nullptr}};
   } catch (const CodecError& error) {
     return Report{{"value", std::string("<undecodable: ") + error.what() + ">"}, {"type", nullptr}};
   }
+}
+
+// A stored point's value for a report, as describe_bytes.
+Report describe_point(ReferenceData& data, const Point& point) {
+  try {
+    return describe_bytes(data.get(point));
+  } catch (const MissingPoint&) {
+    return Report{{"value", "<missing from the store>"}, {"type", nullptr}};
+  }
+}
+
+// The session owning a node, as a report shows it.
+std::string session_text(std::int64_t session) {
+  char text[32];
+  std::snprintf(text, sizeof text, "session 0x%llx", static_cast<unsigned long long>(session));
+  return text;
+}
+
+// A recipe's queued node: its name and owner, and its fencing token where it has one.
+Report node_row(const inspect::QueuedNode& node, bool token) {
+  Report row{{"node", node.node}, {"owner", session_text(node.session)}};
+  if (token) row["token"] = node.czxid;
+  return row;
+}
+
+Report node_rows(const std::vector<inspect::QueuedNode>& nodes, bool tokens) {
+  Report rows = Report::array();
+  for (const auto& node : nodes) rows.push_back(node_row(node, tokens));
+  return rows;
+}
+
+// Milliseconds since the epoch as an ISO 8601 UTC time ("2026-11-27T13:50:00.123Z").
+std::string utc_time(std::int64_t epoch_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm parts{};
+  gmtime_r(&seconds, &parts);
+  char text[40];
+  const auto length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+  std::snprintf(text + length, sizeof text - length, ".%03dZ", static_cast<int>(epoch_ms % 1000));
+  return text;
 }
 
 // A table cell: strings without JSON quotes, null as "-", the rest as JSON.
@@ -33,16 +72,28 @@ std::string cell(const Report& value) {
 
 }  // namespace
 
+namespace {
+const std::map<std::string, inspect::Kind>& kinds() {
+  static const std::map<std::string, inspect::Kind> kinds{
+      {"atoms", inspect::Kind::atoms},         {"refs", inspect::Kind::refs},
+      {"agents", inspect::Kind::agents},       {"leases", inspect::Kind::leases},
+      {"locks", inspect::Kind::locks},         {"semaphores", inspect::Kind::semaphores},
+      {"elections", inspect::Kind::elections}, {"barriers", inspect::Kind::barriers},
+      {"queues", inspect::Kind::queues}};
+  return kinds;
+}
+}  // namespace
+
+const std::vector<std::string>& listed_kinds() {
+  static const std::vector<std::string> names{"atoms",     "refs",     "agents",
+                                              "leases",    "locks",    "semaphores",
+                                              "elections", "barriers", "queues"};
+  return names;
+}
+
 std::vector<std::string> list(Client& client, const std::string& kind) {
-  static const std::map<std::string, inspect::Kind> kinds{{"atoms", inspect::Kind::atoms},
-                                                          {"refs", inspect::Kind::refs},
-                                                          {"agents", inspect::Kind::agents},
-                                                          {"leases", inspect::Kind::leases},
-                                                          {"locks", inspect::Kind::locks}};
-  const auto found = kinds.find(kind);
-  if (found == kinds.end()) {
-    throw InvalidName("unknown kind '" + kind + "' (atoms, refs, agents, leases, locks)");
-  }
+  const auto found = kinds().find(kind);
+  if (found == kinds().end()) throw InvalidName("unknown kind '" + kind + "'");
   return inspect::names(client, found->second);
 }
 
@@ -160,11 +211,7 @@ Report show_lock(Client& client, const std::string& name) {
   const auto [base, read_write] = lock_base(client, name);
   auto owner = [&](const std::string& path) {
     auto stat = session.exists(path);
-    if (!stat) return std::string("gone");
-    char text[32];
-    std::snprintf(text, sizeof text, "session 0x%llx",
-                  static_cast<unsigned long long>(stat->ephemeral_owner));
-    return std::string(text);
+    return stat ? session_text(stat->ephemeral_owner) : std::string("gone");
   };
   const auto writers = queue(session, base + "/writers");
   // Soft-policy writers close the gate with a node of their own under "gates".
@@ -189,6 +236,78 @@ Report show_lock(Client& client, const std::string& name) {
   return report;
 }
 
+Report show_semaphore(Client& client, const std::string& name) {
+  const auto state = inspect::semaphore(client, name);
+  if (!state) throw NotFound("semaphore " + name + " does not exist");
+  return Report{{"kind", "semaphore"},
+                {"name", name},
+                {"permits", state->permits},
+                {"held", state->holders.size()},
+                {"holders", node_rows(state->holders, true)},
+                {"waiters", node_rows(state->waiters, false)}};
+}
+
+Report show_election(Client& client, const std::string& name) {
+  const auto state = inspect::election(client, name);
+  if (!state) throw NotFound("election " + name + " does not exist");
+  Report candidates = Report::array();
+  for (const auto& candidate : state->candidates) {
+    Report row{{"id", candidate.id}};
+    row.update(node_row(candidate.node, false));
+    candidates.push_back(row);
+  }
+  const auto* leader = state->candidates.empty() ? nullptr : &state->candidates.front();
+  return Report{
+      {"kind", "election"},
+      {"name", name},
+      {"leader", leader ? Report(leader->id) : Report(nullptr)},
+      {"leader_owner", leader ? Report(session_text(leader->node.session)) : Report(nullptr)},
+      {"fencing_token", leader ? Report(leader->node.czxid) : Report(nullptr)},
+      {"candidates", candidates}};
+}
+
+Report show_barrier(Client& client, const std::string& name) {
+  const auto state = inspect::barrier(client, name);
+  if (!state) throw NotFound("barrier " + name + " does not exist");
+  Report members = Report::array();
+  for (const auto& member : state->members) {
+    Report row = node_row(member.node, false);
+    if (member.node.session == 0) row["owner"] = "gone";
+    row["state"] = member.state;
+    members.push_back(row);
+  }
+  Report report{{"kind", "barrier"},
+                {"name", name},
+                {"participants", state->participants},
+                {"round", state->round},
+                {"state", state->closed ? "closed" : "open"}};
+  if (!state->closed && state->round > 0)
+    report["previous_round"] = state->previous_broke ? "broke" : "completed";
+  report["members"] = members;
+  report["waiting"] = node_rows(state->waiting, false);
+  return report;
+}
+
+Report show_queue(Client& client, const std::string& name) {
+  const auto state = inspect::work_queue(client, name);
+  if (!state) throw NotFound("queue " + name + " does not exist");
+  Report oldest = nullptr;
+  if (state->oldest) {
+    const auto& item = *state->oldest;
+    const Report value = describe_bytes(item.payload);
+    oldest = Report{{"node", item.node},
+                    {"type", value["type"]},
+                    {"value", value["value"]},
+                    {"put_at", utc_time(item.created_ms)},
+                    {"put_at_ms", item.created_ms}};
+  }
+  return Report{{"kind", "queue"},
+                {"name", name},
+                {"length", state->length},
+                {"waiting_takers", state->waiting_takers},
+                {"oldest", oldest}};
+}
+
 void print(const Report& report, bool json, std::ostream& out) {
   if (json) {
     out << report.dump() << "\n";
@@ -199,6 +318,12 @@ void print(const Report& report, bool json, std::ostream& out) {
   out << "\n";
   for (const auto& [key, value] : report.items()) {
     if (key == "kind" || key == "name" || key == "store") continue;
+    if (value.is_object()) {
+      out << "  " << key << ":\n";
+      for (const auto& [field, entry] : value.items())
+        out << "    " << field << ": " << cell(entry) << "\n";
+      continue;
+    }
     if (!value.is_array()) {
       out << "  " << key << ": " << cell(value) << "\n";
       continue;

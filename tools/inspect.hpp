@@ -1,7 +1,7 @@
 #pragma once
-// What the `avout` tool reads out of a deployment: names of atoms, refs, agents and leases,
-// one object's state as a report (printed as JSON or as a table), and the few objects it can
-// delete safely.
+// What the `avout` tool reads out of a deployment (through avout/inspect.hpp): names of
+// atoms, refs, agents, leases, locks and recipes, one object's state as a report (printed as
+// JSON or as a table), and the few objects it can delete safely.
 
 #include <avout/avout.hpp>
 
@@ -18,7 +18,11 @@ struct NotFound : Error {
   using Error::Error;
 };
 
-/// Names of every object of `kind` ("atoms", "refs", "agents", "leases", "locks").
+/// The kinds `list` takes: "atoms", "refs", "agents", "leases", "locks", "semaphores",
+/// "elections", "barriers", "queues".
+const std::vector<std::string>& listed_kinds();
+
+/// Names of every object of `kind` (one of listed_kinds()).
 std::vector<std::string> list(Client& client, const std::string& kind);
 
 /// A report on one object: "kind" and "name" first, then its fields in order.
@@ -34,7 +38,21 @@ Report show_agent(Client& client, Store& store, const std::string& name);
 /// owns each.
 Report show_lock(Client& client, const std::string& name);
 
-/// Prints `report` as one line of JSON (`json`) or as an indented table for people.
+/// A semaphore: its permits N, the holders (with their permits' fencing tokens) and the
+/// waiters, in the order they are served.
+Report show_semaphore(Client& client, const std::string& name);
+/// A leader election: the leader's id and fencing token, and every candidate in line.
+Report show_election(Client& client, const std::string& name);
+/// A double barrier: its participants N, its round and whether it is open or closed (an open
+/// round after the first says whether the previous one completed or broke), the closed
+/// round's members (inside, left or dead) and the participants waiting for the next.
+Report show_barrier(Client& client, const std::string& name);
+/// A work queue: its length, its oldest item (value, type, when it was put) and how many
+/// takers wait.
+Report show_queue(Client& client, const std::string& name);
+
+/// Prints `report` as one line of JSON (`json`) or as an indented table for people (an
+/// array as one row per element, an object as one line per field).
 void print(const Report& report, bool json, std::ostream& out);
 
 /// The encoded value the atom `name` holds in `store`; NotFound when it has none.

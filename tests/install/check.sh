@@ -91,6 +91,24 @@ check_install() {  # check_install BUILD_DIR: install it and build the outside p
     [ -x "$prefix/bin/avout" ] || fail "the avout tool was not installed"
     "$prefix/bin/avout" --help >/dev/null || fail "installed bin/avout --help failed"
   fi
+  # Shared libraries carry the SONAME of their version: .so.0.MINOR while it is 0.x, then .so.MAJOR.
+  if [ "$kind" = shared ]; then
+    local version soversion soname
+    version=$(sed -n 's/^#define AVOUT_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/avout/version.hpp")
+    [ -n "$version" ] || fail "no AVOUT_VERSION_STRING in the installed <avout/version.hpp>"
+    soversion=${version%.*}
+    [ "${version%%.*}" = 0 ] || soversion=${version%%.*}
+    for library in avout_core avout_redis avout_postgres; do
+      soname=$(readelf -d "$(find "$prefix" -name "lib$library.so")" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+      [ "$soname" = "lib$library.so.$soversion" ] ||
+        fail "lib$library.so has SONAME '$soname', not lib$library.so.$soversion"
+      find "$prefix" -name "lib$library.so.$version" -type f | grep -q . ||
+        fail "lib$library.so.$version not installed"
+    done
+    echo "  SONAMEs: lib{avout_core,avout_redis,avout_postgres}.so.$soversion"
+  fi
+  # No public header includes Boost: the package must not make consumers find it.
+  grep -qi boost "$(dirname "$config")"/*.cmake && fail "the CMake package asks for Boost"
   # The package must not point back into the build or source tree (it must be relocatable).
   if grep -rlF -e "$build" -e "$source_root" "$(dirname "$config")" "$(dirname "$pc")"; then
     fail "installed package files name the build or source tree"

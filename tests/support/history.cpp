@@ -27,6 +27,15 @@ void HistoryWriter::record(const std::string& type, const std::string& f, std::i
   out_ << line.dump() << '\n' << std::flush;
 }
 
+SharedHistory::SharedHistory(const std::string& path, int process)
+    : writer_(path, process), next_(std::int64_t{process} * 1000000) {}
+
+void SharedHistory::record(const std::string& type, const std::string& f, std::int64_t id,
+                           const nlohmann::json& value) {
+  std::lock_guard lock(mutex_);
+  writer_.record(type, f, id, value);
+}
+
 std::vector<nlohmann::json> read_histories(const std::string& directory) {
   std::vector<nlohmann::json> events;
   for (const auto& file : std::filesystem::directory_iterator(directory)) {

@@ -12,9 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,24 @@ class HistoryWriter {
  private:
   std::ofstream out_;
   int process_;
+};
+
+/// One process's history shared by its threads: the writer behind a mutex, and the ids of
+/// the process's operations (process * 1000000 + n: unique across processes).
+class SharedHistory {
+ public:
+  /// Appends to `path` as process `process`; its ids start at process * 1000000.
+  SharedHistory(const std::string& path, int process);
+  /// The id of the process's next operation.
+  std::int64_t next_id() { return next_++; }
+  /// Records one event of operation `id`; thread safe.
+  void record(const std::string& type, const std::string& f, std::int64_t id,
+              const nlohmann::json& value = nullptr);
+
+ private:
+  std::mutex mutex_;
+  HistoryWriter writer_;
+  std::atomic<std::int64_t> next_;
 };
 
 /// Every event of every history file in `directory`.

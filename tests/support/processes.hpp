@@ -3,6 +3,7 @@
 // child then has no ZooKeeper, Redis or PostgreSQL handle it did not open itself.
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -59,6 +60,14 @@ class StartSignal {
 /// codes (all 0 when every child succeeded). Throws on timeout after killing the children.
 std::vector<int> run_in_processes(int count, const std::function<void(int)>& body,
                                   std::chrono::milliseconds timeout);
+
+/// Now on the steady clock, in microseconds: the clock every process of the host shares
+/// (CLOCK_MONOTONIC), so moments logged by several processes compare.
+inline std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 /// Waits until `file` exists (a child's sign that it reached a point); false when `limit`
 /// passed first.

@@ -468,6 +468,11 @@ int failures_to_come() {
   return count;
 }
 
+void cancel_failures() {
+  std::lock_guard lock(targeted_mutex);
+  targeted.clear();
+}
+
 CounterOffset::CounterOffset(std::string within, std::int64_t sequence, std::int32_t version) {
   std::lock_guard lock(active_mutex);
   auto rules = active_offsets ? active_offsets->rules() : std::vector<Offsets::Rule>{};

@@ -66,6 +66,8 @@ void fail_next(ZooKeeperCall call, std::string within, int count, bool reply_los
                int after = 0);
 /// How many of the faults fail_next asked for are still to come.
 int failures_to_come();
+/// Drops the faults fail_next asked for that have not come yet (a test's quiet phase).
+void cancel_failures();
 
 /// While alive (with or without a FaultPlan), the sequential suffix of each
 /// node whose parent path contains `within` looks `sequence` further along than the server's:

@@ -24,17 +24,22 @@ public final class CuratorPeer {
   /** Makes the operation of client number `index` on its own connection. */
   interface PerClient { Operation make(CuratorFramework client, int index) throws Exception; }
 
-  private static String hosts;
-  private static final StringBuilder rows = new StringBuilder();
+  static String hosts;
+  static final StringBuilder rows = new StringBuilder();
+  /** The session timeout of the clients connect() makes (ms); 0: Curator's default. */
+  static int sessionTimeoutMs = 0;
 
-  private static CuratorFramework connect() throws InterruptedException {
-    CuratorFramework client = CuratorFrameworkFactory.newClient(hosts, new RetryNTimes(3, 100));
+  static CuratorFramework connect() throws InterruptedException {
+    CuratorFrameworkFactory.Builder builder =
+        CuratorFrameworkFactory.builder().connectString(hosts).retryPolicy(new RetryNTimes(3, 100));
+    if (sessionTimeoutMs > 0) builder.sessionTimeoutMs(sessionTimeoutMs);
+    CuratorFramework client = builder.build();
     client.start();
     client.blockUntilConnected();
     return client;
   }
 
-  private static List<Double> timeEach(int n, Operation operation, long[] retries) throws Exception {
+  static List<Double> timeEach(int n, Operation operation, long[] retries) throws Exception {
     List<Double> latencies = new ArrayList<>(n);
     for (int i = 0; i < n; ++i) {
       long start = System.nanoTime();
@@ -45,7 +50,7 @@ public final class CuratorPeer {
   }
 
   // Adds a row; wallSeconds > 0 gives throughput over the wall time, otherwise 1 / mean.
-  private static void record(String workload, List<Double> latencies, double wallSeconds, long retries) {
+  static void record(String workload, List<Double> latencies, double wallSeconds, long retries) {
     Collections.sort(latencies);
     double total = 0;
     for (double l : latencies) total += l;
@@ -57,7 +62,7 @@ public final class CuratorPeer {
         latencies.get((int) (0.99 * (latencies.size() - 1))), throughput, (double) retries / latencies.size()));
   }
 
-  private static void alone(String workload, int n, Operation operation) throws Exception {
+  static void alone(String workload, int n, Operation operation) throws Exception {
     long[] retries = {0};
     List<Double> latencies = timeEach(n, operation, retries);
     record(workload, latencies, 0, retries[0]);
@@ -66,7 +71,7 @@ public final class CuratorPeer {
   // Every client on its own connection (as avout's processes have their own sessions), at once.
   // Throughput is over the window from all clients connected to the last one done, as
   // avout-bench measures its own.
-  private static void contended(String workload, int clients, int perClient, PerClient body) throws Exception {
+  static void contended(String workload, int clients, int perClient, PerClient body) throws Exception {
     List<Double> all = Collections.synchronizedList(new ArrayList<>());
     long[] retries = {0};
     List<Thread> threads = new ArrayList<>();
@@ -103,7 +108,7 @@ public final class CuratorPeer {
   }
 
   // About 100 microseconds of work under the lock, as avout-bench's lock workloads do.
-  private static void shortTask() {
+  static void shortTask() {
     long until = System.nanoTime() + 100_000;
     while (System.nanoTime() < until) { }
   }

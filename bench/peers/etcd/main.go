@@ -2,7 +2,7 @@
 // ({"rows": [{"workload", "p50_ms", "p99_ms", "operations_per_second", "retries"}]}) that
 // avout-bench reads. Built in GOPATH mode against Debian's golang-etcd-server-dev (etcd 3.4).
 // Usage: etcd-peer -endpoint 127.0.0.1:PORT [-iterations N] [-clients 8] [-accounts 20] [-warmup 4s]
-// [-readwrite-only] [-bank-only] [-latencies]
+// [-readwrite-only] [-bank-only] [-latencies] [-recipes -ttl 2 -handovers 5] (recipes.go)
 package main
 
 import (
@@ -169,6 +169,9 @@ func add(s concurrency.STM, key string, delta int) {
 
 func main() {
 	flag.Parse()
+	if *lead != "" {
+		leadUntilKilled(*lead)
+	}
 	client := connect()
 	defer client.Close()
 	ctx := context.Background()
@@ -197,6 +200,11 @@ func main() {
 	}
 	if *bankOnly {
 		bank(keys, n/2)
+		finish()
+		return
+	}
+	if *recipes {
+		recipeRows(client, prefix, n)
 		finish()
 		return
 	}

@@ -6,8 +6,8 @@
 //   ConnectionLoss / SessionExpired  ZooKeeper unreachable before anything was written
 //   BackendError       the value's store failed before anything was written
 //   OutcomeUnknown     a write's reply was lost, or the deadline expired with a write in
-//                      flight, and whether it landed could not be found out (a
-//                      ConnectionLoss; do not simply write again)
+//                      flight, and whether it landed could not be found out (not a
+//                      ConnectionLoss: do not simply write again)
 //   CommittedWithError the value is stored, but its change notice could not be sent (by
 //                      the deadline)
 //   Timeout            the deadline (or ClientOptions::operation_timeout) expired between

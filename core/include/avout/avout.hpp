@@ -17,5 +17,6 @@
 #include <avout/ref.hpp>
 #include <avout/semaphore.hpp>
 #include <avout/store_registry.hpp>
+#include <avout/version.hpp>
 #include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>

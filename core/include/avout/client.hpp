@@ -30,7 +30,7 @@ namespace avout {
 
 namespace detail {
 class AgentWorkers;
-class LockRemovals;
+class NodeRemovals;
 class CallbackExecutor;
 class Runtime;
 }  // namespace detail
@@ -235,7 +235,7 @@ class Client {
   std::unique_ptr<detail::Runtime> runtime_;
   std::unique_ptr<detail::StmContext> stm_;
   std::shared_ptr<detail::AgentWorkers> agent_workers_;
-  std::shared_ptr<detail::LockRemovals> lock_removals_;  // lock nodes to delete, retried
+  std::shared_ptr<detail::NodeRemovals> node_removals_;  // queue nodes to delete, retried
 };
 
 }  // namespace avout

@@ -20,10 +20,11 @@ class ConnectionLoss : public Error {
 };
 
 /// A commit (or creation) whose reply was lost could not be resolved: it may or may not have
-/// landed. Unlike other connection losses it is not safe to simply run the work again.
-class OutcomeUnknown : public ConnectionLoss {
+/// landed. Deliberately not a ConnectionLoss: a handler that retries on ConnectionLoss must
+/// not run again work that may already have landed.
+class OutcomeUnknown : public Error {
  public:
-  using ConnectionLoss::ConnectionLoss;
+  using Error::Error;
 };
 
 /// The ZooKeeper session expired: its ephemeral nodes, watches and held locks are gone.

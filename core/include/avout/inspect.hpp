@@ -1,12 +1,15 @@
 #pragma once
 // avout::inspect: a supported, read-only look into a deployment for tools and tests: the
 // objects it holds, a ref's head, an atom's or agent's stored state, a ref's barging claim,
-// and where each object's coordination nodes are. Records are decoded by the library. A
+// the state of each recipe (semaphore, election, barrier, work queue), and where each
+// object's coordination nodes are. Records and node names are decoded by the library. A
 // name that is not a valid path ("", "x", "/a//b") is InvalidName, never a look elsewhere.
+// Nothing here creates a node: looking at a recipe that does not exist says so (nullopt).
 
 #include <avout/backend.hpp>
 #include <avout/client.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,7 +18,7 @@
 namespace avout::inspect {
 
 /// The kinds of objects a deployment lists.
-enum class Kind { atoms, refs, agents, leases, locks };
+enum class Kind { atoms, refs, agents, leases, locks, semaphores, elections, barriers, queues };
 
 /// Names of every object of `kind` in `client`'s deployment.
 std::vector<std::string> names(Client& client, Kind kind);
@@ -64,6 +67,77 @@ struct AgentHead {
 
 /// The head of the agent `name`; nullopt when the agent does not exist.
 std::optional<AgentHead> agent_head(Client& client, const std::string& name);
+
+/// A node in a recipe's queue, as ZooKeeper reports it.
+struct QueuedNode {
+  std::string node;          ///< its name in the recipe's folder
+  std::int64_t session = 0;  ///< the session owning it (0: a persistent node)
+  std::uint64_t czxid = 0;   ///< the zxid that created it: a permit's or leader's fencing token
+};
+
+/// A semaphore: its N and its permit nodes in queue order, split at N.
+struct SemaphoreState {
+  std::size_t permits = 0;          ///< N, as its first opener recorded it
+  std::vector<QueuedNode> holders;  ///< the first N nodes: they hold a permit
+  std::vector<QueuedNode> waiters;  ///< the nodes behind them, in the order they are served
+};
+
+/// The semaphore `name` (listed after a sync); nullopt when it does not exist. CodecError
+/// when its folder holds a record no semaphore wrote.
+std::optional<SemaphoreState> semaphore(Client& client, const std::string& name);
+
+/// One candidate of a leader election.
+struct Candidate {
+  std::string id;   ///< the id it campaigns with (LeaderElection::id)
+  QueuedNode node;  ///< its node in the election's line
+};
+
+/// A leader election: its candidates in line; the first leads (LeaderElection::leader()).
+struct ElectionState {
+  std::vector<Candidate> candidates;  ///< in line order; empty when nobody campaigns
+};
+
+/// The election `name` (listed after a sync); nullopt when nobody ever opened it. A folder
+/// that only holds elections named below it reads as an election without candidates.
+std::optional<ElectionState> election(Client& client, const std::string& name);
+
+/// A member of a barrier's closed round, and how far it got.
+struct BarrierMember {
+  QueuedNode node;    ///< its participant node (session 0 once the node is gone)
+  std::string state;  ///< "inside" (entered, not left), "left", or "dead" (its node
+                      ///< went without a leaving record: the round broke)
+};
+
+/// A double barrier: its N and its current round (docs/recipes.md, "Barrier").
+struct BarrierState {
+  std::size_t participants = 0;        ///< N, as its first opener recorded it
+  std::uint64_t round = 0;             ///< rounds reopened before the current one
+  bool closed = false;                 ///< the round's members entered (enter returned)
+  bool previous_broke = false;         ///< open: the round before this one broke
+  std::vector<BarrierMember> members;  ///< closed: the round's N members, in queue order
+  std::vector<QueuedNode> waiting;     ///< participants queued for the next closing, in order
+};
+
+/// The barrier `name` (read after a sync); nullopt when it does not exist. CodecError when
+/// its folder holds a record no barrier wrote.
+std::optional<BarrierState> barrier(Client& client, const std::string& name);
+
+/// One item of a work queue.
+struct QueueItem {
+  std::string node;             ///< its node in the queue's folder
+  Bytes payload;                ///< the encoded item
+  std::int64_t created_ms = 0;  ///< when its put committed, ms since the epoch
+};
+
+/// A work queue: its length, its oldest item and how many takers wait.
+struct WorkQueueState {
+  std::size_t length = 0;           ///< items queued (committed puts not yet taken)
+  std::optional<QueueItem> oldest;  ///< the item a take gets next; nullopt when empty
+  std::size_t waiting_takers = 0;   ///< takers in the line waiting for items
+};
+
+/// The work queue `name` (listed after a sync); nullopt when it does not exist.
+std::optional<WorkQueueState> work_queue(Client& client, const std::string& name);
 
 /// The head node of the ref `name`.
 std::string ref_head_path(const Client& client, const std::string& name);

@@ -4,7 +4,7 @@
 #include "base/callback_executor.hpp"
 #include "base/durations.hpp"
 #include "locks/lock_core.hpp"
-#include "locks/lock_removals.hpp"
+#include "queue/node_removals.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/zookeeper_backend.hpp"
 #include "runtime/zookeeper_held_values.hpp"
@@ -51,7 +51,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   runtime_ = std::make_unique<detail::Runtime>(*session_, options_, callbacks_);
   stm_ = std::make_unique<detail::StmContext>(*runtime_);
   agent_workers_ = std::make_shared<detail::AgentWorkers>(options_.logger);
-  lock_removals_ = std::make_shared<detail::LockRemovals>(*session_);
+  node_removals_ = std::make_shared<detail::NodeRemovals>(*session_);
 }
 
 Client::~Client() {
@@ -59,7 +59,7 @@ Client::~Client() {
   // the session goes; events the closing session still posts are dropped.
   agent_workers_->stop();  // actions in flight finish; their agents are let go
   callbacks_->stop();
-  lock_removals_->stop();  // the session's close deletes what is left
+  node_removals_->stop();  // the session's close deletes what is left
   stm_.reset();
   runtime_.reset();
   zookeeper_store_.reset();
@@ -134,7 +134,7 @@ Lock Client::lock(const std::string& name) {
   validate_path(name);
   auto core = std::make_shared<detail::LockCore>(
       *session_, runtime_->liveness(), name, runtime_->layout().lock(name, false), std::nullopt,
-      std::chrono::milliseconds(0), callbacks_, lock_removals_, options_.operation_timeout);
+      std::chrono::milliseconds(0), callbacks_, node_removals_, options_.operation_timeout);
   core->start();
   return Lock(std::move(core));
 }
@@ -145,7 +145,7 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
   auto core = std::make_shared<detail::LockCore>(
       *session_, runtime_->liveness(), name, runtime_->layout().lock(name, true), policy,
-      quiet_period, callbacks_, lock_removals_, options_.operation_timeout);
+      quiet_period, callbacks_, node_removals_, options_.operation_timeout);
   core->start();
   return ReadWriteLock(std::move(core));
 }

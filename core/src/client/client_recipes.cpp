@@ -12,15 +12,16 @@ namespace avout {
 Barrier Client::barrier(const std::string& name, std::size_t n) {
   validate_path(name);
   if (n == 0) throw InvalidOption("barrier " + name + ": a round needs at least one participant");
-  return Barrier(
-      std::make_shared<detail::BarrierCore>(*session_, name, runtime_->layout().barrier(name), n));
+  return Barrier(std::make_shared<detail::BarrierCore>(*session_, node_removals_, name,
+                                                       runtime_->layout().barrier(name), n));
 }
 
 Semaphore Client::semaphore(const std::string& name, std::size_t n) {
   validate_path(name);
   if (n == 0) throw InvalidOption("semaphore " + name + ": it needs at least one permit");
   auto core = std::make_shared<detail::SemaphoreCore>(*session_, runtime_->liveness(), callbacks_,
-                                                      name, runtime_->layout().semaphore(name), n);
+                                                      node_removals_, name,
+                                                      runtime_->layout().semaphore(name), n);
   core->start();
   return Semaphore(std::move(core));
 }
@@ -28,14 +29,15 @@ Semaphore Client::semaphore(const std::string& name, std::size_t n) {
 LeaderElection Client::leader_election(const std::string& name, const std::string& id) {
   validate_path(name);
   auto core = std::make_shared<detail::ElectionCore>(*session_, runtime_->liveness(), callbacks_,
-                                                     name, runtime_->layout().election(name), id);
+                                                     node_removals_, name,
+                                                     runtime_->layout().election(name), id);
   core->start();
   return LeaderElection(std::move(core));
 }
 
 std::shared_ptr<detail::WorkQueueHandle> Client::attach_work_queue(const std::string& name) {
   validate_path(name);
-  return std::make_shared<detail::WorkQueueCore>(*session_, *stm_, name,
+  return std::make_shared<detail::WorkQueueCore>(*session_, *stm_, node_removals_, name,
                                                  runtime_->layout().work_queue(name));
 }
 

@@ -2,6 +2,7 @@
 // and decoders, for tools and tests.
 #include "agents/agent_core.hpp"
 #include "atoms/atom_core.hpp"
+#include "recipes/recipe_inspection.hpp"
 #include "records/stm_records.hpp"
 #include "runtime/layout.hpp"
 #include "runtime/zookeeper_held_values.hpp"
@@ -77,6 +78,10 @@ std::vector<std::string> names(Client& client, Kind kind) {
       std::sort(found.begin(), found.end());
       found.erase(std::unique(found.begin(), found.end()), found.end());
       break;
+    case Kind::semaphores: found = detail::semaphore_names(session, layout.semaphores()); break;
+    case Kind::elections: found = detail::election_names(session, layout.elections()); break;
+    case Kind::barriers: found = detail::barrier_names(session, layout.barriers()); break;
+    case Kind::queues: found = detail::work_queue_names(session, layout.work_queues()); break;
   }
   return found;
 }
@@ -117,6 +122,26 @@ std::optional<AgentHead> agent_head(Client& client, const std::string& name) {
   if (!node) return std::nullopt;
   auto head = detail::decode_agent_head(node->data, path);
   return AgentHead{std::move(head.point), std::move(head.error)};
+}
+
+std::optional<SemaphoreState> semaphore(Client& client, const std::string& name) {
+  validate_path(name);
+  return detail::read_semaphore(client.session(), layout_of(client).semaphore(name));
+}
+
+std::optional<ElectionState> election(Client& client, const std::string& name) {
+  validate_path(name);
+  return detail::read_election(client.session(), layout_of(client).election(name));
+}
+
+std::optional<BarrierState> barrier(Client& client, const std::string& name) {
+  validate_path(name);
+  return detail::read_barrier(client.session(), layout_of(client).barrier(name));
+}
+
+std::optional<WorkQueueState> work_queue(Client& client, const std::string& name) {
+  validate_path(name);
+  return detail::read_work_queue(client.session(), layout_of(client).work_queue(name));
 }
 
 std::string ref_head_path(const Client& client, const std::string& name) {

@@ -1,5 +1,5 @@
 #include "locks/lock_core.hpp"
-#include "locks/lock_removals.hpp"
+#include "queue/node_removals.hpp"
 #include "records/lock_policy_record.hpp"
 
 #include <avout/errors.hpp>
@@ -12,7 +12,7 @@ LockCore::LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::st
                    std::string path, std::optional<WriterPolicy> policy,
                    std::chrono::milliseconds quiet_period,
                    std::shared_ptr<CallbackExecutor> callbacks,
-                   std::shared_ptr<LockRemovals> removals,
+                   std::shared_ptr<NodeRemovals> removals,
                    std::optional<std::chrono::milliseconds> operation_timeout)
     : session_(session),
       liveness_(liveness),

@@ -28,14 +28,14 @@
 namespace avout::detail {
 
 class CallbackExecutor;
-class LockRemovals;
+class NodeRemovals;
 
 class LockCore : public std::enable_shared_from_this<LockCore>, private LivenessSubscriber {
  public:
   /// `policy` empty: a plain mutex (writers only). `liveness` is the session's monitor.
   LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::string name, std::string path,
            std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
-           std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<LockRemovals> removals,
+           std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<NodeRemovals> removals,
            std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
   ~LockCore() override;
   LockCore(const LockCore&) = delete;
@@ -158,7 +158,7 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   std::optional<WriterPolicy> policy_;
   std::chrono::milliseconds quiet_period_;
   std::shared_ptr<CallbackExecutor> callbacks_;
-  std::shared_ptr<LockRemovals> removals_;  // the client's: outlives this core's handles
+  std::shared_ptr<NodeRemovals> removals_;  // the client's: outlives this core's handles
   std::optional<std::chrono::milliseconds> operation_timeout_;
   std::uint64_t subscription_ = 0;  // of liveness_ (0: none yet)
 

@@ -2,7 +2,7 @@
 // session's liveness monitor tells (a lapse or an expiry marks every hold lost).
 #include "base/callback_executor.hpp"
 #include "locks/lock_core.hpp"
-#include "locks/lock_removals.hpp"
+#include "queue/node_removals.hpp"
 
 #include <avout/errors.hpp>
 

@@ -1,7 +1,7 @@
 // The mutex core: a writer's place in the writer queue, and its wait for its turn. A
 // ReadWriteLock's writer then bars readers (lock_read_write.cpp).
 #include "locks/lock_core.hpp"
-#include "locks/lock_removals.hpp"
+#include "queue/node_removals.hpp"
 
 #include <avout/errors.hpp>
 

@@ -2,7 +2,7 @@
 // a watch or a session change ends, and the removals of nodes given up or released.
 #include "base/back_off.hpp"
 #include "locks/lock_core.hpp"
-#include "locks/lock_removals.hpp"
+#include "queue/node_removals.hpp"
 
 #include <avout/errors.hpp>
 
@@ -59,16 +59,10 @@ void LockCore::give_up(std::vector<std::string> nodes, const Deadline& deadline)
   auto until = std::chrono::steady_clock::now() + give_up_grace;
   if (!deadline.expired()) until = std::max(until, deadline.time_or_far());
   const auto generation = session_.generation();
-  for (auto& node : nodes) {
-    if (node.empty()) continue;
-    try {
-      // Deleted, or gone already (with its session too): done.
-      const auto released =
-          queues_.holding(node).release(node, lock_node_version, Deadline::at(until));
-      if (released.has_value()) continue;
-    } catch (const Error&) {
+  for (const auto& node : nodes) {
+    if (!node.empty()) {
+      (void)removals_->remove_now(queues_.holding(node), node, generation, Deadline::at(until));
     }
-    removals_->post(std::move(node), generation);
   }
 }
 

@@ -1,6 +1,7 @@
 // BarrierCore: opening a barrier (its folder, count and round) and reading its state.
 #include "recipes/barrier_core.hpp"
 #include "base/back_off.hpp"
+#include "queue/node_removals.hpp"
 #include "recipes/barrier_names.hpp"
 #include "recipes/claim_record.hpp"
 #include "zk/outcome.hpp"
@@ -11,27 +12,30 @@
 
 namespace avout::detail {
 
-BarrierCore::BarrierCore(ZooKeeperSession& session, std::string name, std::string folder,
-                         std::size_t n)
+BarrierCore::BarrierCore(ZooKeeperSession& session, std::shared_ptr<NodeRemovals> removals,
+                         std::string name, std::string folder, std::size_t n)
     : session_(session),
+      removals_(std::move(removals)),
       name_(std::move(name)),
       folder_(std::move(folder)),
       n_(n),
       queue_(session, folder_, participant_kind(), CreateMode::ephemeral_sequential) {
   session_.create_recursive(folder_);
   claim_count();
+  removals_->start();
   // A renewed session took this participant's node: its waits look again at once.
   listener_ = session_.add_listener([wake = wake_](SessionState) { wake->bump(); });
 }
 
 BarrierCore::~BarrierCore() {
   session_.remove_listener(listener_);
-  if (!node_) return;
-  try {  // a participant dropped between enter and leave: its node goes (others see it died)
-    const ReplyDeadline replies(grace());
-    (void)queue_.release(*node_, 0, grace());
-  } catch (const Error&) {  // the session ends some day and takes the node with it
-  }
+  release_node();  // a participant dropped between enter and leave: others see it died
+}
+
+void BarrierCore::release_node() noexcept {
+  // Not confirmed within the grace (a lost reply, an outage): left in a live session the
+  // node would count in a later round, so the removals send the delete again.
+  if (node_) (void)removals_->remove_now(queue_, *node_, generation_, grace());
 }
 
 void BarrierCore::claim_count() {

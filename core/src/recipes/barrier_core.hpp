@@ -3,6 +3,7 @@
 // recipes/barrier_round.hpp). Participants queue in the barrier's folder through the
 // sequential-queue engine (protected create, listing in order, the window of nodes to watch,
 // release at an exact version); the folder node's record says which of them entered together.
+// A node whose delete is not confirmed goes to the client's node removals.
 
 #include "queue/sequential_queue.hpp"
 #include "recipes/barrier_round.hpp"
@@ -21,13 +22,17 @@
 
 namespace avout::detail {
 
+class NodeRemovals;
+
 /// One participant of the barrier `name`, whose folder is `folder`.
 class BarrierCore {
  public:
   /// Opens the barrier: creates its folder when new and records `n` and an open round there,
-  /// or throws Mismatch when the folder records another count.
-  BarrierCore(ZooKeeperSession& session, std::string name, std::string folder, std::size_t n);
-  /// Stops listening to the session; a node still queued is released (best effort).
+  /// or throws Mismatch when the folder records another count. `removals` (the client's)
+  /// takes the nodes whose delete is not confirmed.
+  BarrierCore(ZooKeeperSession& session, std::shared_ptr<NodeRemovals> removals, std::string name,
+              std::string folder, std::size_t n);
+  /// Stops listening to the session; a node still queued is released (removals_ retries).
   ~BarrierCore();
   BarrierCore(const BarrierCore&) = delete;
   BarrierCore& operator=(const BarrierCore&) = delete;
@@ -87,10 +92,13 @@ class BarrierCore {
   void give_up(const std::string& record, const std::string& what, const Deadline& deadline);
   // Releases our node and forgets the round: the object may enter again.
   void forget_round();
+  // Deletes our node, its reply awaited within grace(); one not confirmed goes to removals_.
+  void release_node() noexcept;
   // Deletes our record, forgets the round and throws BarrierBroken(`why`).
   [[noreturn]] void broken(const std::string& why, const std::string& record);
 
   ZooKeeperSession& session_;
+  std::shared_ptr<NodeRemovals> removals_;  // the client's: outlives this core
   std::string name_;
   std::string folder_;
   std::size_t n_;

@@ -1,4 +1,5 @@
 // BarrierCore::enter: queue a node, wait until a round of N closes with it, or withdraw.
+#include "queue/node_removals.hpp"
 #include "recipes/barrier_core.hpp"
 
 #include <avout/errors.hpp>
@@ -95,13 +96,14 @@ bool BarrierCore::withdraw(const std::string& prefix) {
   // The deadline passed: take our node away unless the round closed with it (then we did
   // enter, and say so). A conditional remove: the record unchanged, so no closer counts it.
   const Deadline bound = grace();
+  bool settled = false;  // our node is gone
   try {
     if (!node_) {  // a create whose outcome is unknown: find it by its unique prefix
       const auto found = queue_.find(prefix, bound);
       if (!found) return false;
       node_ = *found;
     }
-    for (;;) {
+    while (!settled) {
       const auto snapshot = look(bound);
       if (!snapshot) break;
       if (member(snapshot->round)) {
@@ -111,20 +113,26 @@ bool BarrierCore::withdraw(const std::string& prefix) {
       }
       if (std::find(snapshot->children.begin(), snapshot->children.end(), mine()) ==
           snapshot->children.end()) {
-        break;  // gone already
+        settled = true;  // gone already
+        break;
       }
       try {
         const ReplyDeadline replies(bound);
         const std::vector<Operation> ops{op::Check{folder_, snapshot->version},
                                          op::Remove{*node_, 0}};
-        if (session_.multi(ops, generation_).committed) break;
+        settled = session_.multi(ops, generation_).committed;
       } catch (const ConnectionLoss&) {
       } catch (const SessionExpired&) {
-        break;  // the node went with the session
+        settled = true;  // the node went with the session
       }
     }
-  } catch (const Timeout&) {  // past the grace the server may end the session, and the node
+  } catch (const Timeout&) {
   }
+  // Not settled within the bound (an outage, lost replies): left in a live session the node
+  // would count in a later round, so the removals delete it (a round that closed with it
+  // meanwhile sees a death then and breaks, as at the session's end).
+  if (!settled && node_) removals_->post(*node_, generation_);
+  if (!settled && !node_) removals_->post_created(folder_, prefix, generation_);
   node_.reset();
   return false;
 }

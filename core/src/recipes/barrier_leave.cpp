@@ -159,13 +159,7 @@ void BarrierCore::give_up(const std::string& record, const std::string& what,
 }
 
 void BarrierCore::forget_round() {
-  if (node_) {
-    try {
-      const ReplyDeadline replies(grace());
-      (void)queue_.release(*node_, 0, grace());
-    } catch (const Error&) {  // it goes with its session
-    }
-  }
+  release_node();
   node_.reset();
   round_.reset();
 }

@@ -1,6 +1,7 @@
 // ElectionCore's campaign, resign and leader(): a node in line, a wait on the one node right
 // ahead of it, the claim once it is first.
 #include "base/back_off.hpp"
+#include "queue/node_removals.hpp"
 #include "recipes/election_core.hpp"
 
 #include <avout/errors.hpp>
@@ -10,7 +11,6 @@ namespace avout::detail {
 void ElectionCore::campaign(const Deadline& deadline) {
   std::lock_guard operation(operations_);
   if (is_leader()) return;
-  remove_stale();  // a lost leadership's node would stand first in line
   const std::string what = "election " + name_ + ": campaign of " + id_;
   const auto wake_me = [wake = wake_](const WatchEvent&) { wake->bump(); };
   const Bytes id(id_.begin(), id_.end());
@@ -86,30 +86,35 @@ bool ElectionCore::claim(const std::string& node) {
 
 void ElectionCore::withdraw(const std::string& prefix) {
   std::optional<std::string> node;
+  std::uint64_t generation = 0;
   {
     std::lock_guard lock(mutex_);
     node = node_;
+    generation = node ? node_generation_ : session_.generation();
     node_.reset();
   }
-  try {
-    if (!node && !prefix.empty()) node = queue_.find(prefix, grace());  // a create in flight
-  } catch (const Error&) {  // unknown still: the session's end takes it
+  // Not confirmed within the grace (a lost reply, an outage): left in a live session the
+  // node would stand in line for good, so the removals send the delete again.
+  if (node) {
+    (void)removals_->remove_now(queue_, *node, generation, grace());
+  } else if (!prefix.empty()) {  // a create in flight
+    (void)removals_->remove_created_now(queue_, prefix, generation, grace());
   }
-  if (node) (void)remove_node(*node);
 }
 
 void ElectionCore::resign() {
   std::lock_guard operation(operations_);
   std::optional<std::string> node;
+  std::uint64_t generation = 0;
   {
     std::lock_guard lock(mutex_);
     node = node_;
+    generation = node_generation_;
     node_.reset();
     leading_ = false;  // before the deletion: never two leaders believing at once
     token_ = 0;
   }
-  if (node) (void)remove_node(*node);
-  remove_stale();
+  if (node) (void)removals_->remove_now(queue_, *node, generation, grace());
 }
 
 std::optional<std::string> ElectionCore::leader(const Deadline& deadline) {

@@ -1,23 +1,21 @@
 // ElectionCore: opening an election, the questions asked of a leadership, and what the
 // session's liveness monitor tells (a lapse or an expiry ends a leadership).
 #include "recipes/election_core.hpp"
-#include "base/back_off.hpp"
+#include "queue/node_removals.hpp"
+#include "recipes/election_names.hpp"
 
 #include <avout/errors.hpp>
 
 namespace avout::detail {
 
-namespace {
-// Candidates' nodes: "c-<uuid>-<sequence>", the id in their data.
-NodeKind candidate_kind() { return NodeKind{"c", 0}; }
-}  // namespace
-
 ElectionCore::ElectionCore(ZooKeeperSession& session, SessionLiveness& liveness,
-                           std::shared_ptr<CallbackExecutor> callbacks, std::string name,
+                           std::shared_ptr<CallbackExecutor> callbacks,
+                           std::shared_ptr<NodeRemovals> removals, std::string name,
                            std::string folder, std::string id)
     : session_(session),
       liveness_(liveness),
       callbacks_(std::move(callbacks)),
+      removals_(std::move(removals)),
       name_(std::move(name)),
       folder_(std::move(folder)),
       id_(std::move(id)),
@@ -25,6 +23,7 @@ ElectionCore::ElectionCore(ZooKeeperSession& session, SessionLiveness& liveness,
 
 void ElectionCore::start() {
   session_.create_recursive(folder_);
+  removals_->start();  // before the liveness events that post to it
   subscription_ = liveness_.subscribe(*this);
 }
 
@@ -78,17 +77,14 @@ void ElectionCore::on_liveness(LivenessEvent event) {
     switch (event) {
       case LivenessEvent::disconnected:
       case LivenessEvent::stalled:
-      case LivenessEvent::confirmed: break;  // is_leader asks the monitor
-      case LivenessEvent::connected:
-        // A lapsed leadership's node may live on in the same session: ask for its deletion
-        // now (not waited for here; campaign and resign delete what is left for sure).
-        for (const auto& path : stale_) (void)session_.remove_async(path, 0);
-        break;
+      case LivenessEvent::confirmed:
+      case LivenessEvent::connected: break;  // is_leader asks the monitor
       case LivenessEvent::lapsed:
         // The server may have ended the session: another candidate may lead by now. The
-        // session may also live on, keeping our node first in line: it must go.
+        // session may also live on, keeping our node first in line: the removals delete it
+        // once the session answers (a campaign meanwhile queues behind it).
         if (leading_) {
-          stale_.push_back(*node_);
+          removals_->post(*node_, node_generation_);
           node_.reset();
           leading_ = false;
         }
@@ -99,7 +95,6 @@ void ElectionCore::on_liveness(LivenessEvent event) {
           node_.reset();
           leading_ = false;
         }
-        stale_.clear();
         break;
     }
     if (was_leading && !leading_) {
@@ -113,35 +108,7 @@ void ElectionCore::on_liveness(LivenessEvent event) {
 
 bool ElectionCore::needs_confirmation() const {
   std::lock_guard lock(mutex_);
-  return node_.has_value() || !stale_.empty();
-}
-
-bool ElectionCore::remove_node(const std::string& path) {
-  const Deadline bound = grace();
-  for (std::size_t attempt = 0;; ++attempt) {
-    try {
-      const ReplyDeadline replies(bound);
-      if (queue_.release(path, 0, bound)) return true;  // deleted, or gone already
-      return false;                                     // the bound passed in flight
-    } catch (const ConnectionLoss&) {
-    } catch (const Timeout&) {
-      return false;
-    }
-    if (!back_off(attempt, bound, outage_pauses)) return false;
-  }
-}
-
-void ElectionCore::remove_stale() {
-  std::vector<std::string> stale;
-  {
-    std::lock_guard lock(mutex_);
-    stale = stale_;
-  }
-  for (const auto& path : stale) {
-    if (!remove_node(path)) continue;  // the session's end takes it
-    std::lock_guard lock(mutex_);
-    std::erase(stale_, path);
-  }
+  return node_.has_value();
 }
 
 }  // namespace avout::detail

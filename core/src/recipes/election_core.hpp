@@ -1,7 +1,8 @@
 #pragma once
 // The candidate behind avout::LeaderElection (see leader_election.hpp for the protocol): a
 // node in the election's queue on the sequential-queue engine (HoldRule::first(1)), whose
-// leadership the session's liveness monitor keeps honest. Its code: election_core.cpp
+// leadership the session's liveness monitor keeps honest; a node whose delete is not
+// confirmed goes to the client's node removals. Its code: election_core.cpp
 // (opening, is_leader, the liveness events), election_campaign.cpp (campaign, resign,
 // leader), leader_election.cpp (the handle and guarded_by).
 
@@ -23,20 +24,22 @@
 
 namespace avout::detail {
 
+class NodeRemovals;
+
 /// One candidate of one election name.
 class ElectionCore : private LivenessSubscriber {
  public:
   /// The candidate `id` of election `name` in `folder`; `liveness` is the session's monitor,
-  /// `callbacks` the client's callback thread.
+  /// `callbacks` the client's callback thread, `removals` the client's node removals.
   ElectionCore(ZooKeeperSession& session, SessionLiveness& liveness,
-               std::shared_ptr<CallbackExecutor> callbacks, std::string name, std::string folder,
-               std::string id);
+               std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<NodeRemovals> removals,
+               std::string name, std::string folder, std::string id);
   /// Resigns (a bounded try: the session's end takes the node anyway) and unsubscribes.
   ~ElectionCore() override;
   ElectionCore(const ElectionCore&) = delete;
   ElectionCore& operator=(const ElectionCore&) = delete;
 
-  /// Makes the folder exist and subscribes to the session's liveness.
+  /// Makes the folder exist, starts the removals and subscribes to the session's liveness.
   void start();
   /// Leads by `deadline` (at once when leading); Timeout when it passed, candidacy withdrawn.
   void campaign(const Deadline& deadline);
@@ -64,10 +67,6 @@ class ElectionCore : private LivenessSubscriber {
   void on_liveness(LivenessEvent event) override;
   // True while a candidate node exists: a stall must be confirmed.
   bool needs_confirmation() const override;
-  // Deletes `path` (at version 0) within one session timeout; false if not confirmed.
-  bool remove_node(const std::string& path);
-  // Deletes the nodes of leaderships lost while the session may have lived on.
-  void remove_stale();
   // Withdraws after a deadline: the node, or the one a create of `prefix` perhaps made.
   void withdraw(const std::string& prefix);
   // Claims leadership of `node` just found first in line; false when it must look again.
@@ -78,6 +77,7 @@ class ElectionCore : private LivenessSubscriber {
   ZooKeeperSession& session_;
   SessionLiveness& liveness_;
   std::shared_ptr<CallbackExecutor> callbacks_;
+  std::shared_ptr<NodeRemovals> removals_;  // the client's: outlives this core
   std::string name_;
   std::string folder_;
   std::string id_;
@@ -91,8 +91,7 @@ class ElectionCore : private LivenessSubscriber {
   std::optional<std::string> node_;    // this candidate's node (path)
   std::uint64_t node_generation_ = 0;  // the session node_ was made in (read after the create)
   bool leading_ = false;
-  std::uint64_t token_ = 0;         // the czxid of node_ while leading
-  std::vector<std::string> stale_;  // nodes of lost leaderships the session may still hold
+  std::uint64_t token_ = 0;  // the czxid of node_ while leading
   std::vector<std::function<void()>> revoked_callbacks_;
 };
 

@@ -1,7 +1,9 @@
 // SemaphoreCore: opening a semaphore (its folder and count), acquiring a permit on the
 // sequential-queue engine, releasing it, and what the session's liveness says of the permits.
 #include "recipes/semaphore_core.hpp"
+#include "base/back_off.hpp"
 #include "base/callback_executor.hpp"
+#include "queue/node_removals.hpp"
 #include "recipes/claim_record.hpp"
 #include "recipes/semaphore_record.hpp"
 
@@ -9,23 +11,18 @@
 
 namespace avout::detail {
 
-namespace {
-// A wait's safety net against a watch lost with its session: look again at least this often.
-constexpr std::chrono::milliseconds look_again{1000};
-// The pause after a connection loss before asking again (a reconnect wakes it earlier).
-constexpr std::chrono::milliseconds loss_pause{100};
-}  // namespace
-
 SemaphoreCore::SemaphoreCore(ZooKeeperSession& session, SessionLiveness& liveness,
-                             std::shared_ptr<CallbackExecutor> callbacks, std::string name,
+                             std::shared_ptr<CallbackExecutor> callbacks,
+                             std::shared_ptr<NodeRemovals> removals, std::string name,
                              std::string folder, std::size_t n)
     : session_(session),
       liveness_(liveness),
       callbacks_(std::move(callbacks)),
+      removals_(std::move(removals)),
       name_(std::move(name)),
       folder_(std::move(folder)),
       n_(n),
-      queue_(session, folder_, NodeKind{permit_kind_name, 16}, CreateMode::ephemeral_sequential) {}
+      queue_(session, folder_, permit_kind(), CreateMode::ephemeral_sequential) {}
 
 SemaphoreCore::~SemaphoreCore() {
   if (subscription_ != 0) liveness_.unsubscribe(subscription_);
@@ -34,6 +31,7 @@ SemaphoreCore::~SemaphoreCore() {
 void SemaphoreCore::start() {
   session_.create_recursive(folder_);
   claim_count();
+  removals_->start();  // before the liveness events that post to it
   subscription_ = liveness_.subscribe(*this);
 }
 
@@ -68,15 +66,17 @@ std::shared_ptr<PermitState> SemaphoreCore::acquire(const Deadline& deadline, bo
   const Deadline bound =
       once ? deadline.no_later_than(Deadline::Clock::now() + session_.negotiated_timeout())
            : deadline;
-  for (;;) {
+  for (std::size_t attempt = 0;; ++attempt) {
     const std::string prefix = queue_.fresh_prefix();
     std::optional<std::string> node;
     try {
       node = queue_.create(prefix, {}, bound);
     } catch (const Timeout&) {
     }
+    // Read after the create: one made while the session renewed lives in the new one.
+    const auto generation = session_.generation();
     if (!node) {  // the deadline passed, a create perhaps in flight
-      give_up(prefix, {});
+      give_up(prefix, {}, generation);
       return nullptr;
     }
     bool vanished = false;
@@ -86,15 +86,15 @@ std::shared_ptr<PermitState> SemaphoreCore::acquire(const Deadline& deadline, bo
       holds = wait_turn(*node, bound, once, vanished);
       if (holds) token = token_of(*node, bound);
     } catch (...) {
-      give_up(prefix, *node);
+      give_up(prefix, *node, generation);
       throw;
     }
     if (vanished || token == std::uint64_t{0}) continue;  // gone with its session: queue again
     if (!holds || !token) {
-      give_up(prefix, *node);
+      give_up(prefix, *node, generation);
       return nullptr;
     }
-    auto permit = std::make_shared<PermitState>(PermitState{*node, *token});
+    auto permit = std::make_shared<PermitState>(PermitState{*node, *token, generation});
     {
       std::lock_guard lock(mutex_);
       // Granted on what was seen before a lapse or an unconfirmed stall: not a hold to hand out.
@@ -103,16 +103,15 @@ std::shared_ptr<PermitState> SemaphoreCore::acquire(const Deadline& deadline, bo
         return permit;
       }
     }
-    give_up(prefix, *node);
-    if (once || deadline.expired()) return nullptr;
-    (void)deadline.sleep_for(loss_pause);
+    give_up(prefix, *node, generation);
+    if (once || !back_off(attempt, deadline, outage_pauses)) return nullptr;
   }
 }
 
 bool SemaphoreCore::wait_turn(const std::string& node, const Deadline& deadline, bool once,
                               bool& vanished) {
   const HoldRule rule = HoldRule::first(n_);
-  for (;;) {
+  for (std::size_t losses = 0;;) {
     const auto seen = wake_->count();
     std::optional<Turn> turn;
     try {
@@ -121,10 +120,14 @@ bool SemaphoreCore::wait_turn(const std::string& node, const Deadline& deadline,
       turn = queue_.turn(
           name_of(node), rule, [wake = wake_](const WatchEvent&) { wake->bump(); }, deadline);
     } catch (const ConnectionLoss&) {  // the session may well survive: ask again
-      if (!wake_->wait_past(seen, deadline, loss_pause)) return false;
+      if (!wake_->wait_past(seen, deadline, back_off_pause(losses++, outage_pauses))) {
+        return false;
+      }
       continue;
     } catch (const SessionExpired&) {  // the renewed session answers next
-      if (!wake_->wait_past(seen, deadline, loss_pause)) return false;
+      if (!wake_->wait_past(seen, deadline, back_off_pause(losses++, outage_pauses))) {
+        return false;
+      }
       continue;
     }
     if (!turn) return false;  // the deadline passed
@@ -135,14 +138,14 @@ bool SemaphoreCore::wait_turn(const std::string& node, const Deadline& deadline,
     if (turn->holds) return true;
     if (once) return false;
     // Nothing to watch means a node to watch was gone already: look again at once.
-    if (!turn->watch.empty() && !wake_->wait_past(seen, deadline, look_again)) return false;
+    if (!turn->watch.empty() && !wake_->wait_past(seen, deadline, look_again_after)) return false;
     if (deadline.expired()) return false;
   }
 }
 
 std::optional<std::uint64_t> SemaphoreCore::token_of(const std::string& node,
                                                      const Deadline& deadline) {
-  for (;;) {
+  for (std::size_t losses = 0;; ++losses) {
     const auto seen = wake_->count();
     try {
       const ReplyDeadline replies(deadline);
@@ -155,48 +158,30 @@ std::optional<std::uint64_t> SemaphoreCore::token_of(const std::string& node,
     } catch (const Timeout&) {
       return std::nullopt;
     }
-    if (!wake_->wait_past(seen, deadline, loss_pause)) return std::nullopt;
+    if (!wake_->wait_past(seen, deadline, back_off_pause(losses, outage_pauses))) {
+      return std::nullopt;
+    }
   }
 }
 
-void SemaphoreCore::give_up(const std::string& prefix, const std::string& node) {
-  const Deadline bound = grace();
-  std::string path = node;
-  if (path.empty()) {  // a create whose outcome is unknown: find it by its unique prefix
-    try {
-      const ReplyDeadline replies(bound);
-      const auto found = queue_.find(prefix, bound);
-      if (!found) return;
-      path = *found;
-    } catch (const Error&) {  // past the grace the server may end the session, and the node
-      return;
-    }
-  }
-  remove_node(path, bound);
-}
-
-void SemaphoreCore::remove_node(const std::string& path, const Deadline& bound) noexcept {
-  // A lost reply or an outage is no answer: ask again (a delete that landed then answers
-  // NoNode), until the bound; past it the node goes with its session.
-  for (;;) {
-    const auto seen = wake_->count();
-    try {
-      const ReplyDeadline replies(bound);
-      (void)queue_.release(path, 0, bound);
-      return;
-    } catch (const ConnectionLoss&) {
-    } catch (...) {  // gone with its session, or it goes when the session ends
-      return;
-    }
-    if (!wake_->wait_past(seen, bound, loss_pause)) return;
+void SemaphoreCore::give_up(const std::string& prefix, const std::string& node,
+                            std::uint64_t generation) {
+  // Not confirmed within the grace (a lost reply, an outage): the node may still take a slot
+  // while the session lives, so the removals send the delete again until it is gone.
+  if (node.empty()) {  // a create whose outcome is unknown: found by its unique prefix
+    (void)removals_->remove_created_now(queue_, prefix, generation, grace());
+  } else {
+    (void)removals_->remove_now(queue_, node, generation, grace());
   }
 }
 
 void SemaphoreCore::release(PermitState& permit) noexcept {
+  bool lost = false;
   {
     std::lock_guard lock(mutex_);
     if (permit.released) return;
     permit.released = true;
+    lost = permit.lost;  // its node went with its session, or to removals_ already
     for (auto it = permits_.begin(); it != permits_.end(); ++it) {
       if (it->get() == &permit) {
         permits_.erase(it);
@@ -204,8 +189,7 @@ void SemaphoreCore::release(PermitState& permit) noexcept {
       }
     }
   }
-  // A lost permit's node too: after a lapse the session may have lived on, node and all.
-  remove_node(permit.node, grace());
+  if (!lost) (void)removals_->remove_now(queue_, permit.node, permit.generation, grace());
 }
 
 bool SemaphoreCore::held(const PermitState& permit) const {
@@ -236,6 +220,9 @@ void SemaphoreCore::on_liveness(LivenessEvent event) {
       if (permit->lost) continue;
       permit->lost = true;
       any = true;
+      // After a lapse the session may live on, node and all; after an expiry it went with it
+      // (the removals skip a node of an ended session).
+      removals_->post(permit->node, permit->generation);
     }
     if (any) to_call = lost_callbacks_;
   }

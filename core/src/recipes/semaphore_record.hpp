@@ -2,6 +2,8 @@
 // What a semaphore's folder node records: its permit count N, which every opener must name
 // (the first opener writes it into the folder's empty data). Pure: bytes in, bytes out.
 
+#include "queue/queue_names.hpp"
+
 #include <avout/bytes.hpp>
 
 #include <cstddef>
@@ -16,6 +18,6 @@ Bytes encode_permits(std::size_t permits);
 std::optional<std::size_t> decode_permits(const Bytes& record);
 
 /// A semaphore's permit node: "q-<16 hex digits>-<sequence>".
-inline constexpr const char* permit_kind_name = "q";
+inline NodeKind permit_kind() { return NodeKind{"q", 16}; }
 
 }  // namespace avout::detail

@@ -31,9 +31,10 @@ class WakeSignal {
     }
     changed_.notify_all();
   }
-  /// Waits until count() passed `seen`, at most `cap` (a safety net against a watch lost
-  /// with its session); false once `deadline` expired.
-  bool wait_past(std::uint64_t seen, const Deadline& deadline, std::chrono::milliseconds cap) {
+  /// Waits until count() passed `seen`, at most `cap` (look_again_after: a safety net against
+  /// a watch lost with its session; a back-off pause after a connection loss, which a
+  /// reconnect cuts short); false once `deadline` expired.
+  bool wait_past(std::uint64_t seen, const Deadline& deadline, Deadline::Clock::duration cap) {
     std::unique_lock lock(mutex_);
     const auto until = std::min(deadline.time_or_far(), Deadline::Clock::now() + cap);
     std::stop_token stop = deadline.stop_token();

@@ -1,6 +1,7 @@
 // WorkQueueCore: puts (in a commit multi or one protected create), takes (a delete at the
 // item's version in a commit multi) and the takers' waiting line.
 #include "recipes/work_queue_core.hpp"
+#include "queue/node_removals.hpp"
 #include "recipes/work_queue_items.hpp"
 #include "stm/participant.hpp"
 
@@ -14,20 +15,18 @@
 
 namespace avout::detail {
 
-namespace {
-// The takers waiting for items: ephemeral, gone with a taker's session.
-const NodeKind waiter_kind{"w", 0};
-}  // namespace
-
-WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::string name,
+WorkQueueCore::WorkQueueCore(ZooKeeperSession& session, StmContext& stm,
+                             std::shared_ptr<NodeRemovals> removals, std::string name,
                              std::string folder)
     : session_(session),
       stm_(stm),
+      removals_(std::move(removals)),
       name_(std::move(name)),
       folder_(std::move(folder)),
       items_(session, folder_, item_kind, CreateMode::persistent_sequential),
-      waiters_(session, folder_ + "/waiters", waiter_kind, CreateMode::ephemeral_sequential) {
-  session_.create_recursive(folder_ + "/waiters");
+      waiters_(session, path_of(waiters_folder), waiter_kind, CreateMode::ephemeral_sequential) {
+  session_.create_recursive(path_of(waiters_folder));
+  removals_->start();
 }
 
 void WorkQueueCore::put(const Bytes& item, const Deadline& deadline) {
@@ -114,14 +113,15 @@ bool WorkQueueCore::wait_for_items(const Deadline& deadline) {
   std::optional<std::string> node;
   // Leaving the line wakes the waiter behind (it looks at the items in turn); on every way
   // out, a throw included. Bounded by a session timeout of its own: the caller's deadline
-  // may have passed.
+  // may have passed. A delete not confirmed by then (a lost reply, an outage) goes to the
+  // removals: left in a live session, the node would stand in line.
   const auto leave = [&] {
     const Deadline grace = Deadline::after(session_.negotiated_timeout());
-    try {
-      const ReplyDeadline replies(grace);
-      const auto path = node ? node : waiters_.find(prefix, grace);
-      if (path) (void)waiters_.release(*path, 0, grace);
-    } catch (const Error&) {  // the node goes with the session at the latest
+    const auto generation = session_.generation();
+    if (node) {
+      (void)removals_->remove_now(waiters_, *node, generation, grace);
+    } else {
+      (void)removals_->remove_created_now(waiters_, prefix, generation, grace);
     }
     session_.remove_listener(listener);
   };

@@ -19,14 +19,17 @@
 
 namespace avout::detail {
 
+class NodeRemovals;
 class StmContext;
 class OpenTransaction;
 
 /// The work queue `name` of one client, whose items live in `folder`.
 class WorkQueueCore final : public WorkQueueHandle {
  public:
-  /// Opens the queue: creates its folder and its waiters' folder when new.
-  WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::string name, std::string folder);
+  /// Opens the queue: creates its folder and its waiters' folder when new. `removals` (the
+  /// client's) takes the waiters' nodes whose delete is not confirmed.
+  WorkQueueCore(ZooKeeperSession& session, StmContext& stm, std::shared_ptr<NodeRemovals> removals,
+                std::string name, std::string folder);
   ~WorkQueueCore() override = default;
   WorkQueueCore(const WorkQueueCore&) = delete;
   WorkQueueCore& operator=(const WorkQueueCore&) = delete;
@@ -53,6 +56,7 @@ class WorkQueueCore final : public WorkQueueHandle {
 
   ZooKeeperSession& session_;
   StmContext& stm_;
+  std::shared_ptr<NodeRemovals> removals_;  // the client's: outlives this core
   std::string name_;
   std::string folder_;
   SequentialQueue items_;

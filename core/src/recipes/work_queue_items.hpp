@@ -16,6 +16,13 @@ namespace avout::detail {
 /// reply.
 inline const NodeKind item_kind{"i", 0};
 
+/// The takers waiting for items: ephemeral nodes "w-<uuid>-<sequence>", gone with a taker's
+/// session, in the queue folder's child waiters_folder.
+inline const NodeKind waiter_kind{"w", 0};
+
+/// The name of the queue folder's child holding the takers' line.
+inline constexpr const char* waiters_folder = "waiters";
+
 /// The paths of the items of `folder` a take may try, oldest first: the item nodes among the
 /// folder's `children` (as listed) in queue order, less those a delete among `pending` (the
 /// operations already added to the take's commit) removes: an earlier take of the same

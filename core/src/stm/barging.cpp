@@ -35,6 +35,13 @@ TransactionAge date(StmContext& stm) {
   return stm.new_age(found->mzxid);
 }
 
+// A claim of `ref` whose outcome is unknown: the tag's version is no longer the one an earlier
+// claim of this dosync left (a claim taken again moves it on), so only reading the tag tells.
+void unsure(BargeState& barge, const std::shared_ptr<RefCore>& ref) {
+  barge.held.erase(ref);
+  barge.unsure.insert(ref);
+}
+
 // Claims a dosync has to end: tag path -> the tag version that carries its age; nullopt: not
 // known (a lost reply), read the tag.
 using Pending = std::map<std::string, std::optional<std::int32_t>>;
@@ -75,8 +82,10 @@ void resolve(ZooKeeperSession& session, const TransactionAge& age, Pending& pend
   }
 }
 
-// Empties the tags known to carry our age.
-void release(ZooKeeperSession& session, Pending& pending) {
+// Empties the tags known to carry our age; true when a tag's version had moved on (that
+// claim is unknown again, to be read at once).
+bool release(ZooKeeperSession& session, Pending& pending) {
+  bool moved = false;
   std::vector<std::pair<std::string, std::future<NodeStat>>> replies;
   for (const auto& [path, version] : pending) {
     if (version) replies.emplace_back(path, session.set_async(path, {}, *version));
@@ -86,23 +95,30 @@ void release(ZooKeeperSession& session, Pending& pending) {
       session.wait(reply);
       pending.erase(path);
     } catch (const BadVersion&) {
-      pending.erase(path);  // claimed by someone else meanwhile: nothing of ours is left
+      // The tag moved on: claimed by someone else meanwhile, or by a claim of ours whose
+      // reply was lost. Only the tag tells which: read it again.
+      pending[path].reset();
+      moved = true;
     } catch (const NoNode&) {
       pending.erase(path);
     } catch (const Error&) {
       pending[path].reset();  // reply lost: read the tag again
     }
   }
+  return moved;
 }
 
-// One round of resolve and release, its waits bounded by `deadline`; true when every claim
-// has ended.
+// One round of resolve and release (and one more for the tags whose version had moved on),
+// its waits bounded by `deadline`; true when every claim has ended.
 bool settle(ZooKeeperSession& session, const TransactionAge& age, Pending& pending,
             const Deadline& deadline) {
   const ReplyDeadline bound(deadline);  // a reply not in by then: Timeout, read again next round
   try {
     resolve(session, age, pending);
-    release(session, pending);
+    if (release(session, pending)) {
+      resolve(session, age, pending);
+      release(session, pending);
+    }
   } catch (const Error&) {
     // ZooKeeper unreachable: the next round tries again.
   }
@@ -188,7 +204,7 @@ void claim(StmContext& stm, BargeState& barge, const std::vector<std::shared_ptr
       claims.emplace_back(refs[i], session.set_async(stm.runtime().layout().tag(refs[i]->name()),
                                                      encode_tag(*barge.age), tags[i].version));
     } catch (const Error&) {
-      barge.unsure.insert(refs[i]);  // may have gone out: settled from the tag later
+      unsure(barge, refs[i]);  // may have gone out: settled from the tag later
     }
   }
   for (auto& [ref, reply] : claims) {
@@ -199,7 +215,7 @@ void claim(StmContext& stm, BargeState& barge, const std::vector<std::shared_ptr
       // Another transaction claimed it in between: the next attempt reads who.
     } catch (const Error&) {
       // The claim may have been applied (a lost reply): resolved from the tag later.
-      barge.unsure.insert(ref);
+      unsure(barge, ref);
     }
   }
 }

@@ -26,10 +26,10 @@ struct BargeState {
   std::optional<TransactionAge> age;
   std::size_t failed_attempts = 0;  ///< attempts that retried so far
   std::size_t yields = 0;           ///< attempts that gave way to an older transaction
-  /// Tags this dosync holds: ref -> tag version after our setData.
+  /// Tags this dosync holds: ref -> tag version after our setData (none in `unsure`).
   std::map<std::shared_ptr<RefCore>, std::int32_t> held;
-  /// Claims whose reply was lost: held exactly when the tag carries our age (read again
-  /// before the dosync ends, so none outlives it).
+  /// Claims whose reply was lost (a ref claimed again moves here from `held`): held exactly
+  /// when the tag carries our age (read again before the dosync ends, so none outlives it).
   std::set<std::shared_ptr<RefCore>> unsure;
 };
 

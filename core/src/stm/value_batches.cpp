@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <utility>
 
 namespace avout::detail {
 
@@ -73,9 +74,16 @@ void StoreBatches::run(std::size_t count, const std::function<void(std::size_t)>
     }
   }
   for (std::size_t i = 0; i < count; ++i) run->take(i);
-  std::unique_lock lock(run->mutex);
-  run->finished.wait(lock, [&] { return run->running == 0; });
-  if (run->failure) std::rethrow_exception(run->failure);
+  std::exception_ptr failure;
+  {
+    std::unique_lock lock(run->mutex);
+    run->finished.wait(lock, [&] { return run->running == 0; });
+    // Taken out so the caller's thread holds the last reference: a helper may drop `run` after
+    // the caller caught the exception, and the exception's reference count lives in the C++
+    // runtime, which ThreadSanitizer does not see, so that release would be reported as a race.
+    failure = std::exchange(run->failure, nullptr);
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 void StoreBatches::write(std::vector<StoreWrites>& batches) {

@@ -15,6 +15,12 @@ int main(int argc, char** argv) {
               << "\n";
   }
   std::cout << "zookeeper node limit: " << avout::zookeeper::max_node_value << "\n";
+  // The headers' version and the linked library's agree (both from <avout/version.hpp>).
+  if (std::string(avout::version()) != AVOUT_VERSION_STRING) {
+    std::cout << "library version " << avout::version() << ", headers " << AVOUT_VERSION_STRING
+              << "\n";
+    return 1;
+  }
   std::cout << "install check OK\n";
   return 0;
 }

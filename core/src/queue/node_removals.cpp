@@ -1,5 +1,7 @@
-#include "locks/lock_removals.hpp"
+// NodeRemovals: its worker thread, which sends what is queued in rounds until each node is gone.
+#include "queue/node_removals.hpp"
 #include "base/back_off.hpp"
+#include "queue/sequential_queue.hpp"
 #include "zk/outcome.hpp"
 
 #include <avout/errors.hpp>
@@ -18,28 +20,52 @@ constexpr std::chrono::milliseconds stop_check{50};
 
 }  // namespace
 
-LockRemovals::LockRemovals(ZooKeeperSession& session) : session_(session) {}
+NodeRemovals::NodeRemovals(ZooKeeperSession& session) : session_(session) {}
 
-LockRemovals::~LockRemovals() { stop(); }
+NodeRemovals::~NodeRemovals() { stop(); }
 
-void LockRemovals::post(std::string node, std::uint64_t generation) {
+void NodeRemovals::post(std::string node, std::uint64_t generation) {
   enqueue({std::move(node), generation});
 }
 
-void LockRemovals::post_created(std::string folder, std::string prefix, std::uint64_t generation) {
+void NodeRemovals::post_created(std::string folder, std::string prefix, std::uint64_t generation) {
   enqueue({std::move(folder), generation, std::move(prefix)});
 }
 
-void LockRemovals::enqueue(Removal removal) {
+bool NodeRemovals::remove_now(SequentialQueue& queue, const std::string& path,
+                              std::uint64_t generation, const Deadline& bound) noexcept {
+  try {
+    const ReplyDeadline replies(bound);
+    if (queue.release(path, 0, bound).has_value()) return true;  // deleted, or gone already
+  } catch (const Error&) {
+  }
+  post(path, generation);
+  return false;
+}
+
+bool NodeRemovals::remove_created_now(SequentialQueue& queue, const std::string& prefix,
+                                      std::uint64_t generation, const Deadline& bound) noexcept {
+  std::optional<std::string> node;
+  try {
+    const ReplyDeadline replies(bound);
+    node = queue.find(prefix, bound);
+  } catch (const Error&) {  // unknown still: the worker looks again until it is known
+    post_created(queue.folder(), prefix, generation);
+    return false;
+  }
+  return !node || remove_now(queue, *node, generation, bound);
+}
+
+void NodeRemovals::enqueue(Removal removal) {
   std::lock_guard lock(mutex_);
   if (stopping_) return;  // the session is closing: its close deletes the node
   queue_.push_back(std::move(removal));
   changed_.notify_all();
 }
 
-void LockRemovals::start() {
-  // Not from enqueue: posts come with a lock core's mutex held, which the core's own session
-  // listener takes under the session's dispatch lock, and add_listener takes that lock.
+void NodeRemovals::start() {
+  // Not from enqueue: posts come with a core's mutex held (a lock core's), which the core's own
+  // session listener takes under the session's dispatch lock, and add_listener takes that lock.
   // After remove_listener returns the listener never runs again, so it may use `this`.
   std::call_once(started_, [this] {
     listener_ = session_.add_listener([this](SessionState state) {
@@ -52,7 +78,7 @@ void LockRemovals::start() {
   });
 }
 
-void LockRemovals::stop() {
+void NodeRemovals::stop() {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
@@ -65,7 +91,7 @@ void LockRemovals::stop() {
   if (worker_.joinable()) worker_.join();
 }
 
-void LockRemovals::work() {
+void NodeRemovals::work() {
   std::unique_lock lock(mutex_);
   std::size_t attempt = 0;
   while (true) {
@@ -88,7 +114,7 @@ void LockRemovals::work() {
   }
 }
 
-bool LockRemovals::arrived(const std::future<void>& reply,
+bool NodeRemovals::arrived(const std::future<void>& reply,
                            std::chrono::steady_clock::time_point give_up_at) {
   // The C client reports a dead connection within the session timeout; stop() does not
   // wait for it.
@@ -99,7 +125,7 @@ bool LockRemovals::arrived(const std::future<void>& reply,
   return true;
 }
 
-std::vector<LockRemovals::Removal> LockRemovals::resolve(std::vector<Removal> removals,
+std::vector<NodeRemovals::Removal> NodeRemovals::resolve(std::vector<Removal> removals,
                                                          std::vector<Removal>& left) {
   std::vector<Removal> nodes;
   // Given up at stop() too (a stop is noticed within 50 ms by the outcome module's waits).
@@ -115,7 +141,7 @@ std::vector<LockRemovals::Removal> LockRemovals::resolve(std::vector<Removal> re
       // Read after a sync sent after the create on the same session: the listing shows it
       // if it landed, and a create lost with its connection never lands later.
       const auto found = child_outcome(session_, removal.node, removal.prefix, give_up_at,
-                                       "lock removals: looking for " + removal.prefix + "*");
+                                       "node removals: looking for " + removal.prefix + "*");
       if (found) nodes.push_back({*found, removal.generation});
     } catch (const NoNode&) {
     } catch (const Error&) {
@@ -125,14 +151,14 @@ std::vector<LockRemovals::Removal> LockRemovals::resolve(std::vector<Removal> re
   return nodes;
 }
 
-std::vector<LockRemovals::Removal> LockRemovals::remove(std::vector<Removal> removals) {
+std::vector<NodeRemovals::Removal> NodeRemovals::remove(std::vector<Removal> removals) {
   std::vector<Removal> left;
   std::vector<std::pair<Removal, std::future<void>>> sent;
   for (auto& removal : resolve(std::move(removals), left)) {
     // Once the session ended (ZooKeeper said so), its ephemeral nodes are gone.
     if (session_.ended_since(removal.generation)) continue;
     try {
-      // Lock nodes are never changed: version 0.
+      // Queue nodes are never changed: version 0.
       auto reply = session_.remove_async(removal.node, 0);
       sent.emplace_back(std::move(removal), std::move(reply));
     } catch (const Error&) {

@@ -1,10 +1,14 @@
 #pragma once
-// The lock nodes of one client whose removal could not be made at once: a hold that lapsed
-// or was released while disconnected, a handle destroyed while holding. Each is sent again
-// until it is deleted, found gone, or its session is known ended (an expiry ZooKeeper
-// reported): a node left behind in a live session would bar every waiter, this client's
-// next lock() included, until the session ends.
+// The queue nodes of one client whose removal could not be made at once, for every user of
+// the sequential queue with nodes of its own (locks, the semaphore, elections, barriers, the
+// work queue's waiters): a hold that lapsed or was released while disconnected, a handle
+// destroyed while holding, an attempt given up with its create in doubt, a delete whose reply
+// was lost or that failed while the connection was down. Each is sent again until it is
+// deleted, found gone, or its session is known ended (an expiry ZooKeeper reported): a node
+// left behind in a live session would hold its place in line (a lock, one of N permits, a
+// leadership) until the session ends.
 
+#include <avout/deadline.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <chrono>
@@ -19,15 +23,18 @@
 
 namespace avout::detail {
 
-/// One client's queue of lock nodes to remove, worked by one thread (see start()).
-/// Thread safe; never calls back into the lock cores that post to it.
-class LockRemovals {
+class SequentialQueue;
+
+/// One client's queue of nodes to remove, worked by one thread (see start()). Thread safe;
+/// never calls back into the cores that post to it. Queue nodes are never changed: each is
+/// deleted at version 0.
+class NodeRemovals {
  public:
-  explicit LockRemovals(ZooKeeperSession& session);
+  explicit NodeRemovals(ZooKeeperSession& session);
   /// stop().
-  ~LockRemovals();
-  LockRemovals(const LockRemovals&) = delete;
-  LockRemovals& operator=(const LockRemovals&) = delete;
+  ~NodeRemovals();
+  NodeRemovals(const NodeRemovals&) = delete;
+  NodeRemovals& operator=(const NodeRemovals&) = delete;
 
   /// Starts the thread and its session listener (once; later calls do nothing). Call it
   /// before the first post, with no lock held that a session listener may take.
@@ -39,6 +46,15 @@ class LockRemovals {
   /// session of `generation`, a create whose outcome is unknown (given up while in flight):
   /// a sync and a listing on that session, sent after the create, show whether it landed.
   void post_created(std::string folder, std::string prefix, std::uint64_t generation);
+  /// Deletes the node at `path` of `queue` (in the session of `generation`) now, its reply
+  /// awaited until `bound`: true when confirmed (deleted, or gone already); else (a lost
+  /// reply, an outage, no answer by `bound`) queues it as post() does and returns false.
+  bool remove_now(SequentialQueue& queue, const std::string& path, std::uint64_t generation,
+                  const Deadline& bound) noexcept;
+  /// As remove_now() for whatever node a create of `prefix` in `queue`, whose outcome is
+  /// unknown, made: looked for until `bound`, then left to post_created() if still unknown.
+  bool remove_created_now(SequentialQueue& queue, const std::string& prefix,
+                          std::uint64_t generation, const Deadline& bound) noexcept;
   /// Ends the thread, dropping what is queued: call it just before the session closes,
   /// which deletes the nodes at once, once nothing posts any more.
   void stop();

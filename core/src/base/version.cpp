@@ -1,0 +1,7 @@
+#include <avout/version.hpp>
+
+namespace avout {
+
+const char* version() noexcept { return AVOUT_VERSION_STRING; }
+
+}  // namespace avout
