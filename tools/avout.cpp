@@ -106,8 +106,8 @@ std::unique_ptr<avout::Client> connect(const avout::ClientOptions& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using std::chrono::milliseconds;
   using avout::tool::DurationLimits;
+  using std::chrono::milliseconds;
   CLI::App app{"avout: inspect and change an avout deployment"};
   app.require_subcommand(1);
   app.option_defaults()->always_capture_default();  // help shows every default
@@ -335,8 +335,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    if (lock->parsed())
-      return avout::tool::run_locked(client, name, command, kill_after);
+    if (lock->parsed()) return avout::tool::run_locked(client, name, command, kill_after);
     if (elect->parsed()) {
       const auto deadline = campaign_timeout.count() > 0 ? avout::Deadline::after(campaign_timeout)
                                                          : avout::Deadline{};

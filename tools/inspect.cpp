@@ -92,9 +92,8 @@ std::vector<std::string> list(Client& client, const std::string& kind, const std
   if (!prefix.empty()) {
     validate_path(prefix);
     const std::string below = prefix == "/" ? prefix : prefix + "/";
-    std::erase_if(names, [&](const std::string& name) {
-      return name != prefix && !name.starts_with(below);
-    });
+    std::erase_if(
+        names, [&](const std::string& name) { return name != prefix && !name.starts_with(below); });
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -327,13 +326,13 @@ void print(const Report& report, bool json, std::ostream& out) {
   out << "\n";
   for (const auto& [key, value] : report.items()) {
     if (key == "kind" || key == "name" || key == "store") continue;
-    if (value.is_object()) {
+    if (value.is_object() && key != "value") {
       out << "  " << key << ":\n";
       for (const auto& [field, entry] : value.items())
         out << "    " << field << ": " << cell(entry, field) << "\n";
       continue;
     }
-    if (!value.is_array()) {
+    if (!value.is_array() || key == "value") {
       out << "  " << key << ": " << cell(value, key) << "\n";
       continue;
     }

@@ -29,12 +29,8 @@ std::string base64(std::span<const std::uint8_t> bytes) {
 Json read_value(codec::Reader& in, std::string& type, bool& has_bytes) {
   std::string inner;  // the type of a nested value, unused
   switch (static_cast<codec::Tag>(in.byte())) {
-    case codec::Tag::signed_integer:
-      type = "long";
-      return static_cast<std::int64_t>(in.word());
-    case codec::Tag::unsigned_integer:
-      type = "unsigned";
-      return in.word();
+    case codec::Tag::signed_integer: type = "long"; return static_cast<std::int64_t>(in.word());
+    case codec::Tag::unsigned_integer: type = "unsigned"; return in.word();
     case codec::Tag::float64: {
       type = "double";
       const double number = std::bit_cast<double>(in.word());
