@@ -884,7 +884,9 @@ TEST_CASE("avout durations take ms, s, m and h; a bad one is one line naming its
                                "--connect-timeout 1m list refs");
   INFO(with_units.output);
   CHECK(with_units.code == 0);
-  CHECK(avout_tool(connect + " --command-timeout 30 list refs").code == 0);  // bare: seconds
+  CHECK(avout_tool(connect + " --command-timeout 30 list refs").code == 0);         // bare: seconds
+  const auto five_seconds = std::to_string(avout::testing::scaled(5s) / 1s) + "s";  // "5s"
+  CHECK(avout_tool(connect + " --command-timeout " + five_seconds + " list refs").code == 0);
   for (const std::string arguments :
        {"--command-timeout 5x list refs", "--command-timeout 99999999999999999999999 list refs",
         "--session-timeout 11m list refs", "--session-timeout 500ms list refs",
