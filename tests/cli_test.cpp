@@ -1,6 +1,7 @@
 // The `avout` command line against real servers: listing, showing, setting, watching,
 // deleting, running under a lock, gc, the bank demo, and exit codes scripts can rely on.
 #include <avout/avout.hpp>
+#include <avout/json.hpp>
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
 
@@ -268,16 +269,18 @@ TEST_CASE(
   REQUIRE(atom.code == 0);
   const auto report = nlohmann::json::parse(atom.output);
   CHECK(report["kind"] == "atom");
-  CHECK(report["type"] == "a string");
-  CHECK(report["value"] == "\"hello\"");
+  CHECK(report["type"] == "string");
+  CHECK(report["value"] == "hello");
   const auto ref =
       nlohmann::json::parse(avout_tool("-o json " + connect + " show ref /list").output);
-  CHECK(ref["type"] == "a list");
+  CHECK(ref["type"] == "list");
+  CHECK(ref["value"] == nlohmann::json::array({1, 2}));
   CHECK(ref["history"].is_array());
   const auto names = nlohmann::json::parse(avout_tool("-o json " + connect + " list atoms").output);
   CHECK(names == nlohmann::json::array({"/greeting"}));
   auto table = avout_tool("-o table " + connect + " show atom /greeting");
-  CHECK(table.output.find("type: a string") != std::string::npos);
+  CHECK(table.output.find("type: string") != std::string::npos);
+  CHECK(table.output.find("value: \"hello\"") != std::string::npos);
   CHECK(avout_tool("-o yaml " + connect + " list atoms").code == 2);
 }
 
@@ -301,8 +304,8 @@ TEST_CASE("avout watch prints each new value of an atom and of a ref, and stops 
   REQUIRE(watching.wait_for("watching ref /motto"));
   client.dosync([&] { ref.ref_set("b"); });
   const auto seen = nlohmann::json::parse(watching.line());
-  CHECK(seen["value"] == "\"b\"");
-  CHECK(seen["type"] == "a string");
+  CHECK(seen["value"] == "b");
+  CHECK(seen["type"] == "string");
   CHECK(watching.exit_code() == 0);
   CHECK(avout_tool(connect + " watch atom /absent").code == 3);
 }
@@ -380,7 +383,7 @@ TEST_CASE("two avout set of a new atom at once both write, neither lost to the o
     // Each set wrote (before, one that lost the create to the other wrote nothing); the
     // creator may write twice when the other's write came between its create and its look.
     CHECK(report["writes"] >= 2);
-    CHECK((report["value"] == "1" || report["value"] == "2"));
+    CHECK((report["value"] == 1 || report["value"] == 2));
   }
 }
 
@@ -657,8 +660,8 @@ TEST_CASE("avout lists and shows semaphores, elections, barriers and queues, as 
   CHECK(queue["kind"] == "queue");
   CHECK(queue["length"] == 2);
   CHECK(queue["waiting_takers"] == 0);
-  CHECK(queue["oldest"]["value"] == "\"first\"");
-  CHECK(queue["oldest"]["type"] == "a string");
+  CHECK(queue["oldest"]["value"] == "first");
+  CHECK(queue["oldest"]["type"] == "string");
   CHECK(queue["oldest"]["put_at"].get<std::string>().ends_with("Z"));
   CHECK(queue["oldest"]["put_at_ms"].get<std::int64_t>() > 0);
   const auto waited = json_until(connect + " show queue /idle", [](const nlohmann::json& seen) {
@@ -859,4 +862,213 @@ TEST_CASE("avout elect passes SIGTERM on to its command and resigns once the com
       nlohmann::json::parse(avout_tool("-o json " + connect + " show election /service").output);
   CHECK(line["leader"].is_null());
   CHECK(line["candidates"].empty());
+}
+
+namespace {
+
+// The lines of `text`, without their newlines.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("avout durations take ms, s, m and h; a bad one is one line naming its option") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + unique_root();
+  auto with_units = avout_tool(connect +
+                               " --command-timeout 5m --session-timeout 2500ms "
+                               "--connect-timeout 1m list refs");
+  INFO(with_units.output);
+  CHECK(with_units.code == 0);
+  CHECK(avout_tool(connect + " --command-timeout 30 list refs").code == 0);         // bare: seconds
+  const auto five_seconds = std::to_string(avout::testing::scaled(5s) / 1s) + "s";  // "5s"
+  CHECK(avout_tool(connect + " --command-timeout " + five_seconds + " list refs").code == 0);
+  for (const std::string arguments :
+       {"--command-timeout 5x list refs", "--command-timeout 99999999999999999999999 list refs",
+        "--session-timeout 11m list refs", "--session-timeout 500ms list refs",
+        "--connect-timeout -1s list refs", "lock /x --kill-after 2h -- true",
+        "elect /x --timeout 1.5s -- true", "gc --grace 0", "bank --seconds 2d"}) {
+    auto refused = avout_tool(connect + " " + arguments);
+    INFO(arguments << ": " << refused.output);
+    CHECK(refused.code == 2);
+    const auto lines = lines_of(refused.output);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].size() < 160);
+    const auto option_start = arguments.find("--");
+    const std::string option =
+        arguments.substr(option_start, arguments.find(' ', option_start) - option_start);
+    CHECK(lines[0].find(option + ": ") != std::string::npos);
+  }
+  CHECK(avout_tool(connect + " --command-timeout 5x list refs").output.find("ms, s, m or h") !=
+        std::string::npos);
+  CHECK(avout_tool(connect + " --session-timeout 11m list refs").output.find("1s to 10m") !=
+        std::string::npos);
+}
+
+TEST_CASE("avout prints no client log unless -v: an unreachable server is one line, exit 1") {
+  // Nothing listens on port 1; the client's refused attempts start at once.
+  const std::string unreachable = "--zookeeper 127.0.0.1:1 --connect-timeout " +
+                                  std::to_string(avout::testing::scaled(1000ms).count()) +
+                                  "ms list refs";
+  auto quiet = avout_tool(unreachable);
+  INFO(quiet.output);
+  CHECK(quiet.code == 1);
+  const auto lines = lines_of(quiet.output);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("cannot reach ZooKeeper at 127.0.0.1:1") != std::string::npos);
+  auto verbose = avout_tool("-v " + unreachable);
+  INFO(verbose.output);
+  CHECK(verbose.code == 1);
+  CHECK(verbose.output.find("zookeeper client: ") != std::string::npos);
+  CHECK(lines_of(verbose.output).size() > 1);
+  CHECK(verbose.output.find("avout: info: ") == std::string::npos);
+  auto informative = avout_tool("-vv " + unreachable);
+  CHECK(informative.code == 1);
+  CHECK(informative.output.find("avout: info: zookeeper client: ") != std::string::npos);
+  CHECK(avout_tool("-vvv " + unreachable).code == 1);
+}
+
+TEST_CASE("avout -o json gives values typed, with short type names; get prints the value alone") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string redis_url = avout::testing::shared_redis().url();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  {
+    avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+    (void)client.atom<long>("/count", 5);
+    (void)client.atom<std::string>("/text", "say \"hi\"");
+    (void)client.atom<double>("/ratio", 0.5);
+    (void)client.atom<bool>("/flag", true);
+    (void)client.atom<nlohmann::json>("/doc", nlohmann::json{{"a", {1, 2}}, {"b", "c"}});
+    (void)client.atom<avout::Bytes>("/raw", avout::Bytes{0x00, 0xff, 0x10});
+    (void)client.atom<std::map<std::string, long>>("/map", {{"x", 1}, {"y", 2}});
+    (void)client.atom<std::map<long, long>>("/by-number", {{1, 10}});
+    (void)client.atom<std::optional<long>>("/none", std::nullopt);
+    avout::redis::Store redis(redis_url);
+    (void)client.ref<long>("/in-redis", 41, redis);
+    (void)client.agent<std::string>("/worker", "idle");
+  }
+  const auto shown = [&](const std::string& name) {
+    auto run = avout_tool("-o json " + connect + " show atom " + name);
+    INFO(name << ": " << run.output);
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.output);
+  };
+  CHECK(shown("/count")["type"] == "long");
+  CHECK(shown("/count")["value"] == 5);
+  CHECK(shown("/text")["type"] == "string");
+  CHECK(shown("/text")["value"] == "say \"hi\"");
+  CHECK(shown("/ratio")["type"] == "double");
+  CHECK(shown("/ratio")["value"] == 0.5);
+  CHECK(shown("/flag")["value"] == true);
+  CHECK(shown("/doc")["type"] == "json");
+  CHECK(shown("/doc")["value"] == nlohmann::json{{"a", {1, 2}}, {"b", "c"}});
+  const auto raw = shown("/raw");
+  CHECK(raw["type"] == "bytes");
+  CHECK(raw["value"] == "AP8Q");
+  CHECK(raw["encoding"] == "base64");
+  CHECK_FALSE(shown("/count").contains("encoding"));
+  CHECK(shown("/map")["type"] == "map");
+  CHECK(shown("/map")["value"] == nlohmann::json{{"x", 1}, {"y", 2}});
+  CHECK(shown("/by-number")["value"] == nlohmann::json::array({nlohmann::json::array({1, 10})}));
+  CHECK(shown("/none")["type"] == "optional");
+  CHECK(shown("/none")["value"].is_null());
+  // The table stays readable: a stored value is shown as JSON, strings quoted.
+  auto table = avout_tool(connect + " show atom /doc");
+  CHECK(table.output.find("type: json") != std::string::npos);
+  CHECK(table.output.find(R"(value: {"a":[1,2],"b":"c"})") != std::string::npos);
+
+  // get: the value alone, a string without quotes unless -o json.
+  CHECK(avout_tool(connect + " get atom /count").output == "5\n");
+  CHECK(avout_tool(connect + " get atom /text").output == "say \"hi\"\n");
+  CHECK(avout_tool("-o json " + connect + " get atom /text").output == "\"say \\\"hi\\\"\"\n");
+  CHECK(avout_tool(connect + " get atom /doc").output == R"({"a":[1,2],"b":"c"})"
+                                                         "\n");
+  CHECK(avout_tool(connect + " get atom /raw").output == "AP8Q\n");
+  CHECK(avout_tool(connect + " get ref /in-redis --store " + redis_url).output == "41\n");
+  CHECK(avout_tool(connect + " get agent /worker").output == "idle\n");
+  auto missing = avout_tool(connect + " get atom /absent");
+  CHECK(missing.code == 3);
+  CHECK(missing.output.find("/absent") != std::string::npos);
+  CHECK(avout_tool(connect + " get ref /absent").code == 3);
+  CHECK(avout_tool(connect + " get agent /absent").code == 3);
+  // The ref's value is in Redis: read through zookeeper: it is missing, not empty.
+  CHECK(avout_tool(connect + " get ref /in-redis").code == 3);
+  CHECK(avout_tool(connect + " get lock /x").code == 2);
+}
+
+TEST_CASE("avout list is sorted by name and --prefix keeps the names under a path") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  {
+    avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+    for (const std::string name : {"/c", "/a/x", "/b", "/ab", "/a", "/a/x/y"})
+      (void)client.atom<long>(name, 1);
+  }
+  CHECK(avout_tool(connect + " list atoms").output == "/a\n/a/x\n/a/x/y\n/ab\n/b\n/c\n");
+  CHECK(nlohmann::json::parse(avout_tool("-o json " + connect + " list atoms").output) ==
+        nlohmann::json::array({"/a", "/a/x", "/a/x/y", "/ab", "/b", "/c"}));
+  CHECK(avout_tool(connect + " list atoms --prefix /a").output == "/a\n/a/x\n/a/x/y\n");
+  CHECK(nlohmann::json::parse(
+            avout_tool("-o json " + connect + " list atoms --prefix /a/x").output) ==
+        nlohmann::json::array({"/a/x", "/a/x/y"}));
+  CHECK(avout_tool(connect + " list atoms --prefix /").output.size() ==
+        avout_tool(connect + " list atoms").output.size());
+  auto none = avout_tool(connect + " list atoms --prefix /nothing");
+  CHECK(none.code == 0);
+  CHECK(none.output.empty());
+  CHECK(avout_tool(connect + " list atoms --prefix relative").code == 2);
+}
+
+TEST_CASE("avout help prints help, shows defaults and describes every option") {
+  for (const std::string arguments : {"help", "--help"}) {
+    auto run = avout_tool(arguments);
+    INFO(arguments << ": " << run.output);
+    CHECK(run.code == 0);
+    CHECK(run.output.find("Subcommands:") != std::string::npos);
+    CHECK(run.output.find("A subcommand is required") == std::string::npos);
+    CHECK(run.output.find("--session-timeout DURATION=10s") != std::string::npos);
+    CHECK(run.output.find("--root TEXT=/avout") != std::string::npos);
+    CHECK(run.output.find("-v,--verbose") != std::string::npos);
+  }
+  auto bank = avout_tool("help bank");
+  INFO(bank.output);
+  CHECK(bank.code == 0);
+  CHECK(bank.output.find("bank [OPTIONS]") != std::string::npos);
+  CHECK(bank.output.find("=4") != std::string::npos);  // --processes' default
+  CHECK(bank.output.find("--seconds DURATION=10s") != std::string::npos);
+  // Every option line of every command carries a description (on its line or the next).
+  for (const std::string command :
+       {"list", "get", "show", "set", "watch", "delete", "lock", "elect", "gc", "bank"}) {
+    const auto lines = lines_of(avout_tool("help " + command).output);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (!lines[i].starts_with("  -")) continue;
+      // CLI11 starts descriptions in column 30.
+      const bool described =
+          (lines[i].size() > 30 && lines[i][29] == ' ' && lines[i][30] != ' ') ||
+          (i + 1 < lines.size() && lines[i + 1].starts_with(std::string(30, ' ')));
+      INFO(command << ": " << lines[i]);
+      CHECK(described);
+    }
+  }
+  CHECK(avout_tool("help gc").output.find("--grace DURATION=10m") != std::string::npos);
+  CHECK(avout_tool("help frobnicate").code == 2);
+}
+
+TEST_CASE("avout refuses a --digest that is not user:password as a usage error, unechoed") {
+  for (const std::string digest : {"bad", ":s3cret-pw", "user:", ":"}) {
+    auto run = avout_tool("--zookeeper 127.0.0.1:1 --digest '" + digest + "' list refs");
+    INFO(digest << ": " << run.output);
+    CHECK(run.code == 2);
+    CHECK(run.output.find("--digest: expected user:password") != std::string::npos);
+    CHECK(run.output.find("s3cret") == std::string::npos);
+    CHECK(lines_of(run.output).size() == 1);
+  }
+  auto from_environment = avout_tool("--zookeeper 127.0.0.1:1 list refs", "AVOUT_DIGEST=no-colon");
+  CHECK(from_environment.code == 2);
 }

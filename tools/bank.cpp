@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -44,8 +45,8 @@ struct Accounts {
 }  // namespace
 
 int run_bank(const BankSettings& settings) {
-  if (settings.processes < 1 || settings.accounts < 2 || settings.seconds < 1) {
-    std::fprintf(stderr, "avout bank: need at least 1 process, 2 accounts and 1 second\n");
+  if (settings.processes < 1 || settings.accounts < 2 || settings.duration.count() < 1) {
+    std::fprintf(stderr, "avout bank: need at least 1 process, 2 accounts and 1 ms\n");
     return 2;
   }
   const long expected = [&] {
@@ -65,7 +66,7 @@ int run_bank(const BankSettings& settings) {
       try {
         Accounts bank(settings);
         std::mt19937 random(static_cast<unsigned>(getpid()));
-        const auto stop = std::chrono::steady_clock::now() + std::chrono::seconds(settings.seconds);
+        const auto stop = std::chrono::steady_clock::now() + settings.duration;
         const auto count = static_cast<unsigned>(settings.accounts);
         while (std::chrono::steady_clock::now() < stop) {
           const auto from = random() % count, to = (from + 1 + random() % (count - 1)) % count;
@@ -90,12 +91,16 @@ int run_bank(const BankSettings& settings) {
   int result = 0;
   {
     Accounts watcher(settings);
-    for (int second = 0; second <= settings.seconds; ++second) {
+    // A total once a second while the transfers run, and one after their end.
+    const auto start = std::chrono::steady_clock::now();
+    for (int second = 0;; ++second) {
       const long total = watcher.total();
       std::printf("t=%2ds total %ld%s\n", second, total, total == expected ? "" : "  WRONG");
       std::fflush(stdout);
       if (total != expected) result = 1;
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (std::chrono::seconds(second) >= settings.duration) break;
+      std::this_thread::sleep_until(
+          std::min(start + std::chrono::seconds(second + 1), start + settings.duration));
     }
   }
   for (pid_t pid : children) {

@@ -4,6 +4,7 @@
 
 #include <avout/avout.hpp>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct BankSettings {
   std::vector<std::string> stores;  ///< URLs of the stores besides zookeeper: (always one)
   int processes = 4;                ///< transferring processes
   int accounts = 12;                ///< accounts, spread round-robin over the stores
-  int seconds = 10;                 ///< how long to run
+  std::chrono::milliseconds duration = std::chrono::seconds(10);  ///< how long to run
 };
 
 /// Runs the demo; returns 0 when every printed total equalled the initial one, else 1.

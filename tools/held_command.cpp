@@ -16,13 +16,20 @@ extern char** environ;
 
 namespace {
 
-// The running command, for the handler below (a lock-free atomic: async-signal-safe).
+// The running command, for the handler below (lock-free atomics: async-signal-safe).
 std::atomic<pid_t> signal_target{0};
+// A stop signal that came while the command was being started, passed on once it runs.
+std::atomic<int> pending_signal{0};
 
 // Passes a stop signal sent to avout on to the command, so avout outlives it and releases
 // its hold when it exits, instead of dying and leaving the command running without one.
 extern "C" void pass_on(int signal) {
-  if (const pid_t pid = signal_target.load(); pid > 0) kill(pid, signal);
+  // Recorded first: either this handler sees the command's pid, or run() sees the record after
+  // storing the pid; whoever takes the record sends it, exactly once.
+  pending_signal.store(signal);
+  if (const pid_t pid = signal_target.load(); pid > 0) {
+    if (const int taken = pending_signal.exchange(0); taken != 0) kill(pid, taken);
+  }
 }
 
 constexpr int passed_on[] = {SIGINT, SIGTERM, SIGHUP};
@@ -81,8 +88,24 @@ int HeldCommand::run(const std::vector<std::string>& command,
   std::vector<std::string> arguments = command;
   auto argv = pointers(arguments);
   auto envp = pointers(environment);
+  // The handlers are in place before the command starts: a signal sent once it runs (it may
+  // say so at once) must reach it, not end avout with the hold still taken.
+  struct sigaction handler {};
+  handler.sa_handler = pass_on;
+  sigemptyset(&handler.sa_mask);
+  handler.sa_flags = SA_RESTART;
+  struct sigaction before[std::size(passed_on)];
+  pending_signal.store(0);
+  for (std::size_t i = 0; i < std::size(passed_on); ++i)
+    sigaction(passed_on[i], &handler, &before[i]);
+  const auto restore_handlers = [&] {
+    for (std::size_t i = 0; i < std::size(passed_on); ++i)
+      sigaction(passed_on[i], &before[i], nullptr);
+    signal_target.store(0);
+  };
   pid_t pid = 0;
   if (const int error = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data())) {
+    restore_handlers();
     std::cerr << "avout: cannot run " << command.front() << ": " << std::strerror(error) << "\n";
     return 127;
   }
@@ -92,13 +115,7 @@ int HeldCommand::run(const std::vector<std::string>& command,
     if (state_->stopped) kill(pid, SIGTERM);  // lost while it started
   }
   signal_target.store(pid);
-  struct sigaction handler {};
-  handler.sa_handler = pass_on;
-  sigemptyset(&handler.sa_mask);
-  handler.sa_flags = SA_RESTART;
-  struct sigaction before[std::size(passed_on)];
-  for (std::size_t i = 0; i < std::size(passed_on); ++i)
-    sigaction(passed_on[i], &handler, &before[i]);
+  if (const int early = pending_signal.exchange(0); early != 0) kill(pid, early);
   if (!still_held()) state_->stop();
   // waitpid has no timeout: the exit is polled, so a SIGKILL can follow the grace of a stop.
   int status = 0;
@@ -118,9 +135,7 @@ int HeldCommand::run(const std::vector<std::string>& command,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (std::size_t i = 0; i < std::size(passed_on); ++i)
-    sigaction(passed_on[i], &before[i], nullptr);
-  signal_target.store(0);
+  restore_handlers();
   {
     std::lock_guard lock(state_->mutex);
     state_->pid = 0;

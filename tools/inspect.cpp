@@ -1,5 +1,7 @@
 #include "inspect.hpp"
 
+#include "json_value.hpp"
+
 #include <avout/inspect.hpp>
 #include <avout/zookeeper.hpp>
 
@@ -14,21 +16,12 @@ namespace avout::tool {
 
 namespace {
 
-// Encoded bytes for a report: {"value": described, "type": its kind}.
-Report describe_bytes(const Bytes& bytes) {
-  try {
-    return Report{{"value", codec::describe(bytes)}, {"type", codec::kind_of(bytes)}};
-  } catch (const CodecError& error) {
-    return Report{{"value", std::string("<undecodable: ") + error.what() + ">"}, {"type", nullptr}};
-  }
-}
-
-// A stored point's value for a report, as describe_bytes.
+// A stored point's value for a report, as value_fields.
 Report describe_point(ReferenceData& data, const Point& point) {
   try {
-    return describe_bytes(data.get(point));
+    return value_fields(data.get(point));
   } catch (const MissingPoint&) {
-    return Report{{"value", "<missing from the store>"}, {"type", nullptr}};
+    return missing_value_fields();
   }
 }
 
@@ -63,11 +56,12 @@ std::string utc_time(std::int64_t epoch_ms) {
   return text;
 }
 
-// A table cell: strings without JSON quotes, null as "-", the rest as JSON.
-std::string cell(const Report& value) {
-  if (value.is_string()) return value.get<std::string>();
+// A table cell: strings without JSON quotes, null as "-", the rest as JSON. A stored value
+// (the field `key` is "value") keeps its quotes, so the string "5" differs from the number 5.
+std::string cell(const Report& value, const std::string& key = "") {
   if (value.is_null()) return "-";
-  return value.dump();
+  if (value.is_string() && key != "value") return value.get<std::string>();
+  return dump_line(value);
 }
 
 }  // namespace
@@ -91,10 +85,18 @@ const std::vector<std::string>& listed_kinds() {
   return names;
 }
 
-std::vector<std::string> list(Client& client, const std::string& kind) {
+std::vector<std::string> list(Client& client, const std::string& kind, const std::string& prefix) {
   const auto found = kinds().find(kind);
   if (found == kinds().end()) throw InvalidName("unknown kind '" + kind + "'");
-  return inspect::names(client, found->second);
+  auto names = inspect::names(client, found->second);
+  if (!prefix.empty()) {
+    validate_path(prefix);
+    const std::string below = prefix == "/" ? prefix : prefix + "/";
+    std::erase_if(
+        names, [&](const std::string& name) { return name != prefix && !name.starts_with(below); });
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 // An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
@@ -126,17 +128,29 @@ Bytes atom_value(Client& client, Store& store, const std::string& name) {
 
 Report show_atom(Client& client, Store& store, const std::string& name) {
   const auto atom = atom_or_not_found(client, store, name);
-  return Report{{"kind", "atom"},
-                {"name", name},
-                {"store", store.description()},
-                {"type", codec::kind_of(atom.payload)},
-                {"value", codec::describe(atom.payload)},
-                {"writes", atom.writes}};
+  Report report{{"kind", "atom"}, {"name", name}, {"store", store.description()}};
+  report.update(value_fields(atom.payload));
+  report["writes"] = atom.writes;
+  return report;
 }
 
 Bytes ref_value(Client& client, Store& store, const std::string& name) {
   const auto head = ref_or_not_found(client, name);
-  return store.reference_data(client.ref_value_key(name))->get(head.newest);
+  try {
+    return store.reference_data(client.ref_value_key(name))->get(head.newest);
+  } catch (const MissingPoint&) {
+    throw NotFound("ref " + name + " has no value in " + store.description());
+  }
+}
+
+Bytes agent_value(Client& client, Store& store, const std::string& name) {
+  const auto head = inspect::agent_head(client, name);
+  if (!head) throw NotFound("agent " + name + " does not exist");
+  try {
+    return store.reference_data(client.agent_value_key(name))->get(head->point);
+  } catch (const MissingPoint&) {
+    throw NotFound("agent " + name + " has no value in " + store.description());
+  }
 }
 
 Report show_ref(Client& client, Store& store, const std::string& name) {
@@ -145,18 +159,17 @@ Report show_ref(Client& client, Store& store, const std::string& name) {
   const Report newest = describe_point(*data, head.newest);
   Report history = Report::array();
   for (const auto& older : head.history) {
-    history.push_back(Report{{"zxid", older.commit_zxid},
-                             {"value", describe_point(*data, older.point)["value"]}});
+    Report row{{"zxid", older.commit_zxid}};
+    row.update(describe_point(*data, older.point));
+    history.push_back(std::move(row));
   }
-  return Report{{"kind", "ref"},
-                {"name", name},
-                {"store", store.description()},
-                {"type", newest["type"]},
-                {"value", newest["value"]},
-                {"commit_zxid", head.commit_zxid},
-                {"point", head.newest.id},
-                {"kept", head.keep},
-                {"history", history}};
+  Report report{{"kind", "ref"}, {"name", name}, {"store", store.description()}};
+  report.update(newest);
+  report.update(Report{{"commit_zxid", head.commit_zxid},
+                       {"point", head.newest.id},
+                       {"kept", head.keep},
+                       {"history", history}});
+  return report;
 }
 
 Report show_agent(Client& client, Store& store, const std::string& name) {
@@ -168,14 +181,11 @@ Report show_agent(Client& client, Store& store, const std::string& name) {
     queued = client.session().children(inspect::agent_queue_path(client, name)).size();
   } catch (const NoNode&) {
   }
-  const Report value = describe_point(*data, head->point);
-  return Report{{"kind", "agent"},
-                {"name", name},
-                {"store", store.description()},
-                {"type", value["type"]},
-                {"value", value["value"]},
-                {"error", head->error ? Report(*head->error) : Report(nullptr)},
-                {"queued", queued}};
+  Report report{{"kind", "agent"}, {"name", name}, {"store", store.description()}};
+  report.update(describe_point(*data, head->point));
+  report["error"] = head->error ? Report(*head->error) : Report(nullptr);
+  report["queued"] = queued;
+  return report;
 }
 
 namespace {
@@ -294,12 +304,10 @@ Report show_queue(Client& client, const std::string& name) {
   Report oldest = nullptr;
   if (state->oldest) {
     const auto& item = *state->oldest;
-    const Report value = describe_bytes(item.payload);
-    oldest = Report{{"node", item.node},
-                    {"type", value["type"]},
-                    {"value", value["value"]},
-                    {"put_at", utc_time(item.created_ms)},
-                    {"put_at_ms", item.created_ms}};
+    oldest = Report{{"node", item.node}};
+    oldest.update(value_fields(item.payload));
+    oldest["put_at"] = utc_time(item.created_ms);
+    oldest["put_at_ms"] = item.created_ms;
   }
   return Report{{"kind", "queue"},
                 {"name", name},
@@ -310,7 +318,7 @@ Report show_queue(Client& client, const std::string& name) {
 
 void print(const Report& report, bool json, std::ostream& out) {
   if (json) {
-    out << report.dump() << "\n";
+    out << dump_line(report) << "\n";
     return;
   }
   out << cell(report["kind"]) << " " << cell(report["name"]);
@@ -318,20 +326,21 @@ void print(const Report& report, bool json, std::ostream& out) {
   out << "\n";
   for (const auto& [key, value] : report.items()) {
     if (key == "kind" || key == "name" || key == "store") continue;
-    if (value.is_object()) {
+    if (value.is_object() && key != "value") {
       out << "  " << key << ":\n";
       for (const auto& [field, entry] : value.items())
-        out << "    " << field << ": " << cell(entry) << "\n";
+        out << "    " << field << ": " << cell(entry, field) << "\n";
       continue;
     }
-    if (!value.is_array()) {
-      out << "  " << key << ": " << cell(value) << "\n";
+    if (!value.is_array() || key == "value") {
+      out << "  " << key << ": " << cell(value, key) << "\n";
       continue;
     }
     out << "  " << key << ": " << value.size() << "\n";
     for (const auto& row : value) {
       out << "   ";
-      for (const auto& [field, entry] : row.items()) out << " " << field << " " << cell(entry);
+      for (const auto& [field, entry] : row.items())
+        out << " " << field << " " << cell(entry, field);
       out << "\n";
     }
   }

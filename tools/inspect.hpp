@@ -22,13 +22,17 @@ struct NotFound : Error {
 /// "elections", "barriers", "queues".
 const std::vector<std::string>& listed_kinds();
 
-/// Names of every object of `kind` (one of listed_kinds()).
-std::vector<std::string> list(Client& client, const std::string& kind);
+/// Names of every object of `kind` (one of listed_kinds()), sorted; with a `prefix` (a path,
+/// InvalidName otherwise) only the name `prefix` and the names below it ("/jobs" keeps
+/// "/jobs" and "/jobs/urgent", not "/jobsite").
+std::vector<std::string> list(Client& client, const std::string& kind,
+                              const std::string& prefix = "");
 
 /// A report on one object: "kind" and "name" first, then its fields in order.
 using Report = nlohmann::ordered_json;
 
-/// An atom: its value, the value's type (read from the stored bytes) and writes, from `store`.
+/// An atom: its value as typed JSON and the value's type (read from the stored bytes, see
+/// json_value.hpp), and its writes, from `store`.
 Report show_atom(Client& client, Store& store, const std::string& name);
 /// A ref: newest value and type, commit zxid and kept history with their values.
 Report show_ref(Client& client, Store& store, const std::string& name);
@@ -52,13 +56,16 @@ Report show_barrier(Client& client, const std::string& name);
 Report show_queue(Client& client, const std::string& name);
 
 /// Prints `report` as one line of JSON (`json`) or as an indented table for people (an
-/// array as one row per element, an object as one line per field).
+/// array as one row per element, an object as one line per field; a stored value as JSON).
 void print(const Report& report, bool json, std::ostream& out);
 
 /// The encoded value the atom `name` holds in `store`; NotFound when it has none.
 Bytes atom_value(Client& client, Store& store, const std::string& name);
-/// The encoded newest value of the ref `name` in `store`; NotFound when it does not exist.
+/// The encoded newest value of the ref `name` in `store`; NotFound when it does not exist or
+/// `store` does not hold its value.
 Bytes ref_value(Client& client, Store& store, const std::string& name);
+/// The encoded value of the agent `name` in `store`; NotFound as ref_value.
+Bytes agent_value(Client& client, Store& store, const std::string& name);
 
 /// Deletes the atom `name` whose value is a ZooKeeper node of `store` and says what was
 /// deleted. Other stores' atoms are refused (their interface has no erase). Processes holding

@@ -1,6 +1,7 @@
 #include "watch.hpp"
 
 #include "inspect.hpp"
+#include "json_value.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -54,21 +55,14 @@ int watch(Client& client, Store& store, const std::string& kind, const std::stri
   auto print_value = [&](const AnyValue&, const AnyValue& next) {
     std::lock_guard lock(printing);
     if (count != 0 && printed.load() >= count) return;
-    std::string described;
-    try {
-      described = codec::describe(next.encoded);
-    } catch (const CodecError& error) {
-      described = std::string("<undecodable: ") + error.what() + ">";
-    }
-    if (json) {
-      out << Report{{"kind", kind},
-                    {"name", name},
-                    {"type", codec::kind_of(next.encoded)},
-                    {"value", described}}
-                 .dump();
-    } else {
-      out << described;
-    }
+    Report report{{"kind", kind}, {"name", name}};
+    report.update(value_fields(next.encoded));
+    if (json)
+      out << dump_line(report);
+    else if (report.contains("value_error"))
+      out << "<" << report["value_error"].get<std::string>() << ">";
+    else
+      out << dump_line(report["value"]);
     out << std::endl;  // a reader on a pipe sees each value as it comes
     ++printed;
   };

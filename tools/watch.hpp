@@ -14,7 +14,8 @@ namespace avout::tool {
 void block_interrupts();
 
 /// Watches the atom or ref (`kind`) `name` in `store`: says "watching ..." on stderr once the
-/// watch is in place, then prints each new value (a JSON object per line with `json`) until
+/// watch is in place, then prints each new value (as JSON, see json_value.hpp; a JSON object
+/// with its kind, name and type per line with `json`) until
 /// SIGINT or `count` values (0: no limit). NotFound when it does not exist. Returns 0.
 int watch(Client& client, Store& store, const std::string& kind, const std::string& name,
           std::size_t count, bool json, std::ostream& out);
