@@ -4,7 +4,9 @@
 # `pkg-config --cflags --libs avout-redis avout-postgres`, and a ZooKeeper-only program with
 # `pkg-config avout` alone; runs each binary and checks what it prints. With other-kind, it
 # then builds avout's libraries of the other kind (shared for a static build tree, static
-# for a shared one) from the same sources and checks that installation the same way.
+# for a shared one) from the same sources and checks that installation the same way. Shared
+# libraries must carry their SONAME and export only the public API (what the installed headers
+# mark AVOUT_API), and errors thrown inside them must be caught by type in the programs.
 # Run by ctest in the plain build (test install_check, label fast); by hand:
 #   tests/install/check.sh BUILD_DIR tests/install/project [CXX_COMPILER] [EXTRA_FLAGS] [with-tool] [other-kind]
 # EXTRA_FLAGS (a sanitizer build tree, checked by hand) go to compiling and linking the outside
@@ -32,20 +34,96 @@ fail() {
 work=$(mktemp -d "${TMPDIR:-/tmp}/avout-install-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# What every program prints (main.cpp and core_only.cpp), then what main.cpp alone prints. An
+# error caught by its type shows the library exports the error classes' typeinfo.
+core_lines=(
+  'caught by type: avout::InvalidName from avout::Client'
+  'caught by type: avout::InvalidDuration from avout::Client'
+  'caught by type: avout::Error from avout::validate_path'
+  'install check OK'
+)
 expected_lines=(
+  "${core_lines[@]}"
   'options: hosts=127.0.0.1:2181 root=/install-check max_history=10'
   'value: {"a": [1, 2, 3], "b": []}'
   'schemes: postgres postgresql redis rediss tcp unix zookeeper'
-  'install check OK'
+  'caught by type: avout::InvalidName from avout::redis::Store'
+  'caught by type: avout::InvalidName from avout::postgres::Store'
 )
 check_output() {  # check_output NAME BINARY
-  local output line
+  local output line lines=("${expected_lines[@]}")
+  [[ $1 == *"core only" ]] && lines=("${core_lines[@]}")
   output=$("$2") || fail "$1: the binary exited with status $?"
   printf '%s\n' "$output" | sed "s/^/  [$1] /"
-  for line in "${expected_lines[@]}"; do
-    [[ $1 == *"core only" && $line != 'install check OK' ]] && continue
+  for line in "${lines[@]}"; do
     grep -qF -- "$line" <<<"$output" || fail "$1: expected the line '$line'"
   done
+}
+
+# The names the installed headers mark AVOUT_API: classes, and functions (the last word before
+# the first parenthesis of a declaration that starts with AVOUT_API).
+marked_names() {  # marked_names PREFIX
+  grep -rhE 'AVOUT_API' "$1/include/avout" |
+    sed -nE -e 's/.*(class|struct) AVOUT_API ([A-Za-z_0-9]+).*/\2/p' \
+      -e 's/^AVOUT_API ([^(]*)\(.*/\1/p' | grep -oE '[A-Za-z_][A-Za-z_0-9]*$' | sort -u
+}
+
+# The avout entity a demangled symbol belongs to: "avout::inspect::names(...)" -> names,
+# "typeinfo for avout::Error" -> Error, "avout::detail::ReplyDeadline::current()" ->
+# ReplyDeadline; nothing for a symbol outside avout (a std:: template instantiated with an
+# avout type is std's).
+avout_entities() {
+  sed -E 's/^[0-9a-f]* *[A-Za-z] //; s/^(typeinfo name for|typeinfo for|vtable for|VTT for|guard variable for) //' |
+    sed -nE 's/^avout::((detail|inspect|codec|op|zookeeper|redis|postgres)::)*([A-Za-z_][A-Za-z_0-9]*).*/\3/p'
+}
+
+check_exports() {  # check_exports PREFIX: shared libraries export only the public API
+  local prefix=$1 marked library path symbols exported defined stray internal
+  marked=$(marked_names "$prefix")
+  [ "$(wc -l <<<"$marked")" -gt 40 ] || fail "found only $(wc -l <<<"$marked") AVOUT_API names in include/avout"
+  for library in avout_core avout_redis avout_postgres; do
+    path=$(find "$prefix" -name "lib$library.so" | head -1)
+    [ -n "$path" ] || fail "lib$library.so not installed"
+    symbols=$work/$library.symbols
+    nm -D --defined-only -C "$path" >"$symbols.exported" || fail "nm -D lib$library.so failed"
+    nm --defined-only -C "$path" >"$symbols.defined" || fail "nm lib$library.so failed"
+    # Every exported avout symbol belongs to a class or function a public header marks.
+    stray=$(avout_entities <"$symbols.exported" | sort -u | grep -vxF -f <(printf '%s\n' "$marked") || true)
+    [ -z "$stray" ] ||
+      fail "lib$library.so exports symbols of what no public header marks AVOUT_API: $(echo $stray)"
+    exported=$(grep -c ' avout::' "$symbols.exported" || true)
+    defined=$(grep -c ' avout::' "$symbols.defined" || true)
+    echo "  lib$library.so exports $exported of its $defined avout symbols"
+  done
+  # The core's internals stay inside: far fewer exported symbols than defined ones, and none
+  # of known engine classes (which the library does define: the check looks at the right names).
+  symbols=$work/avout_core.symbols
+  exported=$(grep -c ' avout::' "$symbols.exported" || true)
+  defined=$(grep -c ' avout::' "$symbols.defined" || true)
+  [ $((exported * 4)) -lt "$defined" ] ||
+    fail "libavout_core.so exports $exported of its $defined avout symbols: internals are not hidden"
+  for internal in 'avout::detail::StmContext::' 'avout::detail::SequentialQueue::' 'avout::detail::Runtime::'; do
+    grep -qF " $internal" "$symbols.defined" ||
+      fail "libavout_core.so defines no $internal symbol: the check looks for the wrong name"
+    grep -qF " $internal" "$symbols.exported" && fail "libavout_core.so exports $internal"
+  done
+  # Every error class's typeinfo is exported wherever a library defines it, and some library
+  # does: a catch by type in a program then matches the library's throw whatever the C++
+  # runtime compares (the typeinfo's address or its name).
+  local error errors=0
+  while IFS= read -r error; do
+    errors=$((errors + 1))
+    grep -qx "[0-9a-f]* [A-Za-z] typeinfo for avout::$error" "$work"/avout_*.symbols.exported ||
+      fail "no library exports the typeinfo of avout::$error"
+    for symbols in "$work"/avout_*.symbols.defined; do
+      if grep -qx "[0-9a-f]* [A-Za-z] typeinfo for avout::$error" "$symbols" &&
+        ! grep -qx "[0-9a-f]* [A-Za-z] typeinfo for avout::$error" "${symbols%.defined}.exported"; then
+        fail "$(basename "${symbols%.symbols.defined}") hides the typeinfo of avout::$error"
+      fi
+    done
+  done < <(sed -nE 's/^class AVOUT_API ([A-Za-z]+) : public .*/\1/p' "$prefix/include/avout/errors.hpp")
+  [ "$errors" -gt 20 ] || fail "found only $errors error classes in the installed errors.hpp"
+  echo "  exports: only what the public headers mark AVOUT_API, the typeinfo of all $errors errors"
 }
 
 library_kind() {  # library_kind BUILD_DIR: static or shared
@@ -106,6 +184,7 @@ check_install() {  # check_install BUILD_DIR: install it and build the outside p
         fail "lib$library.so.$version not installed"
     done
     echo "  SONAMEs: lib{avout_core,avout_redis,avout_postgres}.so.$soversion"
+    check_exports "$prefix"
   fi
   # No public header includes Boost: the package must not make consumers find it.
   grep -qi boost "$(dirname "$config")"/*.cmake && fail "the CMake package asks for Boost"

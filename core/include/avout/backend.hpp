@@ -12,6 +12,7 @@
 
 #include <avout/bytes.hpp>
 #include <avout/errors.hpp>
+#include <avout/export.hpp>
 
 #include <compare>
 #include <cstddef>
@@ -42,7 +43,7 @@ inline void require_fits(std::size_t size, std::size_t limit, const std::string&
 }
 
 /// One compare-and-set cell: the storage of an atom.
-class AtomState {
+class AVOUT_API AtomState {
  public:
   virtual ~AtomState() = default;
   /// The current bytes and version; an absent cell gives a Versioned with an empty version.
@@ -69,7 +70,7 @@ struct PointErasure {
 };
 
 /// A ref's stored versions, one per point.
-class ReferenceData {
+class AVOUT_API ReferenceData {
  public:
   virtual ~ReferenceData() = default;
   /// The ref's name, as given to Store::reference_data.
@@ -107,7 +108,7 @@ struct PointRead {
 };
 
 /// A place values live: makes the cells and version sets for names.
-class Store {
+class AVOUT_API Store {
  public:
   virtual ~Store() = default;
   /// A short name of the store kind and address for messages ("redis tcp://127.0.0.1:6379").

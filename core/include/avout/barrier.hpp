@@ -27,6 +27,7 @@
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
+#include <avout/export.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -41,7 +42,7 @@ class BarrierCore;
 /// One participant of a distributed double barrier (Client::barrier). Copies share it;
 /// destroying the last copy between enter and leave withdraws it (the round breaks for the
 /// others). Must not outlive its Client.
-class Barrier {
+class AVOUT_API Barrier {
  public:
   /// Blocks until N participants (this one included) have entered this round.
   void enter();

@@ -8,6 +8,7 @@
 #include <avout/barrier.hpp>
 #include <avout/client_options.hpp>
 #include <avout/distributed_lock.hpp>
+#include <avout/export.hpp>
 #include <avout/garbage_report.hpp>
 #include <avout/guarded_by.hpp>
 #include <avout/leader_election.hpp>
@@ -36,7 +37,7 @@ class Runtime;
 }  // namespace detail
 
 /// A connection to an avout deployment: ZooKeeper for coordination, stores for values.
-class Client {
+class AVOUT_API Client {
  public:
   /// Connects to ZooKeeper at `hosts` with default options.
   explicit Client(const std::string& hosts);

@@ -2,6 +2,7 @@
 // avout::ClientOptions: the one settings struct of a Client, flat so that designated
 // initializers name every field (ClientOptions{.hosts = h, .session_timeout = 4000ms}).
 
+#include <avout/export.hpp>
 #include <avout/logger.hpp>
 #include <avout/zookeeper_session.hpp>
 
@@ -59,6 +60,6 @@ struct ClientOptions {
 
 /// The session settings a client with `options` runs on (its ZooKeeper fields): the one
 /// place they are taken over.
-SessionOptions session_options(const ClientOptions& options);
+AVOUT_API SessionOptions session_options(const ClientOptions& options);
 
 }  // namespace avout

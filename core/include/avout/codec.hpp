@@ -37,6 +37,7 @@
 
 #include <avout/bytes.hpp>
 #include <avout/errors.hpp>
+#include <avout/export.hpp>
 
 #include <algorithm>
 #include <array>
@@ -231,7 +232,7 @@ inline Bytes read_user(Reader& in) {
 }
 
 /// Renders any encoded value for people: 42, "text", [1, 2], {"a": 1}, nil, 0x0a0b.
-std::string describe(const Bytes& bytes);
+AVOUT_API std::string describe(const Bytes& bytes);
 
 }  // namespace codec
 

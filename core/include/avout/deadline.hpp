@@ -9,6 +9,8 @@
 // to a value store (Redis, PostgreSQL) is bounded by that store's own command timeout. A
 // call that gives up leaves nothing half-done (no lock request node, no claim, no send node).
 
+#include <avout/export.hpp>
+
 #include <chrono>
 #include <optional>
 #include <stop_token>
@@ -17,7 +19,7 @@
 namespace avout {
 
 /// A time limit and/or a cancellation request for one blocking call. Cheap to copy.
-class Deadline {
+class AVOUT_API Deadline {
  public:
   /// The clock deadlines are measured on.
   using Clock = std::chrono::steady_clock;

@@ -47,6 +47,7 @@
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
+#include <avout/export.hpp>
 #include <avout/guarded_by.hpp>
 
 #include <chrono>
@@ -61,7 +62,7 @@ namespace detail {
 class LockCore;
 /// The proof of this thread's hold of `lock` (its read side when `shared`), for guarded_by:
 /// LockLost when it is not held now, or not any more at commit.
-std::shared_ptr<const HoldProof> lock_hold_proof(std::shared_ptr<LockCore> lock, bool shared);
+AVOUT_API std::shared_ptr<const HoldProof> lock_hold_proof(std::shared_ptr<LockCore> lock, bool shared);
 }  // namespace detail
 class ReadWriteLock;
 
@@ -77,7 +78,7 @@ enum class WriterPolicy {
 /// destroying the last copy releases the holds still taken through it (in the background,
 /// retried until the nodes are gone or ZooKeeper reports the session ended; destroying the
 /// Client closes the session, which deletes them at once).
-class Lock {
+class AVOUT_API Lock {
  public:
   /// Blocks until this thread holds the lock (reentrant: counts nested holds). Throws
   /// LockLost / SessionExpired when the session ends while waiting, Timeout once
@@ -151,7 +152,7 @@ class Lock {
 /// A thread holding the write lock may also read; asking to write while only reading throws
 /// Error (an upgrade could deadlock two readers). Destroying the last copy (views included)
 /// releases the holds still taken through it, as for Lock.
-class ReadWriteLock {
+class AVOUT_API ReadWriteLock {
  public:
   /// Exclusive hold (see Lock::lock).
   void lock() { writer_.lock(); }

@@ -4,6 +4,8 @@
 // the hold is still real: the check goes inside the commit multi, so a hold lost before the
 // commit fails it (with the recipe's loss error) instead of landing.
 
+#include <avout/export.hpp>
+
 #include <memory>
 
 namespace avout {
@@ -11,7 +13,7 @@ namespace avout {
 namespace detail {
 /// Something held that a commit can check: each recipe that hands out holds implements it
 /// (core/src), so GuardedBy is not tied to one recipe or to the thread that took the hold.
-class HoldProof {
+class AVOUT_API HoldProof {
  public:
   virtual ~HoldProof() = default;
   /// Adds the check of the hold to the transaction running on this thread; throws the

@@ -8,6 +8,7 @@
 
 #include <avout/backend.hpp>
 #include <avout/client.hpp>
+#include <avout/export.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +22,7 @@ namespace avout::inspect {
 enum class Kind { atoms, refs, agents, leases, locks, semaphores, elections, barriers, queues };
 
 /// Names of every object of `kind` in `client`'s deployment.
-std::vector<std::string> names(Client& client, Kind kind);
+AVOUT_API std::vector<std::string> names(Client& client, Kind kind);
 
 /// An older committed version of a ref.
 struct RefVersion {
@@ -38,7 +39,7 @@ struct RefHead {
 };
 
 /// The head of the ref `name`; nullopt when the ref does not exist.
-std::optional<RefHead> ref_head(Client& client, const std::string& name);
+AVOUT_API std::optional<RefHead> ref_head(Client& client, const std::string& name);
 
 /// The transaction that claims a ref (transactions.md rule 10).
 struct TagOwner {
@@ -48,7 +49,7 @@ struct TagOwner {
 };
 
 /// Who claims the ref `name`; nullopt when nobody does (or the ref does not exist).
-std::optional<TagOwner> tag_owner(Client& client, const std::string& name);
+AVOUT_API std::optional<TagOwner> tag_owner(Client& client, const std::string& name);
 
 /// An atom's stored state.
 struct AtomValue {
@@ -57,7 +58,7 @@ struct AtomValue {
 };
 
 /// The atom `name` held in `store`; nullopt when it holds no value there.
-std::optional<AtomValue> atom(Client& client, Store& store, const std::string& name);
+AVOUT_API std::optional<AtomValue> atom(Client& client, Store& store, const std::string& name);
 
 /// An agent's head.
 struct AgentHead {
@@ -66,7 +67,7 @@ struct AgentHead {
 };
 
 /// The head of the agent `name`; nullopt when the agent does not exist.
-std::optional<AgentHead> agent_head(Client& client, const std::string& name);
+AVOUT_API std::optional<AgentHead> agent_head(Client& client, const std::string& name);
 
 /// A node in a recipe's queue, as ZooKeeper reports it.
 struct QueuedNode {
@@ -84,7 +85,7 @@ struct SemaphoreState {
 
 /// The semaphore `name` (listed after a sync); nullopt when it does not exist. CodecError
 /// when its folder holds a record no semaphore wrote.
-std::optional<SemaphoreState> semaphore(Client& client, const std::string& name);
+AVOUT_API std::optional<SemaphoreState> semaphore(Client& client, const std::string& name);
 
 /// One candidate of a leader election.
 struct Candidate {
@@ -99,7 +100,7 @@ struct ElectionState {
 
 /// The election `name` (listed after a sync); nullopt when nobody ever opened it. A folder
 /// that only holds elections named below it reads as an election without candidates.
-std::optional<ElectionState> election(Client& client, const std::string& name);
+AVOUT_API std::optional<ElectionState> election(Client& client, const std::string& name);
 
 /// A member of a barrier's closed round, and how far it got.
 struct BarrierMember {
@@ -120,7 +121,7 @@ struct BarrierState {
 
 /// The barrier `name` (read after a sync); nullopt when it does not exist. CodecError when
 /// its folder holds a record no barrier wrote.
-std::optional<BarrierState> barrier(Client& client, const std::string& name);
+AVOUT_API std::optional<BarrierState> barrier(Client& client, const std::string& name);
 
 /// One item of a work queue.
 struct QueueItem {
@@ -137,24 +138,24 @@ struct WorkQueueState {
 };
 
 /// The work queue `name` (listed after a sync); nullopt when it does not exist.
-std::optional<WorkQueueState> work_queue(Client& client, const std::string& name);
+AVOUT_API std::optional<WorkQueueState> work_queue(Client& client, const std::string& name);
 
 /// The head node of the ref `name`.
-std::string ref_head_path(const Client& client, const std::string& name);
+AVOUT_API std::string ref_head_path(const Client& client, const std::string& name);
 /// The barging tag node of the ref `name`.
-std::string tag_path(const Client& client, const std::string& name);
+AVOUT_API std::string tag_path(const Client& client, const std::string& name);
 /// The parent of the commit outcome markers.
-std::string markers_path(const Client& client);
+AVOUT_API std::string markers_path(const Client& client);
 /// The outcome marker node of the commit attempt `attempt`.
-std::string marker_path(const Client& client, const std::string& attempt);
+AVOUT_API std::string marker_path(const Client& client, const std::string& attempt);
 /// The head node of the agent `name`.
-std::string agent_head_path(const Client& client, const std::string& name);
+AVOUT_API std::string agent_head_path(const Client& client, const std::string& name);
 /// The send queue node of the agent `name`.
-std::string agent_queue_path(const Client& client, const std::string& name);
+AVOUT_API std::string agent_queue_path(const Client& client, const std::string& name);
 /// The folder of the lock `name` (holding "writers"), or of the read-write lock `name`
 /// (holding "writers", "readers" and "gates").
-std::string lock_path(const Client& client, const std::string& name, bool read_write = false);
+AVOUT_API std::string lock_path(const Client& client, const std::string& name, bool read_write = false);
 /// The token node of the lease lock `name`.
-std::string lease_path(const Client& client, const std::string& name);
+AVOUT_API std::string lease_path(const Client& client, const std::string& name);
 
 }  // namespace avout::inspect

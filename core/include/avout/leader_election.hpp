@@ -29,6 +29,7 @@
 //   Timeout         leader(): ZooKeeper did not answer within two session timeouts
 
 #include <avout/deadline.hpp>
+#include <avout/export.hpp>
 #include <avout/guarded_by.hpp>
 
 #include <cstdint>
@@ -45,7 +46,7 @@ class ElectionCore;
 
 /// A candidate in the leader election of one name (Client::leader_election). Copies share
 /// it; destroying the last copy resigns. Must not outlive its Client.
-class LeaderElection {
+class AVOUT_API LeaderElection {
  public:
   /// Blocks until this candidate leads (returns at once when it already does).
   void campaign();
@@ -79,6 +80,6 @@ class LeaderElection {
 
 /// For Client::dosync(guarded_by(election), body): the transaction commits only while
 /// `election` still leads; otherwise it throws LockLost and commits nothing.
-GuardedBy guarded_by(const LeaderElection& election);
+AVOUT_API GuardedBy guarded_by(const LeaderElection& election);
 
 }  // namespace avout

@@ -22,6 +22,7 @@
 // ZooKeeper's tokens are as durable as ZooKeeper's writes, and its expiry needs no wall clock.
 
 #include <avout/errors.hpp>
+#include <avout/export.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -75,7 +76,7 @@ struct Lease {
 /// reach them already validated. A store error is a BackendError (Redis, PostgreSQL) or
 /// ConnectionLoss / SessionExpired (ZooKeeper); an acquire whose outcome is unknown that way
 /// holds at worst a lease nobody has, which ends after its duration.
-class LeaseStrategy {
+class AVOUT_API LeaseStrategy {
  public:
   virtual ~LeaseStrategy() = default;
   /// What holds the leases, for messages ("redis 127.0.0.1:6379 lease lock jobs").
@@ -114,7 +115,7 @@ class LeaseStrategy {
 ///   renewed by hand by then.
 /// The lost lease's `latest_expiry()` is cut to the loss first, so `running()` is false
 /// before any callback runs.
-class LeaseLock {
+class AVOUT_API LeaseLock {
  public:
   /// A lease lock over `strategy` (see Client::lease_lock, redis::lease_lock,
   /// postgres::lease_lock).
@@ -167,21 +168,21 @@ class LeaseLock {
 
 /// Throws InvalidName unless `key` is a lease key every store accepts: 1 to 256 visible
 /// ASCII characters ('!' to '~'), no '/', and neither "." nor "..".
-void validate_lease_key(const std::string& key);
+AVOUT_API void validate_lease_key(const std::string& key);
 
 /// Throws InvalidName unless `name` names a Redis or PostgreSQL lease lock: 1 to 1024
 /// characters, no control characters.
-void validate_lease_name(const std::string& name);
+AVOUT_API void validate_lease_name(const std::string& name);
 
 /// Throws InvalidDuration unless `duration` is positive and at most a year; `what` names it.
-void validate_lease_duration(std::chrono::milliseconds duration, const char* what);
+AVOUT_API void validate_lease_duration(std::chrono::milliseconds duration, const char* what);
 
 namespace detail {
 /// For stores that cannot notify: calls `attempt` until it yields a lease or `deadline`
 /// passes, sleeping between attempts for the wait `attempt` suggests through its argument
 /// (capped to a short, jittered poll interval so a release is seen soon, and to the
 /// deadline). Always makes at least one attempt.
-std::optional<Lease> poll_for_lease(
+AVOUT_API std::optional<Lease> poll_for_lease(
     std::chrono::steady_clock::time_point deadline,
     const std::function<std::optional<Lease>(std::chrono::milliseconds& retry_in)>& attempt);
 }  // namespace detail

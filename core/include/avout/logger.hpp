@@ -3,6 +3,8 @@
 // action held up by an outage, the ZooKeeper C client's connection chatter) passes through
 // one Logger, given in ClientOptions::logger or SessionOptions::logger.
 
+#include <avout/export.hpp>
+
 #include <functional>
 #include <string_view>
 
@@ -21,12 +23,12 @@ enum class LogLevel {
 using Logger = std::function<void(LogLevel level, std::string_view message)>;
 
 /// "debug", "info", "warning" or "error".
-std::string_view to_string(LogLevel level);
+AVOUT_API std::string_view to_string(LogLevel level);
 
 /// The logger used when none is given: warnings and errors to stderr, one line each prefixed
 /// "avout:"; at most 3 lines per 10 s of each kind of message, then one line saying how many
 /// similar messages were suppressed (bounded memory; thread safe). All default loggers share
 /// one budget.
-Logger default_logger();
+AVOUT_API Logger default_logger();
 
 }  // namespace avout

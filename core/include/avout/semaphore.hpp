@@ -31,6 +31,7 @@
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
+#include <avout/export.hpp>
 #include <avout/guarded_by.hpp>
 
 #include <chrono>
@@ -50,7 +51,7 @@ struct PermitState;
 
 /// One of a semaphore's permits, held from its acquisition until release() or destruction.
 /// Movable, not copyable; not tied to a thread. Must not outlive its Client.
-class Permit {
+class AVOUT_API Permit {
  public:
   /// Releases the permit if still held.
   ~Permit();
@@ -81,7 +82,7 @@ class Permit {
 
 /// A counting semaphore of N permits shared by every process (Client::semaphore). Copies
 /// share it. Must not outlive its Client.
-class Semaphore {
+class AVOUT_API Semaphore {
  public:
   /// Blocks until a permit is granted.
   Permit acquire();
@@ -107,6 +108,6 @@ class Semaphore {
 
 /// For Client::dosync(guarded_by(permit), body): commits only while `permit` is held (its
 /// node checked inside the commit); LockLost otherwise, nothing committed.
-GuardedBy guarded_by(const Permit& permit);
+AVOUT_API GuardedBy guarded_by(const Permit& permit);
 
 }  // namespace avout

@@ -7,6 +7,7 @@
 // shared libraries. Thread safe.
 
 #include <avout/backend.hpp>
+#include <avout/export.hpp>
 
 #include <functional>
 #include <memory>
@@ -48,19 +49,19 @@ using StoreFactory = std::function<StoreHandle(Client& client, const std::string
 /// Makes URLs "<scheme>:..." (scheme: a letter, then letters, digits, '+', '-' or '.';
 /// compared without case) go to `factory`, replacing an earlier registration of it.
 /// InvalidName when the scheme is not of that form.
-void register_store_scheme(const std::string& scheme, StoreFactory factory);
+AVOUT_API void register_store_scheme(const std::string& scheme, StoreFactory factory);
 
 /// The store `url` names, made by the factory of its scheme. InvalidName when the URL has no
 /// scheme or no store is registered for it (the message names the scheme and the registered
 /// ones, never the rest of the URL, which may hold a password); the factory's own errors
 /// (InvalidName for a malformed URL) pass through.
-StoreHandle make_store(Client& client, const std::string& url);
+AVOUT_API StoreHandle make_store(Client& client, const std::string& url);
 
 /// Throws the InvalidName make_store would when no store is registered for the scheme of
 /// `url`, without making a store: a program can check its URLs before it connects.
-void require_registered_scheme(const std::string& url);
+AVOUT_API void require_registered_scheme(const std::string& url);
 
 /// The registered schemes, sorted.
-std::vector<std::string> store_schemes();
+AVOUT_API std::vector<std::string> store_schemes();
 
 }  // namespace avout

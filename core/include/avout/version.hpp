@@ -4,6 +4,8 @@
 // minor version may change the API and ABI (libavout_core.so.0.MINOR); from 1.0 on only a
 // major version does (libavout_core.so.MAJOR).
 
+#include <avout/export.hpp>
+
 /// The major version of these headers.
 #define AVOUT_VERSION_MAJOR 0
 /// The minor version of these headers.
@@ -17,6 +19,6 @@ namespace avout {
 
 /// The version of the avout library linked into the program, "MAJOR.MINOR.PATCH" (a shared
 /// library upgraded in place may be newer than the headers' AVOUT_VERSION_STRING).
-const char* version() noexcept;
+AVOUT_API const char* version() noexcept;
 
 }  // namespace avout

@@ -10,6 +10,7 @@
 
 #include <avout/bytes.hpp>
 #include <avout/deadline.hpp>
+#include <avout/export.hpp>
 #include <avout/logger.hpp>
 
 #include <algorithm>
@@ -104,7 +105,7 @@ struct OperationResult {
 };
 
 /// The outcome of a multi that ran to a definite result.
-struct MultiResult {
+struct AVOUT_API MultiResult {
   bool committed = false;                ///< true when every operation was applied
   std::size_t failed_index = 0;          ///< when not committed: the first failing operation
   int failed_code = 0;                   ///< when not committed: its raw ZooKeeper code
@@ -146,7 +147,7 @@ class Handle;        // one ZooKeeper handle (zookeeper_handle.hpp)
 /// sent it reports the outcome as unknown. Each call that takes a deadline opens one for its
 /// own waits, so a silent server cannot hold it past it; a call made inside (a swap's
 /// function calling another atom) opens its own, which holds until it returns.
-class ReplyDeadline {
+class AVOUT_API ReplyDeadline {
  public:
   /// Bounds this thread's waits by `deadline` until destroyed.
   explicit ReplyDeadline(const Deadline& deadline);
@@ -168,7 +169,7 @@ class ReplyDeadline {
 /// its listeners. A request made once the expiry is seen waits for the new session (up to
 /// connect_timeout; a multi does not wait: it belongs to an attempt of the old session).
 /// Calls made while no session can be had fail with ConnectionLoss or SessionExpired.
-class ZooKeeperSession {
+class AVOUT_API ZooKeeperSession {
  public:
   /// Connects and waits up to `connect_timeout` for the session; throws ConnectionLoss on
   /// timeout, NoNode when the chroot does not exist and InvalidDuration (nothing opened) when
@@ -335,15 +336,15 @@ class ZooKeeperSession {
 };
 
 /// Joins a parent path and a child name ("/a" + "b" = "/a/b", "/" + "b" = "/b").
-std::string join_path(const std::string& parent, const std::string& child);
+AVOUT_API std::string join_path(const std::string& parent, const std::string& child);
 
 /// Throws InvalidName unless `path` is an absolute ZooKeeper path avout accepts: starts with
 /// '/', no empty, "." or ".." segments, no trailing '/', printable characters only.
-void validate_path(const std::string& path);
+AVOUT_API void validate_path(const std::string& path);
 
 /// Throws VersionLimitReached naming `path` unless a condition on `version` is safe to send:
 /// never below -1 (a version that wrapped), and never INT32_MAX for a write that `increments`
 /// the version (its successor would wrap). Every versioned request of the session passes here.
-void require_version_headroom(const std::string& path, std::int32_t version, bool increments);
+AVOUT_API void require_version_headroom(const std::string& path, std::int32_t version, bool increments);
 
 }  // namespace avout

@@ -1,5 +1,7 @@
 // Built with `pkg-config --cflags --libs avout` alone: a user of ZooKeeper-held values only
-// needs neither hiredis nor libpqxx.
+// needs neither hiredis nor libpqxx. It also catches the core's errors by their type.
+#include "caught_by_type.hpp"
+
 #include <avout/avout.hpp>
 #include <avout/zookeeper.hpp>
 
@@ -14,6 +16,7 @@ int main(int argc, char** argv) {
     std::cout << "counter: " << client.atom<long>("/counter", 0).swap([](long v) { return v + 1; })
               << "\n";
   }
+  if (!core_errors_caught_by_type()) return 1;
   std::cout << "zookeeper node limit: " << avout::zookeeper::max_node_value << "\n";
   // The headers' version and the linked library's agree (both from <avout/version.hpp>).
   if (std::string(avout::version()) != AVOUT_VERSION_STRING) {

@@ -2,6 +2,7 @@
 // avout::postgres::Store: atom values and ref versions kept in PostgreSQL tables (libpqxx).
 
 #include <avout/backend.hpp>
+#include <avout/export.hpp>
 #include <avout/lease_lock.hpp>
 
 #include <chrono>
@@ -37,7 +38,7 @@ struct StoreOptions {
 /// reads are only unanswered). It throws StoreRefused when the server answered with an error
 /// (authentication, permission, a cancelled statement): the statement was not applied.
 /// ValueTooLarge and MissingPoint as in <avout/backend.hpp>.
-class Store final : public avout::Store {
+class AVOUT_API Store final : public avout::Store {
  public:
   /// Connects lazily to `url` with default options; InvalidName at once when libpq cannot
   /// read the connection string.
@@ -73,10 +74,10 @@ class Store final : public avout::Store {
 /// kept in `store`'s table <prefix>leases (name, key, token, holder, expires_at), created on
 /// first use: PostgreSQL's clock_timestamp() judges expiry, and a key's row is kept after
 /// release so its token keeps increasing. May outlive the store (it shares its connections).
-LeaseLock lease_lock(Store& store, const std::string& name);
+AVOUT_API LeaseLock lease_lock(Store& store, const std::string& name);
 
 /// Registers the URL schemes postgresql and postgres (a Store with default options) with
 /// avout::make_store.
-void register_store_schemes();
+AVOUT_API void register_store_schemes();
 
 }  // namespace avout::postgres

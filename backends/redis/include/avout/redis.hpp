@@ -2,6 +2,7 @@
 // avout::redis::Store: atom values and ref versions kept in Redis (hiredis underneath).
 
 #include <avout/backend.hpp>
+#include <avout/export.hpp>
 #include <avout/lease_lock.hpp>
 
 #include <chrono>
@@ -39,7 +40,7 @@ struct StoreOptions {
 /// are only unanswered). It throws StoreRefused when Redis answered with an error (a wrong
 /// password, a read-only replica, out of memory): nothing of that command was applied.
 /// ValueTooLarge and MissingPoint as in <avout/backend.hpp>.
-class Store final : public avout::Store {
+class AVOUT_API Store final : public avout::Store {
  public:
   /// Connects lazily to `url` (see StoreOptions::url) with default options; InvalidName when
   /// the URL is malformed or rediss:// (hiredis 0.14 has no TLS).
@@ -77,10 +78,10 @@ class Store final : public avout::Store {
 /// kept in `store`: per key a Redis string set with PX, so Redis's clock judges expiry, and
 /// a never-expiring counter that makes the fencing tokens. Keys "<prefix>lease:<name>/<key>"
 /// and "<prefix>lease-token:<name>/<key>". May outlive the store (it shares its connections).
-LeaseLock lease_lock(Store& store, const std::string& name);
+AVOUT_API LeaseLock lease_lock(Store& store, const std::string& name);
 
 /// Registers the URL schemes redis, tcp and unix (a Store with default options) and rediss
 /// (refused with InvalidName: no TLS in hiredis 0.14) with avout::make_store.
-void register_store_schemes();
+AVOUT_API void register_store_schemes();
 
 }  // namespace avout::redis

@@ -2,6 +2,7 @@
 // avout::zookeeper::Store: values kept in ZooKeeper nodes, the default store of a Client.
 
 #include <avout/backend.hpp>
+#include <avout/export.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <cstddef>
@@ -16,7 +17,7 @@ namespace avout::zookeeper {
 inline constexpr std::size_t max_node_value = 1000 * 1000;
 
 /// Keeps atom values and ref versions in znodes under `root`.
-class Store final : public avout::Store {
+class AVOUT_API Store final : public avout::Store {
  public:
   /// Uses `session` (which must outlive the store); nodes live under `root`.
   explicit Store(ZooKeeperSession& session, std::string root = "/avout");
@@ -38,6 +39,6 @@ class Store final : public avout::Store {
 
 /// The ZooKeeper node holding an atom's value when `state` was made by a zookeeper::Store
 /// (watches then use that node directly); empty for any other store's AtomState.
-std::string node_path(const AtomState& state);
+AVOUT_API std::string node_path(const AtomState& state);
 
 }  // namespace avout::zookeeper

@@ -4,6 +4,7 @@
 
 #include <avout/bytes.hpp>
 #include <avout/deadline.hpp>
+#include <avout/export.hpp>
 
 #include <chrono>
 #include <functional>
@@ -24,7 +25,7 @@ struct NamedAgentAction {
 };
 
 /// One agent of one client, as its typed handles see it. Implemented by the library.
-class AgentHandle {
+class AVOUT_API AgentHandle {
  public:
   virtual ~AgentHandle() = default;
   /// The agent's name.

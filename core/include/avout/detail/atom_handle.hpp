@@ -5,6 +5,7 @@
 #include <avout/backend.hpp>
 #include <avout/deadline.hpp>
 #include <avout/detail/typed_watch.hpp>
+#include <avout/export.hpp>
 
 #include <cstdint>
 #include <string>
@@ -27,7 +28,7 @@ struct AtomSnapshot {
 };
 
 /// One atom of one client, as its typed handles see it. Implemented by the library.
-class AtomHandle {
+class AVOUT_API AtomHandle {
  public:
   virtual ~AtomHandle() = default;
   /// The atom's name.

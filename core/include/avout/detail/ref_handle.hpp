@@ -5,6 +5,7 @@
 #include <avout/bytes.hpp>
 #include <avout/deadline.hpp>
 #include <avout/detail/typed_watch.hpp>
+#include <avout/export.hpp>
 
 #include <functional>
 #include <string>
@@ -15,7 +16,7 @@ namespace avout::detail {
 class StmContext;
 
 /// One ref of one client, as its typed handles see it. Implemented by the engine.
-class RefHandle {
+class AVOUT_API RefHandle {
  public:
   virtual ~RefHandle() = default;
   /// The ref's name.
@@ -44,9 +45,9 @@ class RefHandle {
 };
 
 /// Runs `body` as a transaction with retries (Client::dosync without the result type).
-void run_transaction(StmContext& stm, const std::function<void()>& body);
+AVOUT_API void run_transaction(StmContext& stm, const std::function<void()>& body);
 /// Like run_transaction, giving up with Timeout once `deadline` expires (checked between
 /// attempts and bounding back-off pauses; a commit in flight is awaited).
-void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body);
+AVOUT_API void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body);
 
 }  // namespace avout::detail

@@ -4,6 +4,7 @@
 
 #include <avout/bytes.hpp>
 #include <avout/deadline.hpp>
+#include <avout/export.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -12,7 +13,7 @@
 namespace avout::detail {
 
 /// One work queue of one client, as its typed handles see it. Implemented by the library.
-class WorkQueueHandle {
+class AVOUT_API WorkQueueHandle {
  public:
   virtual ~WorkQueueHandle() = default;
   /// The queue's name.
