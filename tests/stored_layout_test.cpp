@@ -105,6 +105,25 @@ void redis_command(const std::vector<std::string>& arguments) {
 
 std::string as_text(const avout::Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
 
+// Makes a ref and an agent holding `order` and another pair holding `greeting` under `name`
+// in `store`, checks avout reads them back, and returns each one's value key and its text.
+std::vector<std::pair<std::string, std::string>> write_refs_and_agents(avout::Client& client,
+                                                                       const std::string& name,
+                                                                       avout::Store& store) {
+  auto json_ref = client.ref<nlohmann::json>(name + "/json-ref", order, store);
+  auto text_ref = client.ref<std::string>(name + "/text-ref", greeting, store);
+  auto json_agent = client.agent<nlohmann::json>(name + "/json-agent", order, store);
+  auto text_agent = client.agent<std::string>(name + "/text-agent", greeting, store);
+  CHECK(json_ref.deref() == order);
+  CHECK(text_ref.deref() == greeting);
+  CHECK(json_agent.deref() == order);
+  CHECK(text_agent.deref() == greeting);
+  return {{client.ref_value_key(name + "/json-ref"), order.dump()},
+          {client.ref_value_key(name + "/text-ref"), greeting},
+          {client.agent_value_key(name + "/json-agent"), order.dump()},
+          {client.agent_value_key(name + "/text-agent"), greeting}};
+}
+
 avout::Bytes old_atom_bytes(const std::string& value, std::uint64_t sequence) {
   return avout::detail::encode_envelope(
       avout::detail::AtomEnvelope{sequence, {42}, avout::encode(value)});
@@ -127,26 +146,12 @@ TEST_CASE("redis-cli reads a JSON document and a string as they are") {
   CHECK(redis_cli({"HGET", text_key, "format"}) == "text");
   CHECK(redis_cli({"HGET", text_key, "n"}) == "2");
 
-  auto json_ref = client.ref<nlohmann::json>(name + "/json-ref", order, store);
-  auto text_ref = client.ref<std::string>(name + "/text-ref", greeting, store);
-  auto json_agent = client.agent<nlohmann::json>(name + "/json-agent", order, store);
-  auto text_agent = client.agent<std::string>(name + "/text-agent", greeting, store);
-  const std::vector<std::pair<std::string, std::string>> points{
-      {client.ref_value_key(name + "/json-ref"), order.dump()},
-      {client.ref_value_key(name + "/text-ref"), greeting},
-      {client.agent_value_key(name + "/json-agent"), order.dump()},
-      {client.agent_value_key(name + "/text-agent"), greeting}};
-  for (const auto& [key, text] : points) {
+  for (const auto& [key, text] : write_refs_and_agents(client, name, store)) {
     const std::string point_key = "avout:ref:" + key + ":" + redis_only_point(key);
     CHECK(redis_cli({"HGET", point_key, "value"}) == text);
     CHECK(redis_cli({"HGET", point_key, "format"}) == (text == greeting ? "text" : "json"));
   }
-  // And avout reads them back.
   CHECK(json_atom.deref() == order);
-  CHECK(json_ref.deref() == order);
-  CHECK(text_ref.deref() == greeting);
-  CHECK(json_agent.deref() == order);
-  CHECK(text_agent.deref() == greeting);
 }
 
 TEST_CASE("psql reads a JSON document and a string as they are") {
@@ -167,25 +172,12 @@ TEST_CASE("psql reads a JSON document and a string as they are") {
   CHECK(atom_column("format", "/text-atom") == "text");
   CHECK(atom_column("version", "/text-atom") == "2");
 
-  auto json_ref = client.ref<nlohmann::json>(name + "/json-ref", order, store);
-  auto text_ref = client.ref<std::string>(name + "/text-ref", greeting, store);
-  auto json_agent = client.agent<nlohmann::json>(name + "/json-agent", order, store);
-  auto text_agent = client.agent<std::string>(name + "/text-agent", greeting, store);
-  const std::vector<std::pair<std::string, std::string>> points{
-      {client.ref_value_key(name + "/json-ref"), order.dump()},
-      {client.ref_value_key(name + "/text-ref"), greeting},
-      {client.agent_value_key(name + "/json-agent"), order.dump()},
-      {client.agent_value_key(name + "/text-agent"), greeting}};
-  for (const auto& [key, text] : points) {
+  for (const auto& [key, text] : write_refs_and_agents(client, name, store)) {
     CHECK(psql("SELECT value_text FROM avout_ref_values WHERE name = " + literal(key)) == text);
     CHECK(psql("SELECT format FROM avout_ref_values WHERE name = " + literal(key)) ==
           (text == greeting ? "text" : "json"));
   }
   CHECK(json_atom.deref() == order);
-  CHECK(json_ref.deref() == order);
-  CHECK(text_ref.deref() == greeting);
-  CHECK(json_agent.deref() == order);
-  CHECK(text_agent.deref() == greeting);
 }
 
 TEST_CASE("Redis data of the old layout still reads, and a write moves it to the new one") {
