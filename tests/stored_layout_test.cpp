@@ -67,7 +67,8 @@ std::string redis_cli(const std::vector<std::string>& arguments) {
 }
 
 std::string psql(const std::string& query) {
-  return output_of({"psql", avout::testing::shared_postgres().url(), "-X", "-A", "-t", "-c", query});
+  return output_of(
+      {"psql", avout::testing::shared_postgres().url(), "-X", "-A", "-t", "-c", query});
 }
 
 // `text` as a single-quoted SQL literal.
@@ -95,8 +96,8 @@ void redis_command(const std::vector<std::string>& arguments) {
     texts.push_back(a.data());
     sizes.push_back(a.size());
   }
-  auto* reply = static_cast<redisReply*>(redisCommandArgv(
-      context.get(), static_cast<int>(texts.size()), texts.data(), sizes.data()));
+  auto* reply = static_cast<redisReply*>(
+      redisCommandArgv(context.get(), static_cast<int>(texts.size()), texts.data(), sizes.data()));
   REQUIRE(reply != nullptr);
   const bool failed = reply->type == REDIS_REPLY_ERROR;
   freeReplyObject(reply);
@@ -163,8 +164,8 @@ TEST_CASE("psql reads a JSON document and a string as they are") {
   auto text_atom = client.atom<std::string>(name + "/text-atom", "first", store);
   text_atom.reset(greeting);
   const auto atom_column = [&](const std::string& column, const std::string& atom) {
-    return psql("SELECT " + column + " FROM avout_atoms WHERE name = " +
-                literal(client.atom_value_key(name + atom)));
+    return psql("SELECT " + column +
+                " FROM avout_atoms WHERE name = " + literal(client.atom_value_key(name + atom)));
   };
   CHECK(atom_column("value_text", "/json-atom") == order.dump());
   CHECK(atom_column("value_text::jsonb ->> 'id'", "/json-atom") == "a1");
@@ -270,9 +271,10 @@ TEST_CASE("concurrent swaps of a text atom stay exact in Redis and PostgreSQL") 
   avout::Client client(options());
   avout::redis::Store redis(avout::testing::shared_redis().url());
   avout::postgres::Store postgres(avout::testing::shared_postgres().url());
-  for (avout::Store* store : {static_cast<avout::Store*>(&redis),
-                              static_cast<avout::Store*>(&postgres)}) {
-    auto atom = client.atom<std::string>(avout::testing::unique_name("/layout", "swaps"), "", *store);
+  for (avout::Store* store :
+       {static_cast<avout::Store*>(&redis), static_cast<avout::Store*>(&postgres)}) {
+    auto atom =
+        client.atom<std::string>(avout::testing::unique_name("/layout", "swaps"), "", *store);
     constexpr int threads = 4;
     constexpr int swaps = 25;
     std::vector<std::thread> workers;

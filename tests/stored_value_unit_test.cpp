@@ -69,10 +69,8 @@ TEST_CASE("an atom's bookkeeping is its write sequence and writer ids") {
 }
 
 TEST_CASE("text a text column would refuse, and non-canonical forms, stay binary") {
-  CHECK(split_exactly(StoredKind::point, avout::encode(std::string("a\0b", 3))).format ==
-        "avout");
-  CHECK(split_exactly(StoredKind::point, avout::encode(std::string("\xc3\x28"))).format ==
-        "avout");
+  CHECK(split_exactly(StoredKind::point, avout::encode(std::string("a\0b", 3))).format == "avout");
+  CHECK(split_exactly(StoredKind::point, avout::encode(std::string("\xc3\x28"))).format == "avout");
   CHECK(split_exactly(StoredKind::point, avout::encode(std::string("\xed\xa0\x80"))).format ==
         "avout");  // a surrogate
   // "hi" with its length written in two varint bytes: valid for the codec, yet not canonical.
@@ -105,8 +103,8 @@ TEST_CASE("join refuses parts no split makes") {
   refuses(StoredKind::point, {"yaml", "", {}});
   refuses(StoredKind::point, {"text", "1", {}});
   refuses(StoredKind::atom, {"text", "", text_bytes("hello")});
-  for (const char* bad : {"01", "1 ", " 1", "x", "1  2", "18446744073709551616",
-                          "1 2 3 4 5 6 7 8 9 10"}) {
+  for (const char* bad :
+       {"01", "1 ", " 1", "x", "1  2", "18446744073709551616", "1 2 3 4 5 6 7 8 9 10"}) {
     refuses(StoredKind::atom, {"text", bad, text_bytes("hello")});
   }
   CHECK(avout::join_stored_value(StoredKind::atom, {"text", "18446744073709551615 0", {}}) ==
@@ -118,8 +116,8 @@ TEST_CASE("the JSON check follows RFC 8259") {
     return avout::detail::is_json_document(
         std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
   };
-  for (const char* good : {"0", "-0.5e+10", "\"a\\u00e9\\n\"", " [1, {\"a\": null}] ", "true",
-                           "{}", "[]", "1E5"}) {
+  for (const char* good :
+       {"0", "-0.5e+10", "\"a\\u00e9\\n\"", " [1, {\"a\": null}] ", "true", "{}", "[]", "1E5"}) {
     CHECK_MESSAGE(json(good), good);
   }
   for (const char* bad : {"", "01", "1.", ".5", "-", "[1,]", "{\"a\"}", "{a: 1}", "\"\\x\"",
@@ -132,10 +130,9 @@ TEST_CASE("the JSON check follows RFC 8259") {
 
 TEST_CASE("join(split(b)) == b for random and mutated bytes") {
   std::mt19937_64 random(39);
-  const std::vector<Bytes> seeds{envelope(avout::encode(std::string("hello"))),
-                                 avout::encode(nlohmann::json{{"k", {1, 2}}}),
-                                 avout::encode(std::map<std::string, long>{{"a", 1}}),
-                                 avout::encode(std::string("text"))};
+  const std::vector<Bytes> seeds{
+      envelope(avout::encode(std::string("hello"))), avout::encode(nlohmann::json{{"k", {1, 2}}}),
+      avout::encode(std::map<std::string, long>{{"a", 1}}), avout::encode(std::string("text"))};
   for (int round = 0; round < 20000; ++round) {
     Bytes bytes = seeds[random() % seeds.size()];
     for (int flips = static_cast<int>(random() % 3); flips >= 0; --flips) {

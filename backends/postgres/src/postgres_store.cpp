@@ -48,8 +48,7 @@ struct detail::StoreState {
         atoms(options.table_prefix + "atoms"),
         ref_values(options.table_prefix + "ref_values"),
         pool(detail::parse_connection_string(options.url, options.connect_timeout),
-             options.pool_size,
-             [prefix = options.table_prefix](pqxx::connection& c) {
+             options.pool_size, [prefix = options.table_prefix](pqxx::connection& c) {
                detail::create_tables(c, prefix);
              }) {
     for (char c : options.table_prefix) {
@@ -88,8 +87,8 @@ class PostgresAtomState final : public AtomState {
     Versioned found;
     impl_->pool.run("read atom " + name_ + " from " + impl_->atoms, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
-      auto rows = work.exec_params("SELECT version, " + read_columns(StoredKind::atom) +
-                                       " FROM " + impl_->atoms + " WHERE name = $1",
+      auto rows = work.exec_params("SELECT version, " + read_columns(StoredKind::atom) + " FROM " +
+                                       impl_->atoms + " WHERE name = $1",
                                    name_);
       if (!rows.empty())
         found = Versioned{stored_bytes(StoredKind::atom, rows[0], 1), rows[0][0].c_str()};
@@ -101,7 +100,8 @@ class PostgresAtomState final : public AtomState {
     impl_->check_size(next, name_);
     const Parts parts = parts_of(StoredKind::atom, next);
     bool written = false;
-    impl_->pool.run("compare-and-set atom " + name_ + " in " + impl_->atoms, [&](pqxx::connection& c) {
+    impl_->pool.run("compare-and-set atom " + name_ + " in " + impl_->atoms, [&](pqxx::connection&
+                                                                                     c) {
       pqxx::nontransaction work(c);
       pqxx::result result;
       if (!expected.exists()) {
@@ -142,15 +142,17 @@ class PostgresReferenceData final : public ReferenceData {
     impl_->check_size(value, name_);
     const Parts parts = parts_of(StoredKind::point, value);
     bool inserted = false;
-    impl_->pool.run("store ref " + name_ + " point " + point.id + " in " + impl_->ref_values, [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      auto result = work.exec_params(
-          "INSERT INTO " + impl_->ref_values +
-              " (name, point, format, value_text, value_bytes) VALUES ($1, $2, $3, " +
-              payload_columns("$3::text", "$4::bytea") + ") ON CONFLICT DO NOTHING",
-          name_, point.id, parts.format, parts.payload);
-      inserted = result.affected_rows() == 1;
-    });
+    impl_->pool.run(
+        "store ref " + name_ + " point " + point.id + " in " + impl_->ref_values,
+        [&](pqxx::connection& c) {
+          pqxx::nontransaction work(c);
+          auto result = work.exec_params(
+              "INSERT INTO " + impl_->ref_values +
+                  " (name, point, format, value_text, value_bytes) VALUES ($1, $2, $3, " +
+                  payload_columns("$3::text", "$4::bytea") + ") ON CONFLICT DO NOTHING",
+              name_, point.id, parts.format, parts.payload);
+          inserted = result.affected_rows() == 1;
+        });
     if (!inserted) {
       throw BackendError(impl_->pool.description() + " ref " + name_ + ": point " + point.id +
                          " already stored");
@@ -159,13 +161,15 @@ class PostgresReferenceData final : public ReferenceData {
 
   Bytes get(const Point& point) override {
     std::optional<Bytes> found;
-    impl_->pool.run("read ref " + name_ + " point " + point.id + " from " + impl_->ref_values, [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      auto rows = work.exec_params("SELECT " + read_columns(StoredKind::point) + " FROM " +
-                                       impl_->ref_values + " WHERE name = $1 AND point = $2",
-                                   name_, point.id);
-      if (!rows.empty()) found = stored_bytes(StoredKind::point, rows[0], 0);
-    });
+    impl_->pool.run("read ref " + name_ + " point " + point.id + " from " + impl_->ref_values,
+                    [&](pqxx::connection& c) {
+                      pqxx::nontransaction work(c);
+                      auto rows = work.exec_params("SELECT " + read_columns(StoredKind::point) +
+                                                       " FROM " + impl_->ref_values +
+                                                       " WHERE name = $1 AND point = $2",
+                                                   name_, point.id);
+                      if (!rows.empty()) found = stored_bytes(StoredKind::point, rows[0], 0);
+                    });
     if (!found) {
       throw MissingPoint(impl_->pool.description() + " ref " + name_ + ": no value at point " +
                          point.id);
@@ -317,12 +321,12 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
     impl_->pool.run(
         "read " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
           pqxx::nontransaction work(c);
-          auto rows = work.exec_params("SELECT name, point, " + read_columns(StoredKind::point) +
-                                           " FROM " + impl_->ref_values +
-                                           " WHERE (name, point) IN (VALUES " +
-                                           parameter_rows(chunk.size(), 2) + ")",
-                                       pqxx::prepare::make_dynamic_params(names),
-                                       pqxx::prepare::make_dynamic_params(points));
+          auto rows =
+              work.exec_params("SELECT name, point, " + read_columns(StoredKind::point) + " FROM " +
+                                   impl_->ref_values + " WHERE (name, point) IN (VALUES " +
+                                   parameter_rows(chunk.size(), 2) + ")",
+                               pqxx::prepare::make_dynamic_params(names),
+                               pqxx::prepare::make_dynamic_params(points));
           for (const auto& row : rows)
             found.emplace(std::pair(row[0].c_str(), row[1].c_str()),
                           stored_bytes(StoredKind::point, row, 2));

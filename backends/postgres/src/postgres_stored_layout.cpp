@@ -11,11 +11,11 @@ Bytes bytes_of(const pqxx::field& field) {
 
 // True when `table` lacks the readable layout's columns (it was made by the old layout).
 bool lacks_format(pqxx::work& work, const std::string& table) {
-  return work
-      .exec_params("SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) "
-                   "AND attname = 'format' AND NOT attisdropped",
-                   table)[0][0]
-      .as<long>() == 0;
+  return work.exec_params(
+                 "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) "
+                 "AND attname = 'format' AND NOT attisdropped",
+                 table)[0][0]
+             .as<long>() == 0;
 }
 
 // Adds the readable layout's columns to `table` (`atom`: also meta) and lets `value` be NULL.
@@ -53,8 +53,8 @@ void create_tables(pqxx::connection& connection, const std::string& prefix) {
 
 std::string payload_columns(const std::string& format, const std::string& payload) {
   const std::string readable = "CASE WHEN " + format + " IN ('text', 'json') ";
-  return readable + "THEN convert_from(" + payload + ", 'UTF8') END, " + readable + "THEN NULL ELSE " +
-         payload + " END";
+  return readable + "THEN convert_from(" + payload + ", 'UTF8') END, " + readable +
+         "THEN NULL ELSE " + payload + " END";
 }
 
 std::string read_columns(avout::StoredKind kind) {

@@ -102,8 +102,7 @@ class RedisAtomState final : public AtomState {
       : impl_(std::move(impl)), key_(std::move(key)) {}
 
   Versioned get() override {
-    Reply reply =
-        impl_->pool.command({"HMGET", key_, "n", "v", "value", "format", "meta"}, key_);
+    Reply reply = impl_->pool.command({"HMGET", key_, "n", "v", "value", "format", "meta"}, key_);
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 ||
         reply->element[0]->type != REDIS_REPLY_STRING) {
       return Versioned{};
@@ -111,20 +110,18 @@ class RedisAtomState final : public AtomState {
     std::string version(text_of(reply->element[0]));
     if (reply->element[1]->type == REDIS_REPLY_STRING)  // last written in the old layout
       return Versioned{to_bytes(text_of(reply->element[1])), std::move(version)};
-    return Versioned{
-        join_stored_value(StoredKind::atom,
-                          StoredValue{std::string(text_or_empty(reply->element[3])),
-                                      std::string(text_or_empty(reply->element[4])),
-                                      to_bytes(text_or_empty(reply->element[2]))}),
-        std::move(version)};
+    return Versioned{join_stored_value(StoredKind::atom,
+                                       StoredValue{std::string(text_or_empty(reply->element[3])),
+                                                   std::string(text_or_empty(reply->element[4])),
+                                                   to_bytes(text_or_empty(reply->element[2]))}),
+                     std::move(version)};
   }
 
   bool compare_and_set(const Versioned& expected, Bytes next) override {
     impl_->check_size(next, key_);
     const StoredValue parts = split_stored_value(StoredKind::atom, next);
-    Reply reply = impl_->pool.command({"EVAL", compare_and_set_script, "1", key_,
-                                       expected.version, as_chars(parts.payload), parts.format,
-                                       parts.bookkeeping},
+    Reply reply = impl_->pool.command({"EVAL", compare_and_set_script, "1", key_, expected.version,
+                                       as_chars(parts.payload), parts.format, parts.bookkeeping},
                                       key_);
     return reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
   }

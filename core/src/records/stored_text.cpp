@@ -34,7 +34,7 @@ bool is_storable_text(std::span<const std::uint8_t> text) {
       point = (point << 6) | (next & 0x3fu);
     }
     if ((extra == 2 && point < 0x800) || (extra == 3 && (point < 0x10000 || point > 0x10ffff)))
-      return false;  // overlong, or past the last code point
+      return false;                                        // overlong, or past the last code point
     if (point >= 0xd800 && point <= 0xdfff) return false;  // a surrogate
     i += extra + 1;
   }
