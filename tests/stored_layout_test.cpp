@@ -212,6 +212,11 @@ TEST_CASE("Redis data of the old layout still reads, and a write moves it to the
   CHECK(values[0] == old_point);
   CHECK(values[1] == avout::encode(std::string("new point")));
   CHECK(!values[2]);
+  // A text that spells the old layout's bytes is read as the text: its format says so.
+  const avout::Bytes lookalike = avout::encode(as_text(old_point));
+  data->set(lookalike, avout::Point{"p-4"});
+  CHECK(data->get(avout::Point{"p-4"}) == lookalike);
+  CHECK(redis_cli({"HGET", "avout:ref:" + name + ":p-4", "format"}) == "text");
   data->erase(avout::Point{"p-1"});
   CHECK_THROWS_AS(data->get(avout::Point{"p-1"}), avout::MissingPoint);
 }
