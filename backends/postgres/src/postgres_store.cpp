@@ -18,7 +18,7 @@ pqxx::binarystring binary(const Bytes& value) {
   return pqxx::binarystring(value.data(), value.size());
 }
 
-// The parts of `value` as the statement parameters of its format and payload.
+// The parts of a value (<avout/stored_value.hpp>) as statement parameters.
 struct Parts {
   std::string format;
   std::string meta;
@@ -100,8 +100,8 @@ class PostgresAtomState final : public AtomState {
     impl_->check_size(next, name_);
     const Parts parts = parts_of(StoredKind::atom, next);
     bool written = false;
-    impl_->pool.run("compare-and-set atom " + name_ + " in " + impl_->atoms, [&](pqxx::connection&
-                                                                                     c) {
+    const std::string what = "compare-and-set atom " + name_ + " in " + impl_->atoms;
+    impl_->pool.run(what, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
       pqxx::result result;
       if (!expected.exists()) {

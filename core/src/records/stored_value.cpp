@@ -8,8 +8,10 @@
 #include <avout/errors.hpp>
 #include <avout/stored_value.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
+#include <vector>
 
 namespace avout {
 
