@@ -71,8 +71,8 @@ TEST_CASE(
   {
     pqxx::connection admin(avout::testing::shared_postgres().url());
     pqxx::work work(admin);
-    work.exec("ALTER TABLE " + prefix + "atoms RENAME COLUMN value TO renamed");
-    work.exec("ALTER TABLE " + prefix + "ref_values RENAME COLUMN value TO renamed");
+    work.exec("ALTER TABLE " + prefix + "atoms RENAME COLUMN format TO renamed");
+    work.exec("ALTER TABLE " + prefix + "ref_values RENAME COLUMN format TO renamed");
     work.commit();
   }
   try {
@@ -86,8 +86,8 @@ TEST_CASE(
   {
     pqxx::connection admin(avout::testing::shared_postgres().url());
     pqxx::work work(admin);
-    work.exec("ALTER TABLE " + prefix + "atoms RENAME COLUMN renamed TO value");
-    work.exec("ALTER TABLE " + prefix + "ref_values RENAME COLUMN renamed TO value");
+    work.exec("ALTER TABLE " + prefix + "atoms RENAME COLUMN renamed TO format");
+    work.exec("ALTER TABLE " + prefix + "ref_values RENAME COLUMN renamed TO format");
     work.commit();
   }
   CHECK(atom.deref() == 5);

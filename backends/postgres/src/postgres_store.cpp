@@ -1,4 +1,5 @@
 #include "postgres_connection.hpp"
+#include "postgres_stored_layout.hpp"
 
 #include <avout/errors.hpp>
 #include <avout/postgres.hpp>
@@ -17,28 +18,22 @@ pqxx::binarystring binary(const Bytes& value) {
   return pqxx::binarystring(value.data(), value.size());
 }
 
-Bytes bytes_of(const pqxx::field& field) {
-  const pqxx::binarystring data(field);
-  return Bytes(data.begin(), data.end());
+// The parts of a value (<avout/stored_value.hpp>) as statement parameters.
+struct Parts {
+  std::string format;
+  std::string meta;
+  pqxx::binarystring payload;
+};
+
+Parts parts_of(avout::StoredKind kind, const Bytes& value) {
+  auto split = avout::split_stored_value(kind, value);
+  return Parts{std::move(split.format), std::move(split.bookkeeping), binary(split.payload)};
 }
 
-// Concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog: retry once.
-void create_tables(pqxx::connection& connection, const std::string& prefix) {
-  for (int attempt = 0;; ++attempt) {
-    try {
-      pqxx::work work(connection);
-      work.exec("CREATE TABLE IF NOT EXISTS " + prefix +
-                "atoms (name text PRIMARY KEY, value bytea NOT NULL, version bigint NOT NULL)");
-      work.exec("CREATE TABLE IF NOT EXISTS " + prefix +
-                "ref_values (name text NOT NULL, point text NOT NULL, value bytea NOT NULL, "
-                "PRIMARY KEY (name, point))");
-      work.commit();
-      return;
-    } catch (const pqxx::sql_error&) {
-      if (attempt >= 3) throw;
-    }
-  }
-}
+using avout::StoredKind;
+using detail::payload_columns;
+using detail::read_columns;
+using detail::stored_bytes;
 
 }  // namespace
 
@@ -53,8 +48,9 @@ struct detail::StoreState {
         atoms(options.table_prefix + "atoms"),
         ref_values(options.table_prefix + "ref_values"),
         pool(detail::parse_connection_string(options.url, options.connect_timeout),
-             options.pool_size,
-             [prefix = options.table_prefix](pqxx::connection& c) { create_tables(c, prefix); }) {
+             options.pool_size, [prefix = options.table_prefix](pqxx::connection& c) {
+               detail::create_tables(c, prefix);
+             }) {
     for (char c : options.table_prefix) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
         throw InvalidName("postgres table prefix may hold letters, digits and '_' only");
@@ -89,34 +85,41 @@ class PostgresAtomState final : public AtomState {
 
   Versioned get() override {
     Versioned found;
-    impl_->pool.run("read atom " + name_, [&](pqxx::connection& c) {
+    impl_->pool.run("read atom " + name_ + " from " + impl_->atoms, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
-      auto rows = work.exec_params(
-          "SELECT value, version FROM " + impl_->atoms + " WHERE name = $1", name_);
-      if (!rows.empty()) found = Versioned{bytes_of(rows[0][0]), rows[0][1].c_str()};
+      auto rows = work.exec_params("SELECT version, " + read_columns(StoredKind::atom) + " FROM " +
+                                       impl_->atoms + " WHERE name = $1",
+                                   name_);
+      if (!rows.empty())
+        found = Versioned{stored_bytes(StoredKind::atom, rows[0], 1), rows[0][0].c_str()};
     });
     return found;
   }
 
   bool compare_and_set(const Versioned& expected, Bytes next) override {
     impl_->check_size(next, name_);
+    const Parts parts = parts_of(StoredKind::atom, next);
     bool written = false;
-    impl_->pool.run("compare-and-set atom " + name_, [&](pqxx::connection& c) {
+    const std::string what = "compare-and-set atom " + name_ + " in " + impl_->atoms;
+    impl_->pool.run(what, [&](pqxx::connection& c) {
       pqxx::nontransaction work(c);
       pqxx::result result;
       if (!expected.exists()) {
-        result = work.exec_params("INSERT INTO " + impl_->atoms +
-                                      " (name, value, version) VALUES ($1, $2, 1) "
-                                      "ON CONFLICT (name) DO NOTHING",
-                                  name_, binary(next));
+        result = work.exec_params(
+            "INSERT INTO " + impl_->atoms +
+                " (name, version, format, meta, value_text, value_bytes) VALUES ($1, 1, $2, $3, " +
+                payload_columns("$2::text", "$4::bytea") + ") ON CONFLICT (name) DO NOTHING",
+            name_, parts.format, parts.meta, parts.payload);
       } else {
         long long version = 0;
         std::from_chars(expected.version.data(), expected.version.data() + expected.version.size(),
                         version);
-        result = work.exec_params("UPDATE " + impl_->atoms +
-                                      " SET value = $1, version = version + 1 "
-                                      "WHERE name = $2 AND version = $3",
-                                  binary(next), name_, version);
+        result = work.exec_params(
+            "UPDATE " + impl_->atoms +
+                " SET value = NULL, version = version + 1, format = $1, meta = $2, "
+                "(value_text, value_bytes) = (SELECT " +
+                payload_columns("$1::text", "$3::bytea") + ") WHERE name = $4 AND version = $5",
+            parts.format, parts.meta, parts.payload, name_, version);
       }
       written = result.affected_rows() == 1;
     });
@@ -137,15 +140,19 @@ class PostgresReferenceData final : public ReferenceData {
 
   void set(Bytes value, const Point& point) override {
     impl_->check_size(value, name_);
+    const Parts parts = parts_of(StoredKind::point, value);
     bool inserted = false;
-    impl_->pool.run("store ref " + name_ + " point " + point.id, [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      auto result = work.exec_params("INSERT INTO " + impl_->ref_values +
-                                         " (name, point, value) VALUES ($1, $2, $3) "
-                                         "ON CONFLICT DO NOTHING",
-                                     name_, point.id, binary(value));
-      inserted = result.affected_rows() == 1;
-    });
+    impl_->pool.run(
+        "store ref " + name_ + " point " + point.id + " in " + impl_->ref_values,
+        [&](pqxx::connection& c) {
+          pqxx::nontransaction work(c);
+          auto result = work.exec_params(
+              "INSERT INTO " + impl_->ref_values +
+                  " (name, point, format, value_text, value_bytes) VALUES ($1, $2, $3, " +
+                  payload_columns("$3::text", "$4::bytea") + ") ON CONFLICT DO NOTHING",
+              name_, point.id, parts.format, parts.payload);
+          inserted = result.affected_rows() == 1;
+        });
     if (!inserted) {
       throw BackendError(impl_->pool.description() + " ref " + name_ + ": point " + point.id +
                          " already stored");
@@ -154,13 +161,15 @@ class PostgresReferenceData final : public ReferenceData {
 
   Bytes get(const Point& point) override {
     std::optional<Bytes> found;
-    impl_->pool.run("read ref " + name_ + " point " + point.id, [&](pqxx::connection& c) {
-      pqxx::nontransaction work(c);
-      auto rows = work.exec_params(
-          "SELECT value FROM " + impl_->ref_values + " WHERE name = $1 AND point = $2", name_,
-          point.id);
-      if (!rows.empty()) found = bytes_of(rows[0][0]);
-    });
+    impl_->pool.run("read ref " + name_ + " point " + point.id + " from " + impl_->ref_values,
+                    [&](pqxx::connection& c) {
+                      pqxx::nontransaction work(c);
+                      auto rows = work.exec_params("SELECT " + read_columns(StoredKind::point) +
+                                                       " FROM " + impl_->ref_values +
+                                                       " WHERE name = $1 AND point = $2",
+                                                   name_, point.id);
+                      if (!rows.empty()) found = stored_bytes(StoredKind::point, rows[0], 0);
+                    });
     if (!found) {
       throw MissingPoint(impl_->pool.description() + " ref " + name_ + ": no value at point " +
                          point.id);
@@ -208,14 +217,16 @@ PostgresReferenceData& own_data(ReferenceData* data, const detail::StoreState& i
 }
 
 // "($1, $n+1), ($2, $n+2), ...": rows of `columns` parameters where column c of row r is
-// parameter c * rows + r + 1, so that each column's values are passed as one dynamic list.
-std::string parameter_rows(std::size_t rows, std::size_t columns) {
+// parameter c * rows + r + 1, so that each column's values are passed as one dynamic list;
+// each parameter followed by its column's entry of `casts` (such as "::bytea") when given.
+std::string parameter_rows(std::size_t rows, std::size_t columns,
+                           const std::vector<std::string>& casts = {}) {
   std::string text;
   for (std::size_t r = 0; r < rows; ++r) {
     text += r == 0 ? "(" : ", (";
     for (std::size_t c = 0; c < columns; ++c) {
       if (c > 0) text += ", ";
-      text += "$" + std::to_string(c * rows + r + 1);
+      text += "$" + std::to_string(c * rows + r + 1) + (c < casts.size() ? casts[c] : "");
     }
     text += ")";
   }
@@ -252,23 +263,29 @@ void Store::set_values(std::span<const PointValue> values) {
   for (std::size_t start = 0; start < values.size(); start += max_rows_per_statement) {
     const auto chunk =
         values.subspan(start, std::min(max_rows_per_statement, values.size() - start));
-    std::vector<std::string> names, points;
-    std::vector<pqxx::binarystring> blobs;
+    std::vector<std::string> names, points, formats;
+    std::vector<pqxx::binarystring> payloads;
     for (const auto& v : chunk) {
       names.push_back(own_data(v.data, *impl_).name());
       impl_->check_size(v.value, names.back());
       points.push_back(v.point.id);
-      blobs.push_back(binary(v.value));
+      Parts parts = parts_of(StoredKind::point, v.value);
+      formats.push_back(std::move(parts.format));
+      payloads.push_back(std::move(parts.payload));
     }
     std::vector<std::pair<std::string, std::string>> inserted;
     impl_->pool.run(
         "store " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
           pqxx::nontransaction work(c);
           auto rows = work.exec_params(
-              "INSERT INTO " + impl_->ref_values + " (name, point, value) VALUES " +
-                  parameter_rows(chunk.size(), 3) + " ON CONFLICT DO NOTHING RETURNING name, point",
+              "INSERT INTO " + impl_->ref_values +
+                  " (name, point, format, value_text, value_bytes) SELECT n, p, f, " +
+                  payload_columns("f", "b") + " FROM (VALUES " +
+                  parameter_rows(chunk.size(), 4, {"::text", "::text", "::text", "::bytea"}) +
+                  ") AS v (n, p, f, b) ON CONFLICT DO NOTHING RETURNING name, point",
               pqxx::prepare::make_dynamic_params(names), pqxx::prepare::make_dynamic_params(points),
-              pqxx::prepare::make_dynamic_params(blobs));
+              pqxx::prepare::make_dynamic_params(formats),
+              pqxx::prepare::make_dynamic_params(payloads));
           for (const auto& row : rows) inserted.emplace_back(row[0].c_str(), row[1].c_str());
         });
     if (inserted.size() == chunk.size()) continue;
@@ -304,13 +321,15 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
     impl_->pool.run(
         "read " + std::to_string(chunk.size()) + " ref values", [&](pqxx::connection& c) {
           pqxx::nontransaction work(c);
-          auto rows = work.exec_params("SELECT name, point, value FROM " + impl_->ref_values +
-                                           " WHERE (name, point) IN (VALUES " +
-                                           parameter_rows(chunk.size(), 2) + ")",
-                                       pqxx::prepare::make_dynamic_params(names),
-                                       pqxx::prepare::make_dynamic_params(points));
+          auto rows =
+              work.exec_params("SELECT name, point, " + read_columns(StoredKind::point) + " FROM " +
+                                   impl_->ref_values + " WHERE (name, point) IN (VALUES " +
+                                   parameter_rows(chunk.size(), 2) + ")",
+                               pqxx::prepare::make_dynamic_params(names),
+                               pqxx::prepare::make_dynamic_params(points));
           for (const auto& row : rows)
-            found.emplace(std::pair(row[0].c_str(), row[1].c_str()), bytes_of(row[2]));
+            found.emplace(std::pair(row[0].c_str(), row[1].c_str()),
+                          stored_bytes(StoredKind::point, row, 2));
         });
     for (std::size_t i = 0; i < chunk.size(); ++i) {
       if (auto row = found.find(std::pair(names[i], points[i])); row != found.end())

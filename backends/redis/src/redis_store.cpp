@@ -2,6 +2,9 @@
 
 #include <avout/errors.hpp>
 #include <avout/redis.hpp>
+#include <avout/stored_value.hpp>
+
+#include <optional>
 
 namespace avout::redis {
 
@@ -9,7 +12,14 @@ using detail::Reply;
 
 namespace {
 
-// KEYS[1] the atom's hash; ARGV[1] the expected version ("" = absent), ARGV[2] the value.
+// Values are kept readable (docs/stored-layout.md): an atom's hash holds the payload under
+// 'value', its format under 'format' and the write sequence and writer ids under 'meta',
+// beside the version 'n'; a point's hash holds 'value' and 'format'. The old layout kept the
+// core's bytes whole: an atom's field 'v', a point's plain string. Writes remove 'v', so a
+// hash holding 'v' was last written in the old layout.
+
+// KEYS[1] the atom's hash; ARGV[1] the expected version ("" = absent), ARGV[2] the payload,
+// ARGV[3] its format, ARGV[4] the bookkeeping.
 constexpr std::string_view compare_and_set_script = R"lua(
 local version = redis.call('HGET', KEYS[1], 'n')
 if ARGV[1] == '' then
@@ -17,17 +27,36 @@ if ARGV[1] == '' then
 elseif version ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'n', tostring((tonumber(version) or 0) + 1))
+redis.call('HDEL', KEYS[1], 'v')
+redis.call('HSET', KEYS[1], 'value', ARGV[2], 'format', ARGV[3], 'meta', ARGV[4],
+           'n', tostring((tonumber(version) or 0) + 1))
 return 1
 )lua";
 
-// KEYS[1] the point's key, KEYS[2] the ref's set of points; ARGV[1] value, ARGV[2] point.
+// KEYS[1] the point's key, KEYS[2] the ref's set of points; ARGV[1] payload, ARGV[2] point,
+// ARGV[3] the payload's format.
 constexpr std::string_view set_point_script = R"lua(
-if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
-  redis.call('SADD', KEYS[2], ARGV[2])
-  return 1
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'value', ARGV[1], 'format', ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[2])
+return 1
+)lua";
+
+// KEYS: point keys. Per key: {payload, format} (the new layout), {bytes} (the old one's
+// string) or nil (no value).
+constexpr std::string_view get_points_script = R"lua(
+local found = {}
+for i, key in ipairs(KEYS) do
+  local kind = redis.call('TYPE', key)['ok']
+  if kind == 'hash' then
+    found[i] = redis.call('HMGET', key, 'value', 'format')
+  elseif kind == 'string' then
+    found[i] = {redis.call('GET', key)}
+  else
+    found[i] = false
+  end
 end
-return 0
+return found
 )lua";
 
 constexpr std::string_view erase_point_script = R"lua(
@@ -37,6 +66,20 @@ return 1
 )lua";
 
 std::string_view text_of(const redisReply* reply) { return {reply->str, reply->len}; }
+
+// The text of a string reply; empty for nil.
+std::string_view text_or_empty(const redisReply* reply) {
+  return reply->type == REDIS_REPLY_STRING ? text_of(reply) : std::string_view();
+}
+
+// The bytes of a point as get_points_script found them; nullopt when it has no value.
+std::optional<Bytes> point_value(const redisReply* found) {
+  if (found->type != REDIS_REPLY_ARRAY || found->elements == 0) return std::nullopt;
+  if (found->elements == 1) return to_bytes(text_or_empty(found->element[0]));  // old layout
+  return join_stored_value(StoredKind::point,
+                           StoredValue{std::string(text_or_empty(found->element[1])), "",
+                                       to_bytes(text_or_empty(found->element[0]))});
+}
 
 }  // namespace
 
@@ -59,19 +102,27 @@ class RedisAtomState final : public AtomState {
       : impl_(std::move(impl)), key_(std::move(key)) {}
 
   Versioned get() override {
-    Reply reply = impl_->pool.command({"HMGET", key_, "v", "n"}, key_);
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[1]->type != REDIS_REPLY_STRING) {
+    Reply reply = impl_->pool.command({"HMGET", key_, "n", "v", "value", "format", "meta"}, key_);
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 ||
+        reply->element[0]->type != REDIS_REPLY_STRING) {
       return Versioned{};
     }
-    const auto value = text_of(reply->element[0]);
-    return Versioned{to_bytes(value), std::string(text_of(reply->element[1]))};
+    std::string version(text_of(reply->element[0]));
+    if (reply->element[1]->type == REDIS_REPLY_STRING)  // last written in the old layout
+      return Versioned{to_bytes(text_of(reply->element[1])), std::move(version)};
+    return Versioned{join_stored_value(StoredKind::atom,
+                                       StoredValue{std::string(text_or_empty(reply->element[3])),
+                                                   std::string(text_or_empty(reply->element[4])),
+                                                   to_bytes(text_or_empty(reply->element[2]))}),
+                     std::move(version)};
   }
 
   bool compare_and_set(const Versioned& expected, Bytes next) override {
     impl_->check_size(next, key_);
-    Reply reply = impl_->pool.command(
-        {"EVAL", compare_and_set_script, "1", key_, expected.version, as_chars(next)}, key_);
+    const StoredValue parts = split_stored_value(StoredKind::atom, next);
+    Reply reply = impl_->pool.command({"EVAL", compare_and_set_script, "1", key_, expected.version,
+                                       as_chars(parts.payload), parts.format, parts.bookkeeping},
+                                      key_);
     return reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
   }
 
@@ -92,8 +143,10 @@ class RedisReferenceData final : public ReferenceData {
   void set(Bytes value, const Point& point) override {
     const std::string key = point_key(point);
     impl_->check_size(value, key);
-    Reply reply = impl_->pool.command(
-        {"EVAL", set_point_script, "2", key, points_key_, as_chars(value), point.id}, key);
+    const StoredValue parts = split_stored_value(StoredKind::point, value);
+    Reply reply = impl_->pool.command({"EVAL", set_point_script, "2", key, points_key_,
+                                       as_chars(parts.payload), point.id, parts.format},
+                                      key);
     if (reply->type != REDIS_REPLY_INTEGER || reply->integer != 1) {
       throw BackendError(impl_->pool.endpoint().description + " " + key + ": point already stored");
     }
@@ -101,12 +154,15 @@ class RedisReferenceData final : public ReferenceData {
 
   Bytes get(const Point& point) override {
     const std::string key = point_key(point);
-    Reply reply = impl_->pool.command({"GET", key}, key);
-    if (reply->type != REDIS_REPLY_STRING) {
+    Reply reply = impl_->pool.command({"EVAL", get_points_script, "1", key}, key);
+    std::optional<Bytes> found;
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1)
+      found = point_value(reply->element[0]);
+    if (!found) {
       throw MissingPoint(impl_->pool.endpoint().description + " ref " + name_ +
                          ": no value at point " + point.id);
     }
-    return to_bytes(text_of(reply.get()));
+    return std::move(*found);
   }
 
   void erase(const Point& point) override {
@@ -188,17 +244,20 @@ void erase_batch(detail::StoreState& impl, std::span<const PointErasure> erasure
 void Store::set_values(std::span<const PointValue> values) {
   if (values.empty()) return;
   std::vector<PointKeys> keys;
+  std::vector<StoredValue> parts;
   keys.reserve(values.size());
+  parts.reserve(values.size());
   for (const auto& v : values) {
     auto& data = own_data(v.data, *impl_);
     keys.push_back(PointKeys{data.point_key(v.point), data.points_key(), v.point.id});
     impl_->check_size(v.value, keys.back().key);
+    parts.push_back(split_stored_value(StoredKind::point, v.value));
   }
   std::vector<std::vector<std::string_view>> commands;
   commands.reserve(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     commands.push_back({"EVAL", set_point_script, "2", keys[i].key, keys[i].points_key,
-                        as_chars(values[i].value), keys[i].id});
+                        as_chars(parts[i].payload), keys[i].id, parts[i].format});
   }
   const auto replies =
       impl_->pool.pipeline(commands, "set " + std::to_string(values.size()) + " ref values");
@@ -227,21 +286,15 @@ std::vector<std::optional<Bytes>> Store::get_values(std::span<const PointRead> r
   std::vector<std::string> keys;
   keys.reserve(reads.size());
   for (const auto& r : reads) keys.push_back(own_data(r.data, *impl_).point_key(r.point));
-  std::vector<std::string_view> command{"MGET"};
+  const std::string count = std::to_string(keys.size());
+  std::vector<std::string_view> command{"EVAL", get_points_script, count};
   command.insert(command.end(), keys.begin(), keys.end());
   const Reply reply = impl_->pool.command(command, keys.front());
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != keys.size()) {
-    throw BackendError(description() + ": MGET of " + std::to_string(keys.size()) +
-                       " ref values: unexpected reply");
+    throw BackendError(description() + ": read of " + count + " ref values: unexpected reply");
   }
   values.reserve(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const redisReply* element = reply->element[i];
-    if (element->type == REDIS_REPLY_STRING)
-      values.emplace_back(to_bytes(text_of(element)));
-    else
-      values.emplace_back();
-  }
+  for (std::size_t i = 0; i < keys.size(); ++i) values.push_back(point_value(reply->element[i]));
   return values;
 }
 

@@ -30,7 +30,9 @@ struct StoreOptions {
 };
 
 /// Values in PostgreSQL; creates its tables on first use. Compare-and-set is one conditional
-/// UPDATE; a ref version is durable when the INSERT returns. Thread safe.
+/// UPDATE; a ref version is durable when the INSERT returns. Thread safe. A string or JSON
+/// value is kept in a text column, its format and bookkeeping in columns beside it; tables
+/// made by older versions get those columns added (docs/stored-layout.md).
 ///
 /// Errors: every call throws StoreUnavailable when PostgreSQL cannot be reached or its
 /// answer does not come (connection refused or lost, libpqxx's in_doubt_error): a write then

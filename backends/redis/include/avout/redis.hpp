@@ -32,7 +32,8 @@ struct StoreOptions {
 
 /// Values in Redis. Compare-and-set runs as one server-side script, so it is atomic. A ref
 /// version is acknowledged when Redis replied; it survives a Redis restart only with
-/// appendonly and appendfsync always. Thread safe.
+/// appendonly and appendfsync always. Thread safe. A string or JSON value is kept as its
+/// text, its format and bookkeeping in fields beside it (docs/stored-layout.md).
 ///
 /// Errors: every call throws StoreUnavailable when Redis cannot be reached or a reply does
 /// not come (connect refused, connection lost, command_timeout passed): a write then may or
@@ -55,14 +56,14 @@ class AVOUT_API Store final : public avout::Store {
   std::size_t max_value_size() const override;
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
-  /// Stores every value with its own SET NX script, all pipelined on one connection: one
+  /// Stores every value with its own create-if-absent script, all pipelined on one connection: one
   /// round trip. Every reply is checked: an existing point throws BackendError (the other
   /// values are written), an error reply StoreRefused.
   void set_values(std::span<const PointValue> values) override;
   /// Erases every value (its key and its entry in the ref's point set), pipelined: one round
   /// trip.
   void erase_values(std::span<const PointErasure> erasures) override;
-  /// Reads every value with one MGET: one round trip.
+  /// Reads every value with one script: one round trip.
   std::vector<std::optional<Bytes>> get_values(std::span<const PointRead> reads) override;
 
  private:
