@@ -39,6 +39,9 @@ class HistoryWriter {
   int process_;
 };
 
+/// The process an operation id of SharedHistory belongs to (ids are process * 1000000 + n).
+inline int process_of(std::int64_t id) { return static_cast<int>(id / 1000000); }
+
 /// One process's history shared by its threads: the writer behind a mutex, and the ids of
 /// the process's operations (process * 1000000 + n: unique across processes).
 class SharedHistory {
