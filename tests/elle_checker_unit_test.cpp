@@ -135,6 +135,8 @@ TEST_CASE("incompatible orders, duplicates, unknown values, lost appends") {
   CHECK(found({concurrent(1, {append("x", 1)}), concurrent(2, {read("x", {1, 1})})}) ==
         Kinds{"duplicate"});
   CHECK(found({concurrent(2, {read("x", {7})})}) == Kinds{"unknown-value"});
+  CHECK(found({concurrent(1, {append("x", 1)}), concurrent(2, {append("y", 1)})}) ==
+        Kinds{"duplicate"});
   // Lost only with a final read: without one, nothing says a read should have seen it.
   CHECK(found({txn(1, 0, 10, {append("x", 1)}), final_read(2, 20, {read("x", {})})}) ==
         Kinds{"lost"});
@@ -316,4 +318,44 @@ TEST_CASE("property: snapshot isolation shows write skew (G2) and nothing strong
                     "seed " << seed << ":\n" << describe(anomalies));
     }
   }
+}
+
+TEST_CASE("transactions come from paired history events: outcomes, threads, reads, final reads") {
+  using nlohmann::json;
+  const json plan = json::array({json::array({"append", "x", 30}), json::array({"r", "y", nullptr})});
+  const std::vector<json> events{
+      {{"process", 3}, {"type", "invoke"}, {"f", "txn"}, {"id", 3000001}, {"time_ns", 100},
+       {"value", {{"thread", 2}, {"ops", plan}}}},
+      {{"process", 3}, {"type", "ok"}, {"f", "txn"}, {"id", 3000001}, {"time_ns", 200},
+       {"value", json::array({json::array({"append", "x", 30}),
+                              json::array({"r", "y", json::array({4, 5})})})}},
+      {{"process", 1}, {"type", "invoke"}, {"f", "txn"}, {"id", 1000007}, {"time_ns", 150},
+       {"value", {{"thread", 0}, {"ops", plan}}}},
+      {{"process", 1}, {"type", "fail"}, {"f", "txn"}, {"id", 1000007}, {"time_ns", 250},
+       {"value", "aborted"}},
+      {{"process", 4}, {"type", "invoke"}, {"f", "txn"}, {"id", 4000000}, {"time_ns", 300},
+       {"value", {{"thread", 0}, {"ops", plan}, {"final", true}}}},  // its process died
+      {{"process", 4}, {"type", "invoke"}, {"f", "other"}, {"id", 4000001}, {"time_ns", 300},
+       {"value", nullptr}}};
+  const auto history =
+      avout::testing::elle::transactions_from(avout::testing::pair_operations(events));
+  REQUIRE(history.size() == 3);
+  const auto& failed = history[0];
+  CHECK(failed.id == 1000007);
+  CHECK(failed.process == 1);
+  CHECK(failed.outcome == Outcome::failed);
+  CHECK(!failed.ops[1].observed);
+  const auto& ok = history[1];
+  CHECK(ok.process == 3);
+  CHECK(ok.thread == 2);
+  CHECK(ok.invoked_ns == 100);
+  CHECK(ok.completed_ns == 200);
+  CHECK(ok.outcome == Outcome::ok);
+  CHECK(ok.ops[0].append);
+  CHECK(ok.ops[0].value == 30);
+  CHECK(ok.ops[1].observed == List{4, 5});
+  const auto& unknown = history[2];
+  CHECK(unknown.outcome == Outcome::info);
+  CHECK(unknown.completed_ns == 0);
+  CHECK(unknown.final_read);
 }

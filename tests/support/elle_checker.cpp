@@ -103,7 +103,10 @@ class Checker {
     for (std::size_t t = 0; t < history_.size(); ++t) {
       for (const auto& op : history_[t].ops) {
         if (!op.append) continue;
-        writer_.emplace(op.value, t);
+        // Values must be unique for a read to name its writer: a repeat is the workload's bug.
+        if (const auto [at, fresh] = writer_.emplace(op.value, t); !fresh)
+          report("duplicate", {at->second, t},
+                 std::to_string(op.value) + " is appended twice in the history");
         last_append_[{t, op.key}] = op.value;
       }
     }

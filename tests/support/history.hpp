@@ -9,6 +9,7 @@
 // did not take effect) or "info" (its outcome is unknown: a connection was lost). "time_ns"
 // is CLOCK_MONOTONIC, one clock for every process of the machine. "id" is unique per
 // operation across processes; "value" is the operation's argument (invoke) or result (ok).
+// Transactions for the Elle-style checker use "f": "txn" (support/elle_checker.hpp says how).
 
 #include <nlohmann/json.hpp>
 
