@@ -56,8 +56,7 @@ Transaction txn(std::int64_t id, std::int64_t invoked, std::int64_t completed,
           .final_read = false};
 }
 // One that overlaps every other of the hand-built histories: no real-time edges.
-Transaction concurrent(std::int64_t id, std::vector<MicroOp> ops,
-                       Outcome outcome = Outcome::ok) {
+Transaction concurrent(std::int64_t id, std::vector<MicroOp> ops, Outcome outcome = Outcome::ok) {
   return txn(id, 0, 1000, std::move(ops), outcome);
 }
 Transaction final_read(std::int64_t id, std::int64_t at, std::vector<MicroOp> ops) {
@@ -79,8 +78,7 @@ TEST_CASE("a serial history and a concurrent valid one give no anomaly") {
                final_read(4, 60, {read("x", {1, 2}), read("y", {10, 11})})})
             .empty());
   // Overlapping transactions, serializable in the order 2, 1, 3 though 1 was invoked first.
-  CHECK(found({txn(1, 0, 50, {read("x", {2}), append("y", 10)}),
-               txn(2, 10, 20, {append("x", 2)}),
+  CHECK(found({txn(1, 0, 50, {read("x", {2}), append("y", 10)}), txn(2, 10, 20, {append("x", 2)}),
                txn(3, 30, 60, {read("y", {10}), read("x", {2}), append("x", 3)}),
                final_read(4, 70, {read("x", {2, 3}), read("y", {10})})})
             .empty());
@@ -99,9 +97,9 @@ TEST_CASE("G1c: write-read cycles") {
 }
 
 TEST_CASE("G-single: one anti-dependency closes the cycle (read skew)") {
-  const auto anomalies = check({concurrent(1, {read("x", {}), read("y", {2})}),
-                                concurrent(2, {append("x", 1), append("y", 2)}),
-                                concurrent(3, {read("x", {1})})});
+  const auto anomalies =
+      check({concurrent(1, {read("x", {}), read("y", {2})}),
+             concurrent(2, {append("x", 1), append("y", 2)}), concurrent(3, {read("x", {1})})});
   CHECK(kinds(anomalies) == Kinds{"G-single"});
   REQUIRE(anomalies.size() == 1);
   CHECK(anomalies[0].transactions.size() == 2);
@@ -119,9 +117,9 @@ TEST_CASE("G1a, G1b, internal inconsistency") {
   CHECK(found({concurrent(1, {append("x", 1)}, Outcome::failed),
                concurrent(2, {read("x", {1})})}) == Kinds{"G1a"});
   // Reading an intermediate state also closes a cycle: 2 -rw-> 1 -wr-> 2.
-  const auto intermediate = found({concurrent(1, {append("x", 1), append("x", 2)}),
-                                   concurrent(2, {read("x", {1})}),
-                                   concurrent(3, {read("x", {1, 2})})});
+  const auto intermediate =
+      found({concurrent(1, {append("x", 1), append("x", 2)}), concurrent(2, {read("x", {1})}),
+             concurrent(3, {read("x", {1, 2})})});
   CHECK(intermediate.contains("G1b"));
   CHECK(found({concurrent(1, {append("x", 1), read("x", {})})}) == Kinds{"internal"});
   CHECK(found({concurrent(1, {read("x", {}), append("x", 1), read("x", {})})}) ==
@@ -147,8 +145,7 @@ TEST_CASE("transactions of unknown outcome are nodes only when their appends wer
   CHECK(found({txn(1, 0, 0, {append("x", 1)}, Outcome::info), txn(2, 0, 10, {append("x", 2)}),
                final_read(3, 20, {read("x", {2, 1})})})
             .empty());
-  CHECK(found({txn(1, 0, 10, {append("x", 1)}, Outcome::info),
-               final_read(2, 20, {read("x", {})})})
+  CHECK(found({txn(1, 0, 10, {append("x", 1)}, Outcome::info), final_read(2, 20, {read("x", {})})})
             .empty());
   // Seen, it joins the graph: here it closes a write cycle with a transaction it followed.
   CHECK(found({txn(1, 0, 10, {append("x", 1), append("y", 3)}, Outcome::info),
@@ -203,7 +200,8 @@ struct Simulation {
 Transaction final_state(std::int64_t id, std::int64_t at, std::map<std::string, List> state,
                         int keys) {
   std::vector<MicroOp> ops;
-  for (int k = 0; k < keys; ++k) ops.push_back(read("k" + std::to_string(k), state["k" + std::to_string(k)]));
+  for (int k = 0; k < keys; ++k)
+    ops.push_back(read("k" + std::to_string(k), state["k" + std::to_string(k)]));
   return final_read(id, at, std::move(ops));
 }
 
@@ -314,28 +312,53 @@ TEST_CASE("property: snapshot isolation shows write skew (G2) and nothing strong
     CHECK_MESSAGE((seen.contains("G2") || seen.contains("G2-realtime")),
                   "seed " << seed << ": no write skew found");
     for (const auto& kind : seen) {
-      CHECK_MESSAGE((kind == "G2" || kind == "G2-realtime"),
-                    "seed " << seed << ":\n" << describe(anomalies));
+      CHECK_MESSAGE((kind == "G2" || kind == "G2-realtime"), "seed " << seed << ":\n"
+                                                                     << describe(anomalies));
     }
   }
 }
 
 TEST_CASE("transactions come from paired history events: outcomes, threads, reads, final reads") {
   using nlohmann::json;
-  const json plan = json::array({json::array({"append", "x", 30}), json::array({"r", "y", nullptr})});
+  const json plan =
+      json::array({json::array({"append", "x", 30}), json::array({"r", "y", nullptr})});
   const std::vector<json> events{
-      {{"process", 3}, {"type", "invoke"}, {"f", "txn"}, {"id", 3000001}, {"time_ns", 100},
+      {{"process", 3},
+       {"type", "invoke"},
+       {"f", "txn"},
+       {"id", 3000001},
+       {"time_ns", 100},
        {"value", {{"thread", 2}, {"ops", plan}}}},
-      {{"process", 3}, {"type", "ok"}, {"f", "txn"}, {"id", 3000001}, {"time_ns", 200},
+      {{"process", 3},
+       {"type", "ok"},
+       {"f", "txn"},
+       {"id", 3000001},
+       {"time_ns", 200},
        {"value", json::array({json::array({"append", "x", 30}),
                               json::array({"r", "y", json::array({4, 5})})})}},
-      {{"process", 1}, {"type", "invoke"}, {"f", "txn"}, {"id", 1000007}, {"time_ns", 150},
+      {{"process", 1},
+       {"type", "invoke"},
+       {"f", "txn"},
+       {"id", 1000007},
+       {"time_ns", 150},
        {"value", {{"thread", 0}, {"ops", plan}}}},
-      {{"process", 1}, {"type", "fail"}, {"f", "txn"}, {"id", 1000007}, {"time_ns", 250},
+      {{"process", 1},
+       {"type", "fail"},
+       {"f", "txn"},
+       {"id", 1000007},
+       {"time_ns", 250},
        {"value", "aborted"}},
-      {{"process", 4}, {"type", "invoke"}, {"f", "txn"}, {"id", 4000000}, {"time_ns", 300},
+      {{"process", 4},
+       {"type", "invoke"},
+       {"f", "txn"},
+       {"id", 4000000},
+       {"time_ns", 300},
        {"value", {{"thread", 0}, {"ops", plan}, {"final", true}}}},  // its process died
-      {{"process", 4}, {"type", "invoke"}, {"f", "other"}, {"id", 4000001}, {"time_ns", 300},
+      {{"process", 4},
+       {"type", "invoke"},
+       {"f", "other"},
+       {"id", 4000001},
+       {"time_ns", 300},
        {"value", nullptr}}};
   const auto history =
       avout::testing::elle::transactions_from(avout::testing::pair_operations(events));

@@ -93,8 +93,8 @@ struct Node {
 
 // One random transaction: 1-4 micro-operations, each a read or an append of a value unique
 // in the run (the operation id * 10 + its index), sometimes aborted on purpose.
-void random_transaction(Node& node, avout::testing::SharedHistory& history,
-                        std::mt19937_64& random, int thread, const Settings& settings) {
+void random_transaction(Node& node, avout::testing::SharedHistory& history, std::mt19937_64& random,
+                        int thread, const Settings& settings) {
   const auto id = history.next_id();
   nlohmann::json plan = nlohmann::json::array();
   const int size = 1 + static_cast<int>(random() % 4);
@@ -163,7 +163,8 @@ void client_process(int index, const Settings& settings, const std::string& pref
   std::vector<std::thread> threads;
   for (int thread = 0; thread < settings.threads; ++thread) {
     threads.emplace_back([&, thread] {
-      std::mt19937_64 random(settings.seed * 1000003 + static_cast<std::uint64_t>(index * 97 + thread));
+      std::mt19937_64 random(settings.seed * 1000003 +
+                             static_cast<std::uint64_t>(index * 97 + thread));
       while (std::chrono::steady_clock::now() < end)
         random_transaction(*node, history, random, thread, settings);
     });
@@ -210,19 +211,19 @@ void final_read(const std::string& prefix, const fs::path& directory, int proces
 std::vector<elle::Anomaly> run(const Settings& settings) {
   avout::testing::start_shared_servers();
   const std::string prefix = avout::testing::unique_name("/elle", "run");
-  const fs::path directory = fs::temp_directory_path() / ("avout-elle-" + std::to_string(getpid()) + "-" +
-                                                          std::to_string(settings.ensure_reads));
+  const fs::path directory =
+      fs::temp_directory_path() /
+      ("avout-elle-" + std::to_string(getpid()) + "-" + std::to_string(settings.ensure_reads));
   fs::remove_all(directory);
   fs::create_directories(directory);
   std::printf("seed %llu, %d processes of %d threads, %lld s, faults %s%s\n",
-              static_cast<unsigned long long>(settings.seed), settings.processes,
-              settings.threads, static_cast<long long>(settings.length.count()),
+              static_cast<unsigned long long>(settings.seed), settings.processes, settings.threads,
+              static_cast<long long>(settings.length.count()),
               avout::testing::describe(settings.faults).c_str(),
               settings.ensure_reads ? ", reads ensured" : "");
   std::fflush(stdout);
   const auto codes = avout::testing::run_in_processes(
-      settings.processes,
-      [&](int index) { client_process(index, settings, prefix, directory); },
+      settings.processes, [&](int index) { client_process(index, settings, prefix, directory); },
       scaled(120s));
   CHECK(codes == std::vector<int>(static_cast<std::size_t>(settings.processes), 0));
   final_read(prefix, directory, settings.processes);

@@ -18,7 +18,10 @@ struct Edge {
 };
 
 std::string edge_name(const Edge& edge) {
-  const char* kind = edge.kind == ww ? "ww" : edge.kind == wr ? "wr" : edge.kind == rw ? "rw" : "rt";
+  const char* kind = edge.kind == ww   ? "ww"
+                     : edge.kind == wr ? "wr"
+                     : edge.kind == rw ? "rw"
+                                       : "rt";
   return edge.key.empty() ? kind : std::string(kind) + "(" + edge.key + ")";
 }
 
@@ -137,12 +140,14 @@ class Checker {
         std::set<std::int64_t> seen;
         for (auto value : read) {
           if (!seen.insert(value).second)
-            report("duplicate", {t}, std::to_string(value) + " appears twice in a read of " +
-                                         op.key + " " + show_list(read));
+            report("duplicate", {t},
+                   std::to_string(value) + " appears twice in a read of " + op.key + " " +
+                       show_list(read));
           auto w = writer_.find(value);
           if (w == writer_.end()) {
-            report("unknown-value", {t}, "a read of " + op.key + " holds " +
-                                             std::to_string(value) + ", which nobody appended");
+            report("unknown-value", {t},
+                   "a read of " + op.key + " holds " + std::to_string(value) +
+                       ", which nobody appended");
           } else if (history_[w->second].outcome == Outcome::failed) {
             report("G1a", {t, w->second},
                    "a read of " + op.key + " observes " + std::to_string(value) +
@@ -198,9 +203,9 @@ class Checker {
         const auto& read = *op.observed;
         if (auto known = expected.find(op.key); known != expected.end()) {
           if (known->second != read)
-            report("internal", {t}, "a read of " + op.key + " gives " + show_list(read) +
-                                        " where the transaction's own view was " +
-                                        show_list(known->second));
+            report("internal", {t},
+                   "a read of " + op.key + " gives " + show_list(read) +
+                       " where the transaction's own view was " + show_list(known->second));
           known->second = read;
           continue;
         }
@@ -210,9 +215,9 @@ class Checker {
         if (!mine.empty()) {
           if (read.size() < mine.size() ||
               !std::equal(mine.begin(), mine.end(), read.end() - static_cast<long>(mine.size()))) {
-            report("internal", {t}, "a read of " + op.key + " gives " + show_list(read) +
-                                        " without the transaction's own appends " +
-                                        show_list(mine));
+            report("internal", {t},
+                   "a read of " + op.key + " gives " + show_list(read) +
+                       " without the transaction's own appends " + show_list(mine));
             continue;
           }
           snapshot.resize(read.size() - mine.size());
@@ -259,8 +264,9 @@ class Checker {
           if (history_[t].outcome != Outcome::ok || t == f) continue;
           for (const auto& append : history_[t].ops) {
             if (append.append && append.key == op.key && !present.contains(append.value))
-              report("lost", {t, f}, "acknowledged append " + std::to_string(append.value) +
-                                         " to " + op.key + " is missing from the final read");
+              report("lost", {t, f},
+                     "acknowledged append " + std::to_string(append.value) + " to " + op.key +
+                         " is missing from the final read");
           }
         }
       }
@@ -292,7 +298,8 @@ class Checker {
       const auto n = static_cast<std::size_t>(event.node);
       if (!event.completes) {
         before[n] = frontier;
-        for (int from : frontier) edges_[static_cast<std::size_t>(from)].push_back({event.node, rt, ""});
+        for (int from : frontier)
+          edges_[static_cast<std::size_t>(from)].push_back({event.node, rt, ""});
         continue;
       }
       std::erase_if(frontier, [&](int f) {
@@ -406,8 +413,9 @@ class Checker {
       anti += edge.kind == rw;
       realtime += edge.kind == rt;
     }
-    const std::string base = anti == 0 ? (writes_read == 0 ? "G0" : "G1c")
-                                       : anti == 1 ? "G-single" : "G2";
+    const std::string base = anti == 0   ? (writes_read == 0 ? "G0" : "G1c")
+                             : anti == 1 ? "G-single"
+                                         : "G2";
     return realtime > 0 ? base + "-realtime" : base;
   }
 
@@ -474,8 +482,8 @@ class Checker {
   std::map<std::string, std::vector<std::int64_t>> order_;
   std::set<const MicroOp*> incompatible_;
   std::set<std::size_t> observed_writers_;
-  std::vector<int> node_;             // per transaction: its graph node, or -1
-  std::vector<std::size_t> txn_of_;   // per node: its transaction
+  std::vector<int> node_;            // per transaction: its graph node, or -1
+  std::vector<std::size_t> txn_of_;  // per node: its transaction
   std::vector<std::vector<Edge>> edges_;
   std::vector<int> seen_;
   std::vector<std::pair<int, const Edge*>> parent_;

@@ -29,22 +29,22 @@ enum class Outcome {
 
 /// One micro-operation: an append of `value` to `key`, or a read of `key`.
 struct MicroOp {
-  bool append = false;                               ///< true: append; false: read
-  std::string key;                                   ///< the ref
-  std::int64_t value = 0;                            ///< the value appended
-  std::optional<std::vector<std::int64_t>> observed; ///< the list a read returned, if known
+  bool append = false;                                ///< true: append; false: read
+  std::string key;                                    ///< the ref
+  std::int64_t value = 0;                             ///< the value appended
+  std::optional<std::vector<std::int64_t>> observed;  ///< the list a read returned, if known
 };
 
 /// One transaction of a history.
 struct Transaction {
-  std::int64_t id = 0;           ///< unique across the history
-  int process = 0;               ///< the client process that ran it
-  int thread = 0;                ///< its thread in that process
-  std::int64_t invoked_ns = 0;   ///< when it was invoked (one clock for the whole history)
-  std::int64_t completed_ns = 0; ///< when it returned; 0 when it never did
+  std::int64_t id = 0;            ///< unique across the history
+  int process = 0;                ///< the client process that ran it
+  int thread = 0;                 ///< its thread in that process
+  std::int64_t invoked_ns = 0;    ///< when it was invoked (one clock for the whole history)
+  std::int64_t completed_ns = 0;  ///< when it returned; 0 when it never did
   Outcome outcome = Outcome::info;
-  std::vector<MicroOp> ops;      ///< in program order
-  bool final_read = false;       ///< a read of the final state, after every other one ended
+  std::vector<MicroOp> ops;  ///< in program order
+  bool final_read = false;   ///< a read of the final state, after every other one ended
 };
 
 /// An anomaly found, with the transactions involved (for a cycle: in cycle order).
@@ -59,8 +59,8 @@ struct Anomaly {
 
 /// Limits of a check.
 struct CheckOptions {
-  bool realtime = true;          ///< add real-time edges and look for "-realtime" cycles
-  std::size_t per_kind = 5;      ///< report at most this many anomalies of one kind
+  bool realtime = true;             ///< add real-time edges and look for "-realtime" cycles
+  std::size_t per_kind = 5;         ///< report at most this many anomalies of one kind
   std::size_t cycle_budget = 2000;  ///< edges tried as a cycle's start per component and kind
 };
 
@@ -68,7 +68,8 @@ struct CheckOptions {
 /// (their values are unknown); the graph's nodes are the ok transactions and the info ones
 /// whose appends some read observed. Lost appends are looked for only in keys some
 /// final_read transaction read.
-std::vector<Anomaly> check(const std::vector<Transaction>& history, const CheckOptions& options = {});
+std::vector<Anomaly> check(const std::vector<Transaction>& history,
+                           const CheckOptions& options = {});
 
 /// The kinds of `anomalies`, each once.
 std::set<std::string> kinds(const std::vector<Anomaly>& anomalies);

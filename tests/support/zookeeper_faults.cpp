@@ -531,8 +531,8 @@ std::string describe(const ZooKeeperFaultRates& rates) {
 std::string describe(const ZooKeeperFaultCounts& counts) {
   std::ostringstream out;
   out << counts.requests << " zookeeper requests, " << counts.reply_lost << " replies lost, "
-      << counts.fail_early << " failed early, " << counts.expired << " expiries, "
-      << counts.delayed << " delayed";
+      << counts.fail_early << " failed early, " << counts.expired << " expiries, " << counts.delayed
+      << " delayed";
   return out.str();
 }
 
