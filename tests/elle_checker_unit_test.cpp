@@ -133,6 +133,8 @@ TEST_CASE("incompatible orders, duplicates, unknown values, lost appends") {
   CHECK(found({concurrent(1, {append("x", 1)}), concurrent(2, {read("x", {1, 1})})}) ==
         Kinds{"duplicate"});
   CHECK(found({concurrent(2, {read("x", {7})})}) == Kinds{"unknown-value"});
+  CHECK(found({concurrent(1, {append("y", 7)}), concurrent(2, {read("x", {7})})}) ==
+        Kinds{"unknown-value"});
   CHECK(found({concurrent(1, {append("x", 1)}), concurrent(2, {append("y", 1)})}) ==
         Kinds{"duplicate"});
   // Lost only with a final read: without one, nothing says a read should have seen it.

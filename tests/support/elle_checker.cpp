@@ -101,14 +101,21 @@ class Checker {
     found_.push_back(std::move(anomaly));
   }
 
-  // Who appended each value, and at which position among its appends to that key.
+  // The transaction that appended `value` to `key`, if any did.
+  std::optional<std::size_t> writer_of(const std::string& key, std::int64_t value) const {
+    const auto w = writer_.find(value);
+    if (w == writer_.end() || w->second.second != key) return std::nullopt;
+    return w->second.first;
+  }
+
+  // Who appended each value to which key, and each transaction's last append to each key.
   void index_appends() {
     for (std::size_t t = 0; t < history_.size(); ++t) {
       for (const auto& op : history_[t].ops) {
         if (!op.append) continue;
         // Values must be unique for a read to name its writer: a repeat is the workload's bug.
-        if (const auto [at, fresh] = writer_.emplace(op.value, t); !fresh)
-          report("duplicate", {at->second, t},
+        if (const auto [at, fresh] = writer_.emplace(op.value, std::pair{t, op.key}); !fresh)
+          report("duplicate", {at->second.first, t},
                  std::to_string(op.value) + " is appended twice in the history");
         last_append_[{t, op.key}] = op.value;
       }
@@ -143,17 +150,17 @@ class Checker {
             report("duplicate", {t},
                    std::to_string(value) + " appears twice in a read of " + op.key + " " +
                        show_list(read));
-          auto w = writer_.find(value);
-          if (w == writer_.end()) {
+          const auto w = writer_of(op.key, value);
+          if (!w) {
             report("unknown-value", {t},
                    "a read of " + op.key + " holds " + std::to_string(value) +
-                       ", which nobody appended");
-          } else if (history_[w->second].outcome == Outcome::failed) {
-            report("G1a", {t, w->second},
+                       ", which nobody appended to " + op.key);
+          } else if (history_[*w].outcome == Outcome::failed) {
+            report("G1a", {t, *w},
                    "a read of " + op.key + " observes " + std::to_string(value) +
                        ", appended by a failed transaction");
           } else {
-            observed_writers_.insert(w->second);
+            observed_writers_.insert(*w);
           }
         }
         if (read.size() > order.size() || !std::equal(read.begin(), read.end(), order.begin())) {
@@ -224,20 +231,19 @@ class Checker {
         }
         if (incompatible_.contains(&op)) continue;
         if (!snapshot.empty()) {
-          const auto w = writer_.find(snapshot.back());
-          if (w != writer_.end() && w->second != t &&
-              history_[w->second].outcome != Outcome::failed) {
-            if (last_append_.at({w->second, op.key}) != snapshot.back())
-              report("G1b", {t, w->second},
+          const auto w = writer_of(op.key, snapshot.back());
+          if (w && *w != t && history_[*w].outcome != Outcome::failed) {
+            if (last_append_.at({*w, op.key}) != snapshot.back())
+              report("G1b", {t, *w},
                      "a read of " + op.key + " ends at " + std::to_string(snapshot.back()) +
                          ", an intermediate append of its transaction");
-            add_edge(w->second, t, wr, op.key);
+            add_edge(*w, t, wr, op.key);
           }
         }
         const auto& order = order_.at(op.key);
         if (snapshot.size() < order.size()) {
-          const auto next = writer_.find(order[snapshot.size()]);
-          if (next != writer_.end()) add_edge(t, next->second, rw, op.key);
+          if (const auto next = writer_of(op.key, order[snapshot.size()]))
+            add_edge(t, *next, rw, op.key);
         }
       }
     }
@@ -247,8 +253,8 @@ class Checker {
   void write_edges() {
     for (const auto& [key, order] : order_) {
       for (std::size_t i = 0; i + 1 < order.size(); ++i) {
-        const auto a = writer_.find(order[i]), b = writer_.find(order[i + 1]);
-        if (a != writer_.end() && b != writer_.end()) add_edge(a->second, b->second, ww, key);
+        const auto a = writer_of(key, order[i]), b = writer_of(key, order[i + 1]);
+        if (a && b) add_edge(*a, *b, ww, key);
       }
     }
   }
@@ -477,7 +483,7 @@ class Checker {
   std::int64_t origin_ = 0;
   std::vector<Anomaly> found_;
   std::map<std::string, std::size_t> count_;
-  std::unordered_map<std::int64_t, std::size_t> writer_;
+  std::unordered_map<std::int64_t, std::pair<std::size_t, std::string>> writer_;
   std::map<std::pair<std::size_t, std::string>, std::int64_t> last_append_;
   std::map<std::string, std::vector<std::int64_t>> order_;
   std::set<const MicroOp*> incompatible_;
