@@ -2,6 +2,7 @@
 // class is found and named, valid serial and concurrent histories give none; and two
 // randomized properties: a serial execution over a simulated store never yields an anomaly,
 // a simulated snapshot-isolation execution yields write skew (G2) and nothing stronger.
+#include "support/dependency_graph.hpp"
 #include "support/elle_checker.hpp"
 
 #include <doctest/doctest.h>
@@ -383,4 +384,28 @@ TEST_CASE("transactions come from paired history events: outcomes, threads, read
   CHECK(unknown.outcome == Outcome::info);
   CHECK(unknown.completed_ns == 0);
   CHECK(unknown.final_read);
+}
+
+TEST_CASE("dependency graphs: components over some kinds of edge, shortest paths inside one") {
+  avout::testing::DependencyGraph graph(5);
+  graph.add(0, 1, 1, "x");
+  graph.add(1, 2, 1, "x");
+  graph.add(2, 0, 2, "y");  // closes 0 -> 1 -> 2 -> 0 only when kind 2 counts
+  graph.add(1, 0, 4, "z");  // a shortcut back, of a third kind
+  graph.add(3, 4, 1, "x");
+  const auto over_one = graph.components(1);
+  CHECK(std::count(over_one.begin(), over_one.end(), -1) == 5);
+  const auto over_two = graph.components(1 | 2);
+  CHECK(over_two[0] >= 0);
+  CHECK(over_two[0] == over_two[1]);
+  CHECK(over_two[1] == over_two[2]);
+  CHECK(over_two[3] == -1);
+  CHECK(over_two[4] == -1);
+  const auto steps = graph.path(1, 0, 1 | 2, over_two);
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].first == 1);
+  CHECK(steps[1].second.key == "y");
+  const auto all = graph.components(1 | 2 | 4);
+  CHECK(graph.path(1, 0, 1 | 2 | 4, all).size() == 1);  // the shortcut
+  CHECK(graph.path(3, 4, 1, all).empty());              // 3 is on no cycle
 }

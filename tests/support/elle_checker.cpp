@@ -1,5 +1,7 @@
 #include "support/elle_checker.hpp"
 
+#include "support/dependency_graph.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -10,12 +12,7 @@ namespace {
 
 // Edge kinds, as bits so that a search names the kinds it may follow.
 constexpr std::uint8_t ww = 1, wr = 2, rw = 4, rt = 8;
-
-struct Edge {
-  int to;
-  std::uint8_t kind;
-  std::string key;  // empty for a real-time edge
-};
+using Edge = DependencyGraph::Edge;
 
 std::string edge_name(const Edge& edge) {
   const char* kind = edge.kind == ww   ? "ww"
@@ -183,12 +180,12 @@ class Checker {
         txn_of_.push_back(t);
       }
     }
-    edges_.assign(txn_of_.size(), {});
+    graph_ = DependencyGraph(txn_of_.size());
   }
 
   void add_edge(std::size_t from, std::size_t to, std::uint8_t kind, const std::string& key) {
     if (from == to || node_[from] < 0 || node_[to] < 0) return;
-    edges_[static_cast<std::size_t>(node_[from])].push_back({node_[to], kind, key});
+    graph_.add(node_[from], node_[to], kind, key);
   }
 
   // Per trusted read: internal consistency with the transaction's own earlier micro-ops,
@@ -304,8 +301,7 @@ class Checker {
       const auto n = static_cast<std::size_t>(event.node);
       if (!event.completes) {
         before[n] = frontier;
-        for (int from : frontier)
-          edges_[static_cast<std::size_t>(from)].push_back({event.node, rt, ""});
+        for (int from : frontier) graph_.add(from, event.node, rt, "");
         continue;
       }
       std::erase_if(frontier, [&](int f) {
@@ -314,101 +310,6 @@ class Checker {
       frontier.push_back(event.node);
       before[n].clear();
     }
-  }
-
-  // Strongly connected components over edges of `mask` (Tarjan, iterative): each node's
-  // component id, components of one node get -1.
-  std::vector<int> components(std::uint8_t mask) const {
-    const int n = static_cast<int>(edges_.size());
-    std::vector<int> index(static_cast<std::size_t>(n), -1), low(static_cast<std::size_t>(n), 0);
-    std::vector<int> component(static_cast<std::size_t>(n), -1);
-    std::vector<char> on_stack(static_cast<std::size_t>(n), 0);
-    std::vector<int> stack;
-    std::vector<std::pair<int, std::size_t>> calls;  // node, next edge
-    int next = 0, components = 0;
-    for (int root = 0; root < n; ++root) {
-      if (index[static_cast<std::size_t>(root)] >= 0) continue;
-      calls.push_back({root, 0});
-      while (!calls.empty()) {
-        auto& [node, at] = calls.back();
-        const auto u = static_cast<std::size_t>(node);
-        if (at == 0 && index[u] < 0) {
-          index[u] = low[u] = next++;
-          stack.push_back(node);
-          on_stack[u] = 1;
-        }
-        bool descended = false;
-        while (at < edges_[u].size()) {
-          const auto& edge = edges_[u][at++];
-          if (!(edge.kind & mask)) continue;
-          const auto v = static_cast<std::size_t>(edge.to);
-          if (index[v] < 0) {
-            calls.push_back({edge.to, 0});
-            descended = true;
-            break;
-          }
-          if (on_stack[v]) low[u] = std::min(low[u], index[v]);
-        }
-        if (descended) continue;
-        if (low[u] == index[u]) {
-          std::vector<int> members;
-          int member;
-          do {
-            member = stack.back();
-            stack.pop_back();
-            on_stack[static_cast<std::size_t>(member)] = 0;
-            members.push_back(member);
-          } while (member != node);
-          if (members.size() > 1) {
-            for (int m : members) component[static_cast<std::size_t>(m)] = components;
-            ++components;
-          }
-        }
-        const int done = node;
-        calls.pop_back();
-        if (!calls.empty()) {
-          const auto parent = static_cast<std::size_t>(calls.back().first);
-          low[parent] = std::min(low[parent], low[static_cast<std::size_t>(done)]);
-        }
-      }
-    }
-    return component;
-  }
-
-  // The shortest path from `from` to `to` over edges of `mask` inside `within`'s component
-  // (BFS), as (node, edge) steps; empty when there is none.
-  std::vector<std::pair<int, Edge>> path(int from, int to, std::uint8_t mask,
-                                         const std::vector<int>& component) {
-    const int within = component[static_cast<std::size_t>(from)];
-    std::vector<int> frontier{from};
-    ++stamp_;
-    seen_.resize(edges_.size(), 0);
-    parent_.resize(edges_.size());
-    seen_[static_cast<std::size_t>(from)] = stamp_;
-    while (!frontier.empty()) {
-      std::vector<int> next;
-      for (int node : frontier) {
-        for (const auto& edge : edges_[static_cast<std::size_t>(node)]) {
-          const auto v = static_cast<std::size_t>(edge.to);
-          if (!(edge.kind & mask) || seen_[v] == stamp_ || component[v] != within) continue;
-          seen_[v] = stamp_;
-          parent_[v] = {node, &edge};
-          if (edge.to == to) {
-            std::vector<std::pair<int, Edge>> steps;
-            for (int at = to; at != from;) {
-              const auto [before, via] = parent_[static_cast<std::size_t>(at)];
-              steps.push_back({before, *via});
-              at = before;
-            }
-            std::reverse(steps.begin(), steps.end());
-            return steps;
-          }
-          next.push_back(edge.to);
-        }
-      }
-      frontier = std::move(next);
-    }
-    return {};
   }
 
   // A cycle's class by the edges it holds.
@@ -444,17 +345,17 @@ class Checker {
     }
     std::set<std::pair<std::string, std::vector<int>>> reported;
     for (const auto& level : levels) {
-      const auto component = components(level.component);
+      const auto component = graph_.components(level.component);
       std::map<int, std::size_t> tried;  // per component
       std::set<int> done;
-      for (std::size_t u = 0; u < edges_.size(); ++u) {
+      for (std::size_t u = 0; u < graph_.size(); ++u) {
         const int within = component[u];
         if (within < 0 || done.contains(within)) continue;
-        for (const auto& edge : edges_[u]) {
+        for (const auto& edge : graph_.out(static_cast<int>(u))) {
           if (!(edge.kind & level.start) || component[static_cast<std::size_t>(edge.to)] != within)
             continue;
           if (tried[within]++ >= options_.cycle_budget) break;
-          auto steps = path(edge.to, static_cast<int>(u), level.follow, component);
+          auto steps = graph_.path(edge.to, static_cast<int>(u), level.follow, component);
           if (steps.empty()) continue;
           steps.insert(steps.begin(), {static_cast<int>(u), edge});
           std::vector<int> members;
@@ -490,10 +391,7 @@ class Checker {
   std::set<std::size_t> observed_writers_;
   std::vector<int> node_;            // per transaction: its graph node, or -1
   std::vector<std::size_t> txn_of_;  // per node: its transaction
-  std::vector<std::vector<Edge>> edges_;
-  std::vector<int> seen_;
-  std::vector<std::pair<int, const Edge*>> parent_;
-  int stamp_ = 0;
+  DependencyGraph graph_{0};
 };
 
 }  // namespace
