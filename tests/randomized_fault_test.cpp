@@ -1204,15 +1204,8 @@ void run_client(const std::string& prefix, const fs::path& directory, const Sett
               [&] { return nlohmann::json(agent->await_for(scaled(30s))); });
     }
   }
-  const auto injected = avout::testing::FaultPlan::counts();
-  std::printf(
-      "  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, %llu expiries, "
-      "%llu delayed\n",
-      index, static_cast<unsigned long long>(injected.requests),
-      static_cast<unsigned long long>(injected.reply_lost),
-      static_cast<unsigned long long>(injected.fail_early),
-      static_cast<unsigned long long>(injected.expired),
-      static_cast<unsigned long long>(injected.delayed));
+  std::printf("  process %d: %s\n", index,
+              avout::testing::describe(avout::testing::FaultPlan::counts()).c_str());
   std::fflush(stdout);
   if (settings.on("watches")) {
     std::this_thread::sleep_for(2s);

@@ -431,14 +431,8 @@ void run_client(const Run& run, int index) {
   done = true;
   expiries.join();
   avout::testing::FaultPlan::enable(false);
-  const auto injected = avout::testing::FaultPlan::counts();
-  std::printf(
-      "  process %d: %llu zookeeper requests, %llu replies lost, %llu failed early, "
-      "%llu expiries\n",
-      index, static_cast<unsigned long long>(injected.requests),
-      static_cast<unsigned long long>(injected.reply_lost),
-      static_cast<unsigned long long>(injected.fail_early),
-      static_cast<unsigned long long>(injected.expired));
+  std::printf("  process %d: %s\n", index,
+              avout::testing::describe(avout::testing::FaultPlan::counts()).c_str());
   std::fflush(stdout);
 }
 

@@ -9,6 +9,7 @@
 // did not take effect) or "info" (its outcome is unknown: a connection was lost). "time_ns"
 // is CLOCK_MONOTONIC, one clock for every process of the machine. "id" is unique per
 // operation across processes; "value" is the operation's argument (invoke) or result (ok).
+// Transactions for the Elle-style checker use "f": "txn" (support/elle_checker.hpp says how).
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,9 @@ class HistoryWriter {
   std::ofstream out_;
   int process_;
 };
+
+/// The process an operation id of SharedHistory belongs to (ids are process * 1000000 + n).
+inline int process_of(std::int64_t id) { return static_cast<int>(id / 1000000); }
 
 /// One process's history shared by its threads: the writer behind a mutex, and the ids of
 /// the process's operations (process * 1000000 + n: unique across processes).

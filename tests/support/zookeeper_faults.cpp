@@ -528,6 +528,14 @@ std::string describe(const ZooKeeperFaultRates& rates) {
   return out.str();
 }
 
+std::string describe(const ZooKeeperFaultCounts& counts) {
+  std::ostringstream out;
+  out << counts.requests << " zookeeper requests, " << counts.reply_lost << " replies lost, "
+      << counts.fail_early << " failed early, " << counts.expired << " expiries, " << counts.delayed
+      << " delayed";
+  return out.str();
+}
+
 }  // namespace avout::testing
 
 using avout::testing::intercept;

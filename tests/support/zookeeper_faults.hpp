@@ -100,4 +100,7 @@ ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults)
 /// "lost=0.05,early=0.02,..." for a failure report.
 std::string describe(const ZooKeeperFaultRates& rates);
 
+/// "1234 zookeeper requests, 5 replies lost, ..." for a run's report.
+std::string describe(const ZooKeeperFaultCounts& counts);
+
 }  // namespace avout::testing
