@@ -54,6 +54,7 @@ class NamedStore final : public avout::Store {
  public:
   NamedStore(avout::Store& inner, std::string url) : inner_(inner), url_(std::move(url)) {}
   std::string description() const override { return "named " + url_; }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);
