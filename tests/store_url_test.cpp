@@ -203,3 +203,22 @@ TEST_CASE("a postgres connection string in key=value form connects") {
   const auto name = unique_name("conninfo");
   CHECK(client.atom<long>(name, 3, store).swap([](long v) { return v * 2; }) == 6);
 }
+
+TEST_CASE("a store url's name= names the store: its identity is its scheme and that name") {
+  register_backends();
+  avout::Client client(options());
+  const std::string redis = avout::testing::shared_redis().url();
+  const std::string postgres = avout::testing::shared_postgres().url();
+  CHECK(avout::make_store(client, "zookeeper:")->identity() ==
+        avout::StoreIdentity{"zookeeper", "default"});
+  CHECK(avout::make_store(client, redis)->identity() == avout::StoreIdentity{"redis", "default"});
+  CHECK(avout::make_store(client, redis + "?db=2&name=main")->identity() ==
+        avout::StoreIdentity{"redis", "main"});
+  CHECK(avout::make_store(client, postgres + "?name=ledger")->identity() ==
+        avout::StoreIdentity{"postgresql", "ledger"});
+  // A bad name is refused without quoting the URL (it may hold a password).
+  const auto bad = error_of([&] { (void)avout::make_store(client, "redis://:pw-42@h:1?name=a:b"); });
+  CHECK(bad.find("store name") != std::string::npos);
+  CHECK(bad.find("pw-42") == std::string::npos);
+  CHECK_THROWS_AS(avout::make_store(client, "redis://h:1?name=x&nope=1"), avout::InvalidName);
+}
