@@ -25,8 +25,8 @@ struct StoreOptions {
   /// avout's own parameter name=NAME (?name= or a name= pair) names the store, as `name` does.
   std::string url = "postgresql://127.0.0.1/avout";
   /// The store's name in its deployment (identity() {"postgresql", name}): letters, digits,
-  /// '-', '_', '.'. A connection string's name= takes its place; both given and different
-  /// is InvalidName.
+  /// '-', '_', '.'. A connection string's name= replaces "default"; one differing from
+  /// another name set here is InvalidName.
   std::string name = "default";
   std::string table_prefix = "avout_";      ///< tables <prefix>atoms, <prefix>ref_values
   std::chrono::seconds connect_timeout{5};  ///< per connection attempt

@@ -25,7 +25,8 @@ struct StoreOptions {
   /// A query parameter name=NAME names the store, as `name` does.
   std::string url = "redis://127.0.0.1:6379";
   /// The store's name in its deployment (identity() {"redis", name}): letters, digits, '-',
-  /// '_', '.'. A URL's name= takes its place; both given and different is InvalidName.
+  /// '_', '.'. A URL's name= replaces "default"; one differing from another name set here
+  /// is InvalidName.
   std::string name = "default";
   std::chrono::milliseconds connect_timeout{2000};  ///< per connection attempt
   std::chrono::milliseconds command_timeout{5000};  ///< per command; then StoreUnavailable
