@@ -40,6 +40,7 @@ class TimingStore final : public Store {
   /// `inner` and `tally` outlive this store.
   TimingStore(Store& inner, StoreTally& tally) : inner_(inner), tally_(tally) {}
   std::string description() const override { return inner_.description(); }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);

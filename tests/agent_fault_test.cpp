@@ -291,6 +291,7 @@ class ErasingHookStore : public avout::Store {
       : inner_(inner), hook_(std::move(hook)) {}
   void arm() { armed_ = true; }
   std::string description() const override { return "hooked " + inner_.description(); }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);

@@ -36,6 +36,7 @@ class TrippingStore : public avout::Store {
   TrippingStore(avout::Store& inner, std::size_t size, std::function<void()> hook)
       : inner_(inner), size_(size), hook_(std::move(hook)) {}
   std::string description() const override { return "tripping " + inner_.description(); }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);

@@ -31,6 +31,7 @@ class TrippingStore : public avout::Store {
   explicit TrippingStore(avout::Store& inner) : inner_(inner) {}
   void arm(std::function<void()> hook) { hook_ = std::move(hook); }
   std::string description() const override { return "tripping " + inner_.description(); }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);

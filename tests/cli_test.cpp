@@ -1,6 +1,7 @@
 // The `avout` command line against real servers: listing, showing, setting, watching,
 // deleting, running under a lock, gc, the bank demo, and exit codes scripts can rely on.
 #include <avout/avout.hpp>
+#include <avout/inspect.hpp>
 #include <avout/json.hpp>
 #include <avout/postgres.hpp>
 #include <avout/redis.hpp>
@@ -435,7 +436,8 @@ TEST_CASE("avout --store takes the URL of a Redis or a PostgreSQL store") {
   avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
   avout::postgres::Store postgres(postgres_url);
   CHECK(client.atom<long>("/pg-counter", 0, postgres).deref() == 5);
-  CHECK(avout_tool(connect + " show atom /pg-counter --store zookeeper:").code == 3);
+  // The atom's record names postgresql:default: another store is refused (usage, exit 2).
+  CHECK(avout_tool(connect + " show atom /pg-counter --store zookeeper:").code == 2);
 }
 
 TEST_CASE(
@@ -996,8 +998,8 @@ TEST_CASE("avout -o json gives values typed, with short type names; get prints t
   CHECK(missing.output.find("/absent") != std::string::npos);
   CHECK(avout_tool(connect + " get ref /absent").code == 3);
   CHECK(avout_tool(connect + " get agent /absent").code == 3);
-  // The ref's value is in Redis: read through zookeeper: it is missing, not empty.
-  CHECK(avout_tool(connect + " get ref /in-redis").code == 3);
+  // The ref's value is in Redis, which no --stores names: refused, not read elsewhere.
+  CHECK(avout_tool(connect + " get ref /in-redis").code == 2);
   CHECK(avout_tool(connect + " get lock /x").code == 2);
 }
 
@@ -1071,4 +1073,59 @@ TEST_CASE("avout refuses a --digest that is not user:password as a usage error, 
   }
   auto from_environment = avout_tool("--zookeeper 127.0.0.1:1 list refs", "AVOUT_DIGEST=no-colon");
   CHECK(from_environment.code == 2);
+}
+
+TEST_CASE("avout finds an object's store from its record among the --stores, by scheme and name") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string redis_url = avout::testing::shared_redis().url();
+  const std::string postgres_url = avout::testing::shared_postgres().url();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  const std::string main_url = redis_url + "?name=main";
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  avout::redis::Store main(main_url);
+  avout::postgres::Store postgres(postgres_url);
+  (void)client.ref<long>("/r", 41, main);
+  (void)client.atom<std::string>("/a", "hello", postgres);
+  (void)client.agent<long>("/g", 7, main);
+  (void)client.atom<long>("/z", 5);
+  const std::string stores = "AVOUT_STORES='" + main_url + " " + postgres_url + "'";
+
+  auto shown = avout_tool(connect + " show ref /r", stores);
+  INFO(shown.output);
+  CHECK(shown.code == 0);
+  CHECK(shown.output.find("41") != std::string::npos);
+  CHECK(shown.output.find("ref /r in redis:main") != std::string::npos);
+  CHECK(avout_tool(connect + " get atom /a", stores).output == "hello\n");
+  CHECK(avout_tool(connect + " --stores " + main_url + " get agent /g").output == "7\n");
+  CHECK(avout_tool(connect + " set atom /a bye", stores).code == 0);
+  CHECK(avout_tool(connect + " get atom /a", stores).output == "bye\n");
+  // ZooKeeper needs no configuration.
+  CHECK(avout_tool(connect + " get atom /z").output == "5\n");
+  auto json = avout_tool("-o json " + connect + " show atom /z");
+  CHECK(nlohmann::json::parse(json.output)["store"] == "zookeeper:default");
+
+  // A recorded store no --stores URL names: a usage error naming it, never a password.
+  auto unknown = avout_tool(connect + " --stores 'redis://:s3cret-pw@127.0.0.1:1/?name=other' "
+                                      "get ref /r");
+  INFO(unknown.output);
+  CHECK(unknown.code == 2);
+  CHECK(unknown.output.find("ref /r: its values are in redis:main") != std::string::npos);
+  CHECK(unknown.output.find("redis:other") != std::string::npos);
+  CHECK(unknown.output.find("s3cret") == std::string::npos);
+  // --store must agree with the record.
+  auto contradicted = avout_tool(connect + " show ref /r --store " + redis_url, stores);
+  CHECK(contradicted.code == 2);
+  CHECK(contradicted.output.find("redis:main; --store names redis:default") != std::string::npos);
+  CHECK(avout_tool(connect + " get ref /r --store " + main_url).output == "41\n");
+
+  // A value missing from its store: show prints what it has and exits 3, as get does.
+  const auto head = avout::inspect::ref_head(client, "/r");
+  REQUIRE(head);
+  main.reference_data(client.ref_value_key("/r"))->erase(head->newest);
+  auto missing = avout_tool(connect + " show ref /r", stores);
+  INFO(missing.output);
+  CHECK(missing.code == 3);
+  CHECK(missing.output.find("missing from the store") != std::string::npos);
+  CHECK(avout_tool(connect + " get ref /r", stores).code == 3);
 }

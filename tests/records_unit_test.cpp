@@ -4,6 +4,7 @@
 #include "records/atom_envelope.hpp"
 #include "records/lease_record.hpp"
 #include "records/lock_policy_record.hpp"
+#include "records/store_record.hpp"
 #include "records/wire.hpp"
 
 #include <avout/codec.hpp>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -272,4 +274,32 @@ TEST_CASE("describe: strings are quoted with quotes, backslashes and control byt
   CHECK(avout::codec::describe(avout::encode(0.5)) == "0.5");
   CHECK(avout::codec::describe(avout::encode(std::vector<std::vector<int>>{{}, {1}})) ==
         "[[], [1]]");
+}
+
+TEST_CASE("store record: \"scheme:name\" as plain text, round trips") {
+  using avout::detail::decode_store_record;
+  using avout::detail::encode_store_record;
+  const avout::StoreIdentity identity{"postgresql", "ledger-2.eu_west"};
+  CHECK(encode_store_record(identity) == avout::to_bytes("postgresql:ledger-2.eu_west"));
+  CHECK(decode_store_record(encode_store_record(identity), "/r") == identity);
+  CHECK(decode_store_record(avout::to_bytes("my+kind.v2:x"), "/r") ==
+        avout::StoreIdentity{"my+kind.v2", "x"});
+}
+
+TEST_CASE("store record: anything but a valid scheme and name is CodecError") {
+  using avout::detail::decode_store_record;
+  for (const std::string& text : std::vector<std::string>{"", "redis", ":main", "redis:", "1redis:main", "redis:ma:in", "redis:a b",
+        "redis:" + std::string(65, 'n'), std::string(33, 'r') + ":main", std::string("redis:\0", 7)}) {
+    INFO(text);
+    CHECK_THROWS_AS(decode_store_record(avout::to_bytes(text), "/r"), avout::CodecError);
+  }
+}
+
+TEST_CASE("store names: letters, digits, '-', '_', '.', 1 to 64 of them") {
+  CHECK_NOTHROW(avout::validate_store_name("main", "t"));
+  CHECK_NOTHROW(avout::validate_store_name(std::string(64, 'a'), "t"));
+  for (const std::string& name : std::vector<std::string>{"", "a b", "a/b", "a:b", "ü", std::string(65, 'a')}) {
+    INFO(name);
+    CHECK_THROWS_AS(avout::validate_store_name(name, "t"), avout::InvalidName);
+  }
 }

@@ -54,6 +54,7 @@ class NamedStore final : public avout::Store {
  public:
   NamedStore(avout::Store& inner, std::string url) : inner_(inner), url_(std::move(url)) {}
   std::string description() const override { return "named " + url_; }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);
@@ -201,4 +202,23 @@ TEST_CASE("a postgres connection string in key=value form connects") {
   avout::Client client(options());
   const auto name = unique_name("conninfo");
   CHECK(client.atom<long>(name, 3, store).swap([](long v) { return v * 2; }) == 6);
+}
+
+TEST_CASE("a store url's name= names the store: its identity is its scheme and that name") {
+  register_backends();
+  avout::Client client(options());
+  const std::string redis = avout::testing::shared_redis().url();
+  const std::string postgres = avout::testing::shared_postgres().url();
+  CHECK(avout::make_store(client, "zookeeper:")->identity() ==
+        avout::StoreIdentity{"zookeeper", "default"});
+  CHECK(avout::make_store(client, redis)->identity() == avout::StoreIdentity{"redis", "default"});
+  CHECK(avout::make_store(client, redis + "?db=2&name=main")->identity() ==
+        avout::StoreIdentity{"redis", "main"});
+  CHECK(avout::make_store(client, postgres + "?name=ledger")->identity() ==
+        avout::StoreIdentity{"postgresql", "ledger"});
+  // A bad name is refused without quoting the URL (it may hold a password).
+  const auto bad = error_of([&] { (void)avout::make_store(client, "redis://:pw-42@h:1?name=a:b"); });
+  CHECK(bad.find("store name") != std::string::npos);
+  CHECK(bad.find("pw-42") == std::string::npos);
+  CHECK_THROWS_AS(avout::make_store(client, "redis://h:1?name=x&nope=1"), avout::InvalidName);
 }

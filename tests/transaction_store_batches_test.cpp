@@ -54,6 +54,7 @@ class CountingStore final : public avout::Store {
  public:
   explicit CountingStore(avout::Store& inner) : inner_(inner) {}
   std::string description() const override { return "counting " + inner_.description(); }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);

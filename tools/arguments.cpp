@@ -48,10 +48,10 @@ void declare_arguments(CLI::App& app, Arguments& a) {
       ->type_name("USER:PASSWORD")
       ->default_str("");
   app.add_option("--stores", a.connection.stores,
-                 "URL of a store the deployment keeps values in, for gc and bank (repeatable; "
-                 "zookeeper: is "
-                 "always one; AVOUT_STORES: URLs separated by spaces or commas). Replaces "
-                 "--redis/--postgres")
+                 "URL of a store the deployment keeps values in (repeatable; zookeeper: is "
+                 "always one; AVOUT_STORES: URLs separated by spaces or commas): gc and bank use "
+                 "them all, get/show/set/watch/delete the one whose scheme and name= an "
+                 "object's store record names. Replaces --redis/--postgres")
       ->envname("AVOUT_STORES")
       ->allow_extra_args(false)
       ->default_str("");
@@ -73,7 +73,8 @@ void declare_arguments(CLI::App& app, Arguments& a) {
 
   const std::string store_help =
       "URL of the store its values live in: zookeeper:, redis://..., postgresql://... or any "
-      "registered scheme";
+      "registered scheme (default: the store ZooKeeper records for it, found among zookeeper: "
+      "and the --stores; else zookeeper:)";
   a.help = app.add_subcommand("help", "print this help, or a command's");
   a.help->add_option("command", a.help_topic, "the command to explain");
   a.list = app.add_subcommand("list", "list the names of objects or recipes of one kind");

@@ -37,7 +37,7 @@ struct Arguments {
   std::string name;                              ///< the object's or recipe's name
   std::string value;                             ///< set: the new value as typed
   std::string type;                              ///< set --type; empty: the stored value's
-  std::string store = "zookeeper:";              ///< --store: where the object's values live
+  std::string store;  ///< --store: where the object's values live; empty: from its record
   std::string prefix;                            ///< list --prefix
   std::string help_topic;                        ///< help COMMAND
   std::size_t count = 0;                         ///< watch --count; 0: no limit

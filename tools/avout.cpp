@@ -15,16 +15,22 @@
 // AVOUT_DIGEST, AVOUT_STORES), --root, --command-timeout, --session-timeout, --connect-timeout,
 // --version. Durations take ms, s, m or h (tools/duration.hpp); a bare number is seconds.
 // Stores are named by URL, any scheme the store registry knows (zookeeper:, redis://,
-// postgresql://, ...): --store picks the one an object's values live in (default zookeeper:),
-// --stores lists the deployment's stores for gc and bank. --redis/--postgres and
-// AVOUT_REDIS/AVOUT_POSTGRES are gone: name those stores by their URLs instead.
-// Exit codes: 0 done, 1 failed (unreachable server, bad data, timeout), 2 usage, 3 not found;
+// postgresql://, ...): --stores lists the deployment's stores (for gc and bank, and for
+// get/show/set/watch/delete, which take an atom's, ref's or agent's store from the record
+// ZooKeeper keeps of it, matching its scheme and name= to a --stores URL; zookeeper: is always
+// known). --store still picks one (it must match the record; without a record, default
+// zookeeper:). --redis/--postgres and AVOUT_REDIS/AVOUT_POSTGRES are gone: name those stores
+// by their URLs instead.
+// Exit codes: 0 done, 1 failed (unreachable server, bad data, timeout), 2 usage (also: the
+// object's recorded store is not configured, or --store contradicts it), 3 not found (also:
+// `get` or `show` of an object whose value is missing from its store);
 // `lock` and `elect` exit with their command's status (127: it could not start; 128 + the
 // signal when stopped, as after a lost hold); `elect` exits 1 when --timeout passed first.
 #include "arguments.hpp"
 #include "duration.hpp"
 #include "inspect.hpp"
 #include "json_value.hpp"
+#include "object_store.hpp"
 #include "run_locked.hpp"
 #include "store_urls.hpp"
 #include "typed_value.hpp"
@@ -189,7 +195,8 @@ int main(int argc, char** argv) {
         avout::tool::print(avout::tool::show_lock(client, a.name), json, std::cout);
       return 0;
     }
-    const auto chosen = avout::tool::store_from_url(client, a.store);
+    const auto chosen = avout::tool::object_store(
+        client, a.kind, a.name, a.store, avout::tool::split_store_urls(a.connection.stores));
     if (a.set->parsed()) {
       auto stored = avout::tool::stored_atom_value(client, chosen.get(), a.name);
       if (!parsed)
@@ -214,14 +221,17 @@ int main(int argc, char** argv) {
       std::cout << avout::tool::delete_atom(client, chosen.get(), a.name) << "\n";
       return 0;
     }
-    if (a.kind == "atom")
-      avout::tool::print(avout::tool::show_atom(client, chosen.get(), a.name), json, std::cout);
-    else if (a.kind == "ref")
-      avout::tool::print(avout::tool::show_ref(client, chosen.get(), a.name), json, std::cout);
-    else
-      avout::tool::print(avout::tool::show_agent(client, chosen.get(), a.name), json, std::cout);
-    return 0;
+    const auto report = a.kind == "atom" ? avout::tool::show_atom(client, chosen.get(), a.name)
+                        : a.kind == "ref" ? avout::tool::show_ref(client, chosen.get(), a.name)
+                                          : avout::tool::show_agent(client, chosen.get(), a.name);
+    avout::tool::print(report, json, std::cout);
+    // Exit 3 when its value is missing from its store (not when it is only undecodable).
+    const auto missing = avout::tool::missing_value_fields()["value_error"];
+    return report.contains("value_error") && report["value_error"] == missing ? 3 : 0;
   } catch (const CLI::ValidationError& error) {
+    std::cerr << "avout: " << error.what() << "\n";
+    return 2;
+  } catch (const avout::tool::WrongStore& error) {
     std::cerr << "avout: " << error.what() << "\n";
     return 2;
   } catch (const avout::tool::NotFound& error) {

@@ -56,6 +56,12 @@ std::string utc_time(std::int64_t epoch_ms) {
   return text;
 }
 
+// Which store a report's value comes from: its identity (scheme:name, as ZooKeeper records
+// it) and its address (the store's description, never a password).
+Report store_fields(const Store& store) {
+  return Report{{"store", store.identity().text()}, {"address", store.description()}};
+}
+
 // A table cell: strings without JSON quotes, null as "-", the rest as JSON. A stored value
 // (the field `key` is "value") keeps its quotes, so the string "5" differs from the number 5.
 std::string cell(const Report& value, const std::string& key = "") {
@@ -128,7 +134,8 @@ Bytes atom_value(Client& client, Store& store, const std::string& name) {
 
 Report show_atom(Client& client, Store& store, const std::string& name) {
   const auto atom = atom_or_not_found(client, store, name);
-  Report report{{"kind", "atom"}, {"name", name}, {"store", store.description()}};
+  Report report{{"kind", "atom"}, {"name", name}};
+  report.update(store_fields(store));
   report.update(value_fields(atom.payload));
   report["writes"] = atom.writes;
   return report;
@@ -163,7 +170,8 @@ Report show_ref(Client& client, Store& store, const std::string& name) {
     row.update(describe_point(*data, older.point));
     history.push_back(std::move(row));
   }
-  Report report{{"kind", "ref"}, {"name", name}, {"store", store.description()}};
+  Report report{{"kind", "ref"}, {"name", name}};
+  report.update(store_fields(store));
   report.update(newest);
   report.update(Report{{"commit_zxid", head.commit_zxid},
                        {"point", head.newest.id},
@@ -181,7 +189,8 @@ Report show_agent(Client& client, Store& store, const std::string& name) {
     queued = client.session().children(inspect::agent_queue_path(client, name)).size();
   } catch (const NoNode&) {
   }
-  Report report{{"kind", "agent"}, {"name", name}, {"store", store.description()}};
+  Report report{{"kind", "agent"}, {"name", name}};
+  report.update(store_fields(store));
   report.update(describe_point(*data, head->point));
   report["error"] = head->error ? Report(*head->error) : Report(nullptr);
   report["queued"] = queued;

@@ -31,8 +31,8 @@ std::vector<std::string> list(Client& client, const std::string& kind,
 /// A report on one object: "kind" and "name" first, then its fields in order.
 using Report = nlohmann::ordered_json;
 
-/// An atom: its value as typed JSON and the value's type (read from the stored bytes, see
-/// json_value.hpp), and its writes, from `store`.
+/// An atom: its store (identity and address), its value as typed JSON and the value's type
+/// (read from the stored bytes, see json_value.hpp), and its writes, from `store`.
 Report show_atom(Client& client, Store& store, const std::string& name);
 /// A ref: newest value and type, commit zxid and kept history with their values.
 Report show_ref(Client& client, Store& store, const std::string& name);

@@ -51,7 +51,7 @@ std::vector<std::string> split_store_urls(const std::vector<std::string>& lists)
 
 void require_registered_schemes(const std::string& store, const std::vector<std::string>& lists) {
   register_builtin_stores();
-  require_registered_scheme(store);
+  if (!store.empty()) require_registered_scheme(store);
   for (const auto& url : split_store_urls(lists)) require_registered_scheme(url);
 }
 

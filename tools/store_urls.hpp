@@ -15,7 +15,7 @@ namespace avout::tool {
 /// several hosts: postgresql://a:5432,b:5432/db).
 std::vector<std::string> split_store_urls(const std::vector<std::string>& lists);
 
-/// InvalidName (naming the registered schemes) when `store` or a URL in `lists` has a
+/// InvalidName (naming the registered schemes) when `store` (empty: none) or a URL in `lists` has a
 /// scheme no store is registered for: a usage error found before connecting.
 void require_registered_schemes(const std::string& store, const std::vector<std::string>& lists);
 

@@ -32,6 +32,7 @@ class FaultyStore : public Store {
   /// of a source seeded with `seed` (support/fault_streams.hpp).
   FaultyStore(Store& inner, std::uint64_t seed, StoreFaultRates rates);
   std::string description() const override;
+  StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override;
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;

@@ -24,6 +24,7 @@ class SlowReads final : public avout::Store {
   /// Reads of `inner` (which must outlive this store) each take 5 ms longer.
   explicit SlowReads(avout::Store& inner) : inner_(inner) {}
   std::string description() const override { return "slow " + inner_.description(); }
+  avout::StoreIdentity identity() const override { return inner_.identity(); }
   std::size_t max_value_size() const override { return inner_.max_value_size(); }
   std::unique_ptr<avout::AtomState> atom_state(const std::string& name) override {
     return inner_.atom_state(name);

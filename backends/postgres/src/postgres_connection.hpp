@@ -24,6 +24,8 @@ class Pool {
   /// naming `what`, a statement cancelled by the connection string's statement_timeout Timeout.
   void run(const std::string& what, const std::function<void(pqxx::connection&)>& work);
   const std::string& description() const { return target_.description; }
+  /// The store name the connection string gives (name=); empty when none.
+  const std::string& store_name() const { return target_.name; }
 
  private:
   std::unique_ptr<pqxx::connection> open();

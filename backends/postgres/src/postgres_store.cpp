@@ -42,6 +42,7 @@ struct detail::StoreState {
   std::string atoms;
   std::string ref_values;
   detail::Pool pool;
+  std::string name;  // the store's name: the connection string's name=, else options.name
 
   explicit StoreState(StoreOptions given)
       : options(std::move(given)),
@@ -50,7 +51,12 @@ struct detail::StoreState {
         pool(detail::parse_connection_string(options.url, options.connect_timeout),
              options.pool_size, [prefix = options.table_prefix](pqxx::connection& c) {
                detail::create_tables(c, prefix);
-             }) {
+             }),
+        name(pool.store_name().empty() ? options.name : pool.store_name()) {
+    validate_store_name(options.name, "postgres store");
+    if (name != options.name && options.name != StoreOptions{}.name) {
+      throw InvalidName("postgres store: the connection string's name= and StoreOptions::name differ");
+    }
     for (char c : options.table_prefix) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
         throw InvalidName("postgres table prefix may hold letters, digits and '_' only");
@@ -347,6 +353,8 @@ Store::Store(StoreOptions options)
 Store::~Store() = default;
 
 std::string Store::description() const { return impl_->pool.description(); }
+
+StoreIdentity Store::identity() const { return {"postgresql", impl_->name}; }
 
 std::size_t Store::max_value_size() const { return impl_->options.max_value_size; }
 

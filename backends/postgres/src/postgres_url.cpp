@@ -1,5 +1,6 @@
 #include "postgres_url.hpp"
 
+#include <avout/backend.hpp>
 #include <avout/errors.hpp>
 
 #include <libpq-fe.h>
@@ -87,6 +88,8 @@ ConnectionString parse_connection_string(const std::string& given_text,
                                          std::chrono::seconds connect_timeout) {
   std::string text = given_text;
   const auto statement_timeout = statement_timeout_of(take_parameter(text, "statement_timeout"));
+  const std::string name = take_parameter(text, "name");
+  if (!name.empty()) validate_store_name(name, "postgres connection string");
   char* error = nullptr;
   std::unique_ptr<PQconninfoOption, OptionsDeleter> options(PQconninfoParse(text.c_str(), &error));
   if (!options) {
@@ -96,6 +99,7 @@ ConnectionString parse_connection_string(const std::string& given_text,
   }
   ConnectionString result;
   result.statement_timeout = statement_timeout;
+  result.name = name;
   std::map<std::string, std::string> given;
   for (const PQconninfoOption* option = options.get(); option->keyword; ++option) {
     if (!option->val || !*option->val) continue;

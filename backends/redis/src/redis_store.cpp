@@ -302,6 +302,13 @@ Store::Store(const std::string& url) : Store(StoreOptions{.url = url}) {}
 
 Store::Store(StoreOptions options) {
   auto endpoint = detail::parse_url(options.url);
+  validate_store_name(options.name, "redis store");
+  if (!endpoint.name.empty() && endpoint.name != options.name) {
+    if (options.name != StoreOptions{}.name) {
+      throw InvalidName("redis store: the URL's name= and StoreOptions::name differ");
+    }
+    options.name = endpoint.name;
+  }
   endpoint.connect_timeout = options.connect_timeout;
   endpoint.command_timeout = options.command_timeout;
   impl_ = std::make_shared<detail::StoreState>(std::move(options), std::move(endpoint));
@@ -310,6 +317,8 @@ Store::Store(StoreOptions options) {
 Store::~Store() = default;
 
 std::string Store::description() const { return impl_->pool.endpoint().description; }
+
+StoreIdentity Store::identity() const { return {"redis", impl_->options.name}; }
 
 std::size_t Store::max_value_size() const { return impl_->options.max_value_size; }
 

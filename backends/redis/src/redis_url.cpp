@@ -1,5 +1,6 @@
 #include "redis_url.hpp"
 
+#include <avout/backend.hpp>
 #include <avout/errors.hpp>
 
 #include <charconv>
@@ -75,7 +76,7 @@ void take_host_port(std::string_view address, Endpoint& endpoint) {
   if (!port.empty() || address.ends_with(':')) endpoint.port = number(port, "port", 1, 65535);
 }
 
-// ?db=N (the only parameter there is).
+// ?db=N and ?name=NAME.
 void take_query(std::string_view query, Endpoint& endpoint) {
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -83,9 +84,12 @@ void take_query(std::string_view query, Endpoint& endpoint) {
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     if (pair.starts_with("db=")) {
       endpoint.database = number(pair.substr(3), "database", 0, 1 << 20);
+    } else if (pair.starts_with("name=")) {
+      endpoint.name = std::string(pair.substr(5));
+      validate_store_name(endpoint.name, "redis url");
     } else {
       const auto key = pair.substr(0, pair.find('='));
-      throw InvalidName("redis url: unknown parameter " + std::string(key) + " (only db)");
+      throw InvalidName("redis url: unknown parameter " + std::string(key) + " (only db, name)");
     }
   }
 }

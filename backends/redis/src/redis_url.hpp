@@ -17,11 +17,12 @@ struct Endpoint {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds command_timeout{5000};
   std::string description;  // "redis 127.0.0.1:6379/2", never the password
+  std::string name;         // the store's name (?name=...); empty when the URL names none
 };
 
 /// Parses redis://[[user]:password@]host[:port][/db] (tcp:// alike; an IPv6 host in
 /// brackets, [::1]), unix://[[user]:password@]/path[?db=N]; user and password may be
-/// percent-encoded. rediss:// (TLS) is refused: hiredis 0.14 has no TLS. InvalidName, naming
+/// percent-encoded; a query parameter name=NAME names the store (avout::validate_store_name). rediss:// (TLS) is refused: hiredis 0.14 has no TLS. InvalidName, naming
 /// what is wrong but never the password, on anything else.
 Endpoint parse_url(const std::string& url);
 

@@ -107,12 +107,33 @@ struct PointRead {
   Point point;          ///< the point to read
 };
 
+/// Which store a deployment keeps a value in, as ZooKeeper records it for each atom, ref and
+/// agent (docs/architecture.md): the kind of store and a name the deployment gives it. Never
+/// an address or credentials: every process resolves it to a store of its own configuration.
+struct StoreIdentity {
+  std::string scheme;  ///< the kind of store ("zookeeper", "redis", "postgresql", "custom")
+  std::string name;    ///< the store's name in its deployment ("default" unless named)
+  /// Identities compare by scheme and name.
+  bool operator==(const StoreIdentity&) const = default;
+  /// "scheme:name", as messages and the CLI show it.
+  std::string text() const { return scheme + ":" + name; }
+};
+
+/// InvalidName, naming `what`, unless `name` is a store name: 1 to 64 letters, digits, '-',
+/// '_' or '.'.
+AVOUT_API void validate_store_name(const std::string& name, const std::string& what);
+
 /// A place values live: makes the cells and version sets for names.
 class AVOUT_API Store {
  public:
   virtual ~Store() = default;
   /// A short name of the store kind and address for messages ("redis tcp://127.0.0.1:6379").
   virtual std::string description() const = 0;
+  /// Which store this is, recorded in ZooKeeper by the first attach of each atom, ref and
+  /// agent; a later attach through a store of another identity throws Mismatch. The default,
+  /// {"custom", "default"}, suits a deployment with one store of its own kind; override it
+  /// when a deployment uses more than one (the scheme names the kind, the name which one).
+  virtual StoreIdentity identity() const { return {"custom", "default"}; }
   /// The largest value, in bytes, the store accepts.
   virtual std::size_t max_value_size() const = 0;
   /// The CAS cell for the atom called `name` (a ZooKeeper-style path such as "/counter").

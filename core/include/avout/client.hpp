@@ -54,7 +54,9 @@ class AVOUT_API Client {
     return atom<T>(name, initial, default_store());
   }
   /// The atom `name` whose value lives in `store`; created with `initial` if new. Only one
-  /// of many concurrent creators writes its initial value.
+  /// of many concurrent creators writes its initial value. The first attach records
+  /// store.identity() in ZooKeeper; Mismatch (naming both stores, before anything else is
+  /// read or written) when the atom's record names another store.
   template <Encodable T>
   Atom<T> atom(const std::string& name, const T& initial, Store& store) {
     auto core = attach_atom(name, store);
@@ -69,7 +71,8 @@ class AVOUT_API Client {
     return ref<T>(name, initial, default_store());
   }
   /// The ref `name` whose values live in `store`; created with `initial` if new. All handles
-  /// of one name in this client are one ref. CodecError when it holds another kind of value.
+  /// of one name in this client are one ref. CodecError when it holds another kind of value;
+  /// Mismatch when ZooKeeper records another store for it (as for atoms).
   /// `store` must outlive the ref's handles: commits write its values through it.
   template <Encodable T>
   Ref<T> ref(const std::string& name, const T& initial, Store& store) {
@@ -86,7 +89,8 @@ class AVOUT_API Client {
   }
   /// The agent `name` whose value lives in `store`; created with `initial` if new
   /// (OutcomeUnknown when the create may have landed and ZooKeeper stayed unreachable).
-  /// CodecError when it holds another kind of value (its sends would fail it for everyone).
+  /// CodecError when it holds another kind of value (its sends would fail it for everyone);
+  /// Mismatch when ZooKeeper records another store for it (as for atoms).
   template <Encodable T>
   Agent<T> agent(const std::string& name, const T& initial, Store& store) {
     const Bytes encoded = encode(initial);

@@ -113,7 +113,8 @@ class AVOUT_API BarrierBroken : public Error {
 };
 
 /// A process opened a name with other settings than its creator's (a ReadWriteLock with
-/// another writer policy, a Barrier with another participant count); nothing was opened.
+/// another writer policy, a Barrier with another participant count, an atom, ref or agent
+/// through another store than the one ZooKeeper records for it); nothing was opened.
 /// The message names the object and both settings.
 class AVOUT_API Mismatch : public Error {
  public:

@@ -140,6 +140,15 @@ struct WorkQueueState {
 /// The work queue `name` (listed after a sync); nullopt when it does not exist.
 AVOUT_API std::optional<WorkQueueState> work_queue(Client& client, const std::string& name);
 
+/// The store ZooKeeper records for the atom, ref or agent `name` (`kind` atoms, refs or
+/// agents; InvalidName for another kind): which store keeps its values. nullopt when there is
+/// no record: the object does not exist, or nothing attached it since records began.
+/// CodecError when the record is malformed.
+AVOUT_API std::optional<StoreIdentity> recorded_store(Client& client, Kind kind,
+                                                      const std::string& name);
+/// The store record node of the atom, ref or agent `name` (InvalidName for another kind).
+AVOUT_API std::string store_record_path(const Client& client, Kind kind, const std::string& name);
+
 /// The head node of the ref `name`.
 AVOUT_API std::string ref_head_path(const Client& client, const std::string& name);
 /// The barging tag node of the ref `name`.

@@ -6,6 +6,7 @@
 #include "locks/lock_core.hpp"
 #include "queue/node_removals.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/store_records.hpp"
 #include "runtime/zookeeper_backend.hpp"
 #include "runtime/zookeeper_held_values.hpp"
 #include "stm/barging.hpp"
@@ -105,6 +106,8 @@ std::shared_ptr<detail::RefHandle> Client::attach_ref(const std::string& name, S
 
 std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name, Store& store) {
   validate_path(name);
+  detail::claim_store(*session_, runtime_->layout(), "atom", name, store.identity(),
+                      options_.retry_limit);
   auto state = store.atom_state(name);
   std::string watch_path = detail::held_node_path(*state);
   const bool notify = watch_path.empty();
@@ -124,6 +127,8 @@ std::shared_ptr<detail::AtomHandle> Client::attach_atom(const std::string& name,
 
 std::shared_ptr<detail::AgentHandle> Client::attach_agent(const std::string& name, Store& store) {
   validate_path(name);
+  detail::claim_store(*session_, runtime_->layout(), "agent", name, store.identity(),
+                      options_.retry_limit);
   return std::make_shared<detail::AgentCore>(name,
                                              std::shared_ptr<ReferenceData>(store.reference_data(
                                                  runtime_->layout().value_key("agent", name))),

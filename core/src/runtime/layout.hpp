@@ -46,6 +46,14 @@ class Layout {
   /// Parent of the atom notice nodes.
   std::string atom_notices() const { return root_ + "/atom-notices"; }
 
+  /// The store record of the `kind` ("atom", "ref", "agent") `name`: which store keeps its
+  /// values (records/store_record.hpp), under stores/atoms, stores/refs, stores/agents.
+  std::string store_record(const std::string& kind, const std::string& name) const {
+    return store_records() + "/" + kind + "s" + name;
+  }
+  /// Parent of the store records of every kind.
+  std::string store_records() const { return root_ + "/stores"; }
+
   /// The head node of the agent `name`.
   std::string agent_head(const std::string& name) const { return agent_heads() + name; }
   /// Parent of the agent heads.

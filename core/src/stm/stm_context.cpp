@@ -1,5 +1,6 @@
 #include "stm/stm_context.hpp"
 #include "runtime/pending_markers.hpp"
+#include "runtime/store_records.hpp"
 #include "stm/background_erasure.hpp"
 #include "stm/ref_core.hpp"
 #include "stm/value_batches.hpp"
@@ -94,6 +95,8 @@ StmContext::~StmContext() = default;
 std::shared_ptr<RefCore> StmContext::attach(const std::string& name, Store& store,
                                             const Bytes& initial) {
   validate_path(name);
+  claim_store(runtime_.session(), runtime_.layout(), "ref", name, store.identity(),
+              runtime_.options().retry_limit);
   std::shared_ptr<RefCore> ref;
   {
     std::lock_guard lock(refs_mutex_);

@@ -22,7 +22,12 @@ struct StoreState;
 struct StoreOptions {
   /// A libpq connection string: postgresql:// or postgres:// URI, or key=value pairs. Its
   /// password (in the URI, ?password= or password=) never appears in messages.
+  /// avout's own parameter name=NAME (?name= or a name= pair) names the store, as `name` does.
   std::string url = "postgresql://127.0.0.1/avout";
+  /// The store's name in its deployment (identity() {"postgresql", name}): letters, digits,
+  /// '-', '_', '.'. A connection string's name= replaces "default"; one differing from
+  /// another name set here is InvalidName.
+  std::string name = "default";
   std::string table_prefix = "avout_";      ///< tables <prefix>atoms, <prefix>ref_values
   std::chrono::seconds connect_timeout{5};  ///< per connection attempt
   std::size_t max_value_size = 64u << 20;   ///< larger values are ValueTooLarge
@@ -52,6 +57,8 @@ class AVOUT_API Store final : public avout::Store {
   Store& operator=(const Store&) = delete;
 
   std::string description() const override;
+  /// {"postgresql", the store's name} (StoreOptions::name, or the connection string's name=).
+  StoreIdentity identity() const override;
   std::size_t max_value_size() const override;
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;

@@ -22,7 +22,12 @@ struct StoreState;
 struct StoreOptions {
   /// redis://[[user]:password@]host[:port][/db] (tcp:// alike; IPv6 as [::1]) or
   /// unix://[[user]:password@]/path[?db=N]; a user means AUTH user password (Redis 6 ACLs).
+  /// A query parameter name=NAME names the store, as `name` does.
   std::string url = "redis://127.0.0.1:6379";
+  /// The store's name in its deployment (identity() {"redis", name}): letters, digits, '-',
+  /// '_', '.'. A URL's name= replaces "default"; one differing from another name set here
+  /// is InvalidName.
+  std::string name = "default";
   std::chrono::milliseconds connect_timeout{2000};  ///< per connection attempt
   std::chrono::milliseconds command_timeout{5000};  ///< per command; then StoreUnavailable
   std::string key_prefix = "avout:";                ///< every key starts with this
@@ -53,6 +58,8 @@ class AVOUT_API Store final : public avout::Store {
   Store& operator=(const Store&) = delete;
 
   std::string description() const override;
+  /// {"redis", the store's name} (StoreOptions::name, or the URL's name=).
+  StoreIdentity identity() const override;
   std::size_t max_value_size() const override;
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;

@@ -22,6 +22,8 @@ class AVOUT_API Store final : public avout::Store {
   /// Uses `session` (which must outlive the store); nodes live under `root`.
   explicit Store(ZooKeeperSession& session, std::string root = "/avout");
   std::string description() const override;
+  /// {"zookeeper", "default"}: a deployment has one ZooKeeper ensemble, named by its client.
+  StoreIdentity identity() const override { return {"zookeeper", "default"}; }
   std::size_t max_value_size() const override { return max_node_value; }
   std::unique_ptr<AtomState> atom_state(const std::string& name) override;
   std::unique_ptr<ReferenceData> reference_data(const std::string& name) override;
