@@ -10,6 +10,8 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -165,4 +167,35 @@ TEST_CASE("the recorder spells avout's names: a retry for a barging yield is a y
   CHECK(parsed.value("avout_lock_wait_seconds_count", {{"kind", "read"}}) == 1);
   CHECK(parsed.value("avout_lock_timeouts_total", {{"kind", "write"}}) == 1);
   CHECK(parsed.value("avout_session_events_total", {{"event", "renewed"}}) == 1);
+}
+
+TEST_CASE("docs/metrics.md's table lists exactly metric_families(), in order") {
+  std::ifstream page(AVOUT_DOCS_DIR "/metrics.md");
+  REQUIRE(page);
+  std::vector<std::string> rows;  // "name kind labels" of each table row naming a metric
+  std::string line;
+  while (std::getline(page, line)) {
+    if (!line.starts_with("| `avout_")) continue;
+    std::vector<std::string> cells;
+    std::stringstream cells_of(line.substr(1));
+    std::string cell;
+    while (std::getline(cells_of, cell, '|')) {
+      std::erase(cell, '`');
+      std::erase(cell, ' ');
+      cells.push_back(cell);
+    }
+    REQUIRE(cells.size() >= 3);
+    rows.push_back(cells[0] + " " + cells[1] + " " + cells[2]);
+  }
+  std::vector<std::string> expected;
+  for (const auto& family : avout::metric_families()) {
+    const char* kind = family.kind == avout::MetricKind::counter ? "counter"
+                       : family.kind == avout::MetricKind::gauge ? "gauge"
+                                                                 : "histogram";
+    std::string labels;
+    for (const auto& label : family.labels)
+      labels += (labels.empty() ? "" : ",") + std::string(label);
+    expected.push_back(std::string(family.name) + " " + kind + " " + labels);
+  }
+  CHECK(rows == expected);
 }
