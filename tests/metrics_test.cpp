@@ -53,7 +53,7 @@ TEST_CASE("a contended run's commits, attempts, retries and lock waits are count
   avout::Client first(with_sink(sink));
   avout::Client second(with_sink(sink));  // two clients may share one sink
   const std::string a = fresh("a"), b = fresh("b"), counter = fresh("atom"), mutex = fresh("mutex"),
-                    rw = fresh("rw"), agent = fresh("agent");
+                    rw = fresh("rw"), agent = fresh("agent"), permits = fresh("semaphore");
   constexpr int threads_per_client = 2, dosyncs_per_thread = 10, swaps = 20;
   constexpr int locks_per_thread = 4, sends = 20;
 
@@ -82,6 +82,14 @@ TEST_CASE("a contended run's commits, attempts, retries and lock waits are count
           std::this_thread::sleep_for(5ms);
           lock.unlock();
           lock.unlock();
+        }
+      });
+      // Permits of a one-permit semaphore: one wait each, like a lock's.
+      threads.emplace_back([&, client] {
+        auto semaphore = client->semaphore(permits, 1);
+        for (int i = 0; i < locks_per_thread; ++i) {
+          auto permit = semaphore.acquire();
+          std::this_thread::sleep_for(5ms);
         }
       });
     }
@@ -129,6 +137,8 @@ TEST_CASE("a contended run's commits, attempts, retries and lock waits are count
   // One wait per acquisition: reentries are not measured, and nothing timed out.
   CHECK(parsed.value("avout_lock_wait_seconds_count", {{"kind", "mutex"}}) ==
         2 * threads_per_client * locks_per_thread);
+  CHECK(parsed.value("avout_lock_wait_seconds_count", {{"kind", "semaphore"}}) ==
+        2 * threads_per_client * locks_per_thread);
   CHECK(parsed.value("avout_lock_wait_seconds_count", {{"kind", "read"}}) == 1);
   CHECK(parsed.value("avout_lock_wait_seconds_count", {{"kind", "write"}}) == 1);
   CHECK(!parsed.value("avout_lock_timeouts_total", {{"kind", "mutex"}}));
@@ -137,7 +147,7 @@ TEST_CASE("a contended run's commits, attempts, retries and lock waits are count
   CHECK(parsed.value("avout_agent_queue_length", {{"agent", agent}}) == 0);
 }
 
-TEST_CASE("a lock acquisition that gives up at its deadline counts a timeout, not a wait") {
+TEST_CASE("a lock or permit acquisition that gives up at its deadline counts a timeout") {
   auto sink = std::make_shared<avout::PrometheusMetrics>();
   avout::Client holder(with_sink(sink));
   avout::Client waiter(with_sink(sink));
@@ -150,6 +160,14 @@ TEST_CASE("a lock acquisition that gives up at its deadline counts a timeout, no
   const auto parsed = parse_prometheus(sink->render());
   CHECK(parsed.value("avout_lock_wait_seconds_count", {{"kind", "mutex"}}) == 1);
   CHECK(parsed.value("avout_lock_timeouts_total", {{"kind", "mutex"}}) == 1);
+
+  const std::string permits = fresh("permits");
+  auto semaphore = holder.semaphore(permits, 1);
+  auto permit = semaphore.acquire();
+  CHECK(!waiter.semaphore(permits, 1).try_acquire_for(100ms));
+  const auto after = parse_prometheus(sink->render());
+  CHECK(after.value("avout_lock_wait_seconds_count", {{"kind", "semaphore"}}) == 1);
+  CHECK(after.value("avout_lock_timeouts_total", {{"kind", "semaphore"}}) == 1);
 }
 
 TEST_CASE("a session expiry is counted as expired, then renewed") {

@@ -24,7 +24,7 @@ enum class RetryCause {
   session_expired,   ///< the session expired under the attempt (it reruns on the new one)
 };
 
-/// Which kind of lock a wait was for.
+/// Which kind of lock a wait was for (a semaphore's permit counts as one).
 enum class LockKind { mutex, read, write, semaphore };
 
 /// A change of the client's ZooKeeper session.
