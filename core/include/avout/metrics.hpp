@@ -49,6 +49,7 @@ AVOUT_API std::span<const MetricFamily> metric_families();
 /// label sets are those of metric_families().
 class AVOUT_API MetricsSink {
  public:
+  /// A sink is destroyed through this interface (ClientOptions holds a shared_ptr to it).
   virtual ~MetricsSink();
   /// Adds `amount` to the counter `name` with `labels`.
   virtual void add(std::string_view name, MetricLabels labels, std::uint64_t amount) = 0;
@@ -73,6 +74,7 @@ class AVOUT_API PrometheusMetrics : public MetricsSink {
   /// `buckets`: increasing upper bounds in seconds, shared by every histogram; InvalidOption
   /// when not strictly increasing and positive.
   explicit PrometheusMetrics(std::vector<double> buckets = default_buckets());
+  /// Frees every series.
   ~PrometheusMetrics() override;
   PrometheusMetrics(const PrometheusMetrics&) = delete;
   PrometheusMetrics& operator=(const PrometheusMetrics&) = delete;

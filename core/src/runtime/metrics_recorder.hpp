@@ -85,6 +85,7 @@ class MetricsRecorder {
   }
 
  private:
+  // The recordings behind the checks above, out of line: the inline part stays one branch.
   void record_attempt() const;
   void record_retry(RetryCause cause) const;
   void record_commit(Clock::time_point started) const;
