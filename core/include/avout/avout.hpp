@@ -13,6 +13,7 @@
 #include <avout/guarded_by.hpp>
 #include <avout/inspect.hpp>
 #include <avout/leader_election.hpp>
+#include <avout/metrics.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/ref.hpp>
 #include <avout/semaphore.hpp>

@@ -4,10 +4,12 @@
 
 #include <avout/export.hpp>
 #include <avout/logger.hpp>
+#include <avout/metrics.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -56,6 +58,10 @@ struct ClientOptions {
   std::chrono::milliseconds marker_grace{120000};
   Logger logger{};  ///< receives every library message and the ZooKeeper C client's log;
                     ///< empty: default_logger() (warnings and errors to stderr, rate-limited)
+  /// Receives the client's metrics (commits, retries by cause, lock waits, agent queues,
+  /// session events: docs/metrics.md), e.g. a PrometheusMetrics; empty: nothing is recorded.
+  /// Several clients may share one.
+  std::shared_ptr<MetricsSink> metrics{};
 };
 
 /// The session settings a client with `options` runs on (its ZooKeeper fields): the one

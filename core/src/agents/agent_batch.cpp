@@ -228,6 +228,7 @@ bool AgentCore::run_actions(const std::vector<Runnable>& batch, Bytes& value, Ag
     std::vector<std::function<void()>> sends;
     Bytes next;
     sends_of_running_action = &sends;
+    const auto started = metrics_.start();
     try {
       next = each.own != nullptr ? each.own->action(value) : each.action(value);
       require_fits(next.size(), max_value_size_, "agent " + name_);
@@ -238,6 +239,7 @@ bool AgentCore::run_actions(const std::vector<Runnable>& batch, Bytes& value, Ag
       next_head.error = "a non-standard exception";
     }
     sends_of_running_action = nullptr;
+    metrics_.action_ran(started);  // failed ones too
     if (next_head.error) {
       count_unrun(commit, batch, ran, *next_head.error);
       break;  // a failed action's sends never go out (as in Clojure)

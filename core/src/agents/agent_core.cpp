@@ -21,13 +21,16 @@ AgentCore::AgentCore(std::string name, std::shared_ptr<ReferenceData> data,
       data_(std::move(data)),
       max_value_size_(max_value_size),
       runtime_(runtime),
+      metrics_(runtime.metrics()),
       session_(runtime.session()),
       workers_(std::move(workers)),
       head_path_(runtime.layout().agent_head(name_)),
       queue_path_(runtime.layout().agent_queue(name_)),
       queue_(session_, queue_path_, send_kind) {}
 
-AgentCore::~AgentCore() = default;
+AgentCore::~AgentCore() {
+  if (!pending_.empty()) metrics_.agent_queue(name_, -static_cast<std::int64_t>(pending_.size()));
+}
 
 bool AgentCore::in_action() { return sends_of_running_action != nullptr; }
 

@@ -30,6 +30,7 @@
 #include "queue/sequential_queue.hpp"
 #include "records/agent_head.hpp"
 #include "records/named_send.hpp"
+#include "runtime/metrics_recorder.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -56,6 +57,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
  public:
   AgentCore(std::string name, std::shared_ptr<ReferenceData> data, std::size_t max_value_size,
             Runtime& runtime, std::shared_ptr<AgentWorkers> workers);
+  /// Takes its sends still waiting out of the queue-length metric.
   ~AgentCore() override;
   AgentCore(const AgentCore&) = delete;
   AgentCore& operator=(const AgentCore&) = delete;
@@ -358,6 +360,7 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   std::shared_ptr<ReferenceData> data_;
   std::size_t max_value_size_;
   Runtime& runtime_;
+  MetricsRecorder metrics_;  // the runtime's, copied: the destructor records without it
   ZooKeeperSession& session_;
   std::shared_ptr<AgentWorkers> workers_;
   std::string head_path_;

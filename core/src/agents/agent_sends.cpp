@@ -132,6 +132,7 @@ void AgentCore::enqueue(std::string node, AgentAction action, bool blocking, boo
         sequence,
         Pending{std::move(node), std::move(action), blocking, {}, named, generation, *ticket});
     first = placed.first == pending_.begin();
+    if (placed.second) metrics_.agent_queue(name_, 1);
   }
   // A send that goes before the one being waited for must be looked at now; one behind it
   // is reached once those before it finish.
@@ -148,6 +149,7 @@ std::optional<std::uint64_t> AgentCore::erase_pending(const std::string& node) {
   if (pending == pending_.end()) return std::nullopt;
   const std::uint64_t ticket = pending->second.ticket;
   pending_.erase(pending);
+  metrics_.agent_queue(name_, -1);
   return ticket;
 }
 

@@ -139,7 +139,8 @@ Lock Client::lock(const std::string& name) {
   validate_path(name);
   auto core = std::make_shared<detail::LockCore>(
       *session_, runtime_->liveness(), name, runtime_->layout().lock(name, false), std::nullopt,
-      std::chrono::milliseconds(0), callbacks_, node_removals_, options_.operation_timeout);
+      std::chrono::milliseconds(0), callbacks_, node_removals_, options_.operation_timeout,
+      runtime_->metrics());
   core->start();
   return Lock(std::move(core));
 }
@@ -150,7 +151,7 @@ ReadWriteLock Client::read_write_lock(const std::string& name, WriterPolicy poli
   if (quiet_period.count() < 0) throw InvalidDuration("read_write_lock: negative quiet period");
   auto core = std::make_shared<detail::LockCore>(
       *session_, runtime_->liveness(), name, runtime_->layout().lock(name, true), policy,
-      quiet_period, callbacks_, node_removals_, options_.operation_timeout);
+      quiet_period, callbacks_, node_removals_, options_.operation_timeout, runtime_->metrics());
   core->start();
   return ReadWriteLock(std::move(core));
 }

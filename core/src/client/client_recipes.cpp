@@ -19,9 +19,9 @@ Barrier Client::barrier(const std::string& name, std::size_t n) {
 Semaphore Client::semaphore(const std::string& name, std::size_t n) {
   validate_path(name);
   if (n == 0) throw InvalidOption("semaphore " + name + ": it needs at least one permit");
-  auto core = std::make_shared<detail::SemaphoreCore>(*session_, runtime_->liveness(), callbacks_,
-                                                      node_removals_, name,
-                                                      runtime_->layout().semaphore(name), n);
+  auto core = std::make_shared<detail::SemaphoreCore>(
+      *session_, runtime_->liveness(), callbacks_, node_removals_, name,
+      runtime_->layout().semaphore(name), n, runtime_->metrics());
   core->start();
   return Semaphore(std::move(core));
 }

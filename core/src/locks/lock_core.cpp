@@ -13,7 +13,8 @@ LockCore::LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::st
                    std::chrono::milliseconds quiet_period,
                    std::shared_ptr<CallbackExecutor> callbacks,
                    std::shared_ptr<NodeRemovals> removals,
-                   std::optional<std::chrono::milliseconds> operation_timeout)
+                   std::optional<std::chrono::milliseconds> operation_timeout,
+                   MetricsRecorder metrics)
     : session_(session),
       liveness_(liveness),
       name_(std::move(name)),
@@ -23,7 +24,8 @@ LockCore::LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::st
       quiet_period_(quiet_period),
       callbacks_(std::move(callbacks)),
       removals_(std::move(removals)),
-      operation_timeout_(operation_timeout) {}
+      operation_timeout_(operation_timeout),
+      metrics_(std::move(metrics)) {}
 
 Deadline LockCore::default_deadline() const {
   return operation_timeout_ ? Deadline::after(*operation_timeout_) : Deadline{};
@@ -85,6 +87,8 @@ void LockCore::claim_policy() {
 bool LockCore::acquire(bool shared, const Deadline& deadline) {
   std::uint64_t generation = 0;
   if (reenter(shared, generation)) return true;
+  const auto started = metrics_.start();  // a reentry waits for nothing: not measured
+  const LockKind kind = !policy_ ? LockKind::mutex : shared ? LockKind::read : LockKind::write;
   // Counted until this call returns: a stall during it leaves the hold it takes unconfirmed.
   struct Acquiring {
     LockCore& core;
@@ -111,8 +115,12 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
     give_up({hold.gate, hold.node}, deadline);
     throw;
   }
-  if (!acquired) return false;
+  if (!acquired) {
+    metrics_.lock_waited(kind, started, false);
+    return false;
+  }
   keep(std::move(hold), generation, deadline);
+  metrics_.lock_waited(kind, started, true);
   return true;
 }
 

@@ -9,6 +9,7 @@
 // removing nodes), lock_holds.cpp (holds and their loss), guarded_by.cpp, lock_handle.cpp.
 
 #include "locks/lock_queues.hpp"
+#include "runtime/metrics_recorder.hpp"
 #include "zk/session_liveness.hpp"
 
 #include <avout/deadline.hpp>
@@ -32,11 +33,13 @@ class NodeRemovals;
 
 class LockCore : public std::enable_shared_from_this<LockCore>, private LivenessSubscriber {
  public:
-  /// `policy` empty: a plain mutex (writers only). `liveness` is the session's monitor.
+  /// `policy` empty: a plain mutex (writers only). `liveness` is the session's monitor;
+  /// `metrics` records each acquisition's wait.
   LockCore(ZooKeeperSession& session, SessionLiveness& liveness, std::string name, std::string path,
            std::optional<WriterPolicy> policy, std::chrono::milliseconds quiet_period,
            std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<NodeRemovals> removals,
-           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt);
+           std::optional<std::chrono::milliseconds> operation_timeout = std::nullopt,
+           MetricsRecorder metrics = {});
   ~LockCore() override;
   LockCore(const LockCore&) = delete;
   LockCore& operator=(const LockCore&) = delete;
@@ -160,6 +163,7 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   std::shared_ptr<CallbackExecutor> callbacks_;
   std::shared_ptr<NodeRemovals> removals_;  // the client's: outlives this core's handles
   std::optional<std::chrono::milliseconds> operation_timeout_;
+  MetricsRecorder metrics_;
   std::uint64_t subscription_ = 0;  // of liveness_ (0: none yet)
 
   // Guards everything below; watch and liveness callbacks take it briefly.

@@ -14,7 +14,7 @@ namespace avout::detail {
 SemaphoreCore::SemaphoreCore(ZooKeeperSession& session, SessionLiveness& liveness,
                              std::shared_ptr<CallbackExecutor> callbacks,
                              std::shared_ptr<NodeRemovals> removals, std::string name,
-                             std::string folder, std::size_t n)
+                             std::string folder, std::size_t n, MetricsRecorder metrics)
     : session_(session),
       liveness_(liveness),
       callbacks_(std::move(callbacks)),
@@ -22,7 +22,8 @@ SemaphoreCore::SemaphoreCore(ZooKeeperSession& session, SessionLiveness& livenes
       name_(std::move(name)),
       folder_(std::move(folder)),
       n_(n),
-      queue_(session, folder_, permit_kind(), CreateMode::ephemeral_sequential) {}
+      queue_(session, folder_, permit_kind(), CreateMode::ephemeral_sequential),
+      metrics_(std::move(metrics)) {}
 
 SemaphoreCore::~SemaphoreCore() {
   if (subscription_ != 0) liveness_.unsubscribe(subscription_);
@@ -51,6 +52,13 @@ void SemaphoreCore::claim_count() {
 }
 
 std::shared_ptr<PermitState> SemaphoreCore::acquire(const Deadline& deadline, bool once) {
+  const auto started = metrics_.start();
+  auto permit = acquire_permit(deadline, once);
+  metrics_.lock_waited(LockKind::semaphore, started, permit != nullptr);
+  return permit;
+}
+
+std::shared_ptr<PermitState> SemaphoreCore::acquire_permit(const Deadline& deadline, bool once) {
   {
     std::lock_guard lock(mutex_);
     ++acquiring_;

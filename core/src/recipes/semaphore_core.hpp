@@ -8,6 +8,7 @@
 
 #include "queue/sequential_queue.hpp"
 #include "recipes/wake_signal.hpp"
+#include "runtime/metrics_recorder.hpp"
 #include "zk/session_liveness.hpp"
 
 #include <avout/deadline.hpp>
@@ -42,10 +43,11 @@ class SemaphoreCore : public std::enable_shared_from_this<SemaphoreCore>,
                       private LivenessSubscriber {
  public:
   /// The semaphore of `n` permits whose folder is `folder`; start() opens it. `removals`
-  /// (the client's) takes the nodes whose delete is not confirmed.
+  /// (the client's) takes the nodes whose delete is not confirmed; `metrics` records each
+  /// acquisition's wait.
   SemaphoreCore(ZooKeeperSession& session, SessionLiveness& liveness,
                 std::shared_ptr<CallbackExecutor> callbacks, std::shared_ptr<NodeRemovals> removals,
-                std::string name, std::string folder, std::size_t n);
+                std::string name, std::string folder, std::size_t n, MetricsRecorder metrics = {});
   /// Unsubscribes from the liveness monitor.
   ~SemaphoreCore() override;
   SemaphoreCore(const SemaphoreCore&) = delete;
@@ -71,6 +73,8 @@ class SemaphoreCore : public std::enable_shared_from_this<SemaphoreCore>,
   const std::string& name() const { return name_; }
 
  private:
+  // acquire() but for its measurement.
+  std::shared_ptr<PermitState> acquire_permit(const Deadline& deadline, bool once);
   // Records N in the folder, or throws Mismatch when another N is recorded there.
   void claim_count();
   // Waits for the turn of the node at `node`: true when it holds, false when the deadline
@@ -100,6 +104,7 @@ class SemaphoreCore : public std::enable_shared_from_this<SemaphoreCore>,
   SequentialQueue queue_;
   std::shared_ptr<WakeSignal> wake_ = std::make_shared<WakeSignal>();
   std::uint64_t subscription_ = 0;  // of liveness_ (0: none yet)
+  MetricsRecorder metrics_;
 
   mutable std::mutex mutex_;                        // guards everything below
   std::set<std::shared_ptr<PermitState>> permits_;  // granted, not yet released

@@ -25,14 +25,48 @@ Runtime::Runtime(ZooKeeperSession& session, const ClientOptions& options,
       nodes_(std::make_unique<NodeCache>(session)),
       markers_(std::make_unique<PendingMarkers>(session, options.logger, options.marker_grace)),
       deaths_(std::make_shared<SessionDeaths>(session, layout_.sessions(), callbacks_)),
-      liveness_(std::make_unique<SessionLiveness>(session)) {
+      liveness_(std::make_unique<SessionLiveness>(session)),
+      metrics_(options.metrics) {
   session_.create_recursive(layout_.stm_clock());
   session_.create_recursive(layout_.markers());
   session_.create_recursive(layout_.sessions());
   announce_session();
+  // Last: nothing throws after it, so the destructor always removes it.
+  if (metrics_.enabled()) {
+    seen_generation_ = session_.generation();
+    session_listener_ =
+        session_.add_listener([this](SessionState state) { on_session_state(state); });
+  }
 }
 
-Runtime::~Runtime() { markers_->remove_all(); }
+Runtime::~Runtime() {
+  if (session_listener_ != 0) session_.remove_listener(session_listener_);
+  markers_->remove_all();
+}
+
+void Runtime::on_session_state(SessionState state) {
+  SessionEvent event = SessionEvent::auth_failed;
+  switch (state) {
+    case SessionState::connected: {
+      // The first connect may or may not reach a listener added after it: never counted.
+      if (!session_down_.exchange(false)) return;
+      const std::uint64_t generation = session_.generation();
+      event = seen_generation_.exchange(generation) != generation ? SessionEvent::renewed
+                                                                  : SessionEvent::connected;
+      break;
+    }
+    case SessionState::disconnected:
+      session_down_ = true;
+      event = SessionEvent::disconnected;
+      break;
+    case SessionState::expired:
+      session_down_ = true;
+      event = SessionEvent::expired;
+      break;
+    case SessionState::auth_failed: break;
+  }
+  callbacks_->post([metrics = metrics_, event] { metrics.session_event(event); });
+}
 
 Point Runtime::new_point() {
   return Point{session_hex(session_.session_id()) + "-" + unique_uuid()};

@@ -2,14 +2,17 @@
 // detail::Runtime: what every engine of one client shares (the STM, agents, locks, atoms):
 // the session, the callback thread, the node cache, the path layout, unique point ids,
 // session liveness (the sessions' nodes, and this session's monitor), the cache of immutable
-// values, the markers waiting to ride in a later commit, and the client's settings.
+// values, the markers waiting to ride in a later commit, the client's settings and its
+// metrics recorder.
 
 #include "runtime/layout.hpp"
+#include "runtime/metrics_recorder.hpp"
 
 #include <avout/backend.hpp>
 #include <avout/client_options.hpp>
 #include <avout/zookeeper_session.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -56,6 +59,8 @@ class Runtime {
   SessionLiveness& liveness() { return *liveness_; }
   /// Where the library's messages go (empty: the default logger).
   const Logger& logger() const { return options_.logger; }
+  /// Records the client's metrics into ClientOptions::metrics (or nowhere).
+  const MetricsRecorder& metrics() const { return metrics_; }
 
   /// A fresh unique point (or attempt id) that names the current session as its writer,
   /// so gc can tell whether the writer may still commit it (docs/transactions.md rule 9).
@@ -83,6 +88,16 @@ class Runtime {
   std::unique_ptr<PendingMarkers> markers_;
   std::shared_ptr<SessionDeaths> deaths_;
   std::unique_ptr<SessionLiveness> liveness_;
+  MetricsRecorder metrics_;
+
+  // Session events for the metrics: the listener (0: none, no sink) turns the session's
+  // states into events and posts them to the callback thread (a user's sink never runs on
+  // ZooKeeper's event thread). `session_down_`: a connect after it is a reconnect or renewal,
+  // not the first connect; `seen_generation_` tells which.
+  void on_session_state(SessionState state);
+  std::uint64_t session_listener_ = 0;
+  std::atomic<bool> session_down_{false};
+  std::atomic<std::uint64_t> seen_generation_{0};
 
   std::mutex announce_mutex_;
   std::uint64_t announced_generation_ = ~std::uint64_t{0};

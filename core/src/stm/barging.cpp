@@ -228,7 +228,8 @@ void yield_to_older(StmContext& stm, BargeState& barge,
   for (std::size_t i = 0; i < refs.size(); ++i) {
     if (older_and_alive(stm, barge, tags[i].owner)) {
       ++barge.yields;
-      throw RetryAttempt{"ref " + refs[i]->name() + " is claimed by an older transaction"};
+      throw RetryAttempt{"ref " + refs[i]->name() + " is claimed by an older transaction", false,
+                         RetryCause::barging_yield};
     }
   }
 }

@@ -57,7 +57,11 @@ class StmContext {
   std::uint64_t commits() const { return commits_; }
   std::uint64_t retries() const { return retries_; }
   void count_commit() { ++commits_; }
-  void count_retry() { ++retries_; }
+  /// Counts an attempt retried (or a commit recomputed) for `cause`, in the metrics too.
+  void count_retry(RetryCause cause) {
+    ++retries_;
+    runtime_.metrics().retry(cause);
+  }
 
  private:
   Runtime& runtime_;

@@ -103,7 +103,8 @@ Transaction::~Transaction() { running = outer_; }
 
 void Transaction::check_session() const {
   if (runtime_.session().generation() != generation_) {
-    throw RetryAttempt{"the ZooKeeper session was renewed during the attempt"};
+    throw RetryAttempt{"the ZooKeeper session was renewed during the attempt", false,
+                       RetryCause::session_renewed};
   }
 }
 

@@ -30,6 +30,7 @@ namespace avout::detail {
 struct RetryAttempt {
   std::string reason;
   bool speculation = false;  ///< a speculative attempt found another commit first: no pause
+  RetryCause cause = RetryCause::conflict;  ///< for the metrics (speculation: always that)
 };
 
 struct BargeState;  // barging.hpp

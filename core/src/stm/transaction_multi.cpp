@@ -100,7 +100,8 @@ std::optional<bool> Transaction::send_multi(Commit& commit, const Multi& multi) 
     // which therefore did not go out.
     Commit::discard(stm_, commit.recomputed);
     Commit::discard(stm_, commit.written);
-    throw RetryAttempt{"the ZooKeeper session was renewed before the commit was sent"};
+    throw RetryAttempt{"the ZooKeeper session was renewed before the commit was sent", false,
+                       RetryCause::session_renewed};
   }
 }
 
@@ -135,7 +136,8 @@ bool Transaction::after_conflict(Commit& commit, const Multi& multi, bool specul
     Commit::discard(stm_, commit.written);
     throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
   }
-  stm_.count_retry();
+  stm_.count_retry(RetryCause::commute_conflict);
+  runtime_.metrics().attempt();  // the next round recomputes the commutes and commits again
   return false;
 }
 

@@ -57,7 +57,8 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
   if (point == nullptr) {
     if (!newest_on_miss) {
       report_history_miss(*target.ref);
-      throw RetryAttempt{"ref " + target.ref->name() + ": no version old enough in its history"};
+      throw RetryAttempt{"ref " + target.ref->name() + ": no version old enough in its history",
+                         false, RetryCause::history_miss};
     }
     point = &target.head.newest;
   }
@@ -84,7 +85,8 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     }
   }
   report_history_miss(*target.ref);
-  throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading"};
+  throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading", false,
+                     RetryCause::history_miss};
 }
 
 void Transaction::report_history_miss(RefCore& ref) {

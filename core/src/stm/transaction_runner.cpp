@@ -22,6 +22,7 @@ void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetc
   } catch (const RetryAttempt& retry) {
     prefetch = transaction.touched();
     if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
+      stm.runtime().metrics().barging_claim();
       try {
         transaction.claim_refs();
       } catch (const Error&) {
@@ -45,6 +46,8 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
     body();
     return;
   }
+  const MetricsRecorder& metrics = stm.runtime().metrics();
+  const auto started = metrics.start();
   BargeState barge;
   ClaimRelease release(stm, barge);
   // Opened after the claims' release, so it ends before that runs: a release is not cut
@@ -65,10 +68,12 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
     }
     const std::uint64_t generation = stm.runtime().session().generation();
     try {
+      metrics.attempt();
       run_attempt(stm, prefetch, barge, std::exchange(speculate, false), body);
+      metrics.committed(started);
       return;
     } catch (const RetryAttempt& retry) {
-      stm.count_retry();
+      stm.count_retry(retry.speculation ? RetryCause::speculation : retry.cause);
       if (retry.speculation) {
         stm.speculation().failed();
         // Not an attempt of retry_limit's: the usual first attempt follows at once.
@@ -85,6 +90,7 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
       // Only this client's own session ending retries (on the new session it is opening);
       // one the body threw, or another client's, passes through like any body exception.
       if (!stm.runtime().session().ended_since(generation)) throw;
+      metrics.retry(RetryCause::session_expired);
       (void)back_off(attempt, deadline, pauses);
     }
     ++attempt;
