@@ -21,6 +21,7 @@ namespace {
 
 using avout::Bytes;
 using avout::CodecError;
+using avout::Deleted;
 using namespace avout::detail;
 using std::chrono::milliseconds;
 
@@ -164,6 +165,15 @@ TEST_CASE("atom envelope: garbage decodes to what encodes back the same, or is C
     } catch (const CodecError&) {
     }
   });
+}
+
+TEST_CASE("atom envelope: a removed atom's tombstone is one byte that decodes as Deleted") {
+  const Bytes tombstone = encode_atom_tombstone();
+  CHECK(tombstone == Bytes{2});
+  CHECK(is_atom_tombstone(tombstone));
+  CHECK_THROWS_AS(decode_envelope(tombstone, "/a"), Deleted);
+  CHECK_FALSE(is_atom_tombstone(encode_envelope(AtomEnvelope{1, {}, Bytes{2}})));
+  CHECK_THROWS_AS(decode_envelope(Bytes{2, 0}, "/a"), CodecError);  // no format 2 envelope
 }
 
 TEST_CASE("lease record: round trips at the edges of every field") {
