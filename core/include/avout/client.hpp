@@ -206,8 +206,8 @@ class AVOUT_API Client {
   // tombstone under its name forever: every later use of it, in any process, and attaching
   // the name again throw Deleted; nothing recreates it. Each returns true when the call removed
   // the object, false when there was nothing to remove (never made, or removed already).
-  // OutcomeUnknown when ZooKeeper stayed unreachable with the removal in flight: calling
-  // again is safe.
+  // ConnectionLoss or OutcomeUnknown when ZooKeeper or the store stayed unreachable with the
+  // removal in flight: calling again is safe (it finds the tombstone, erases what is left).
 
   /// Deletes the atom `name` whose value lives in ZooKeeper (see remove_atom(name, store)).
   bool remove_atom(const std::string& name);
