@@ -61,6 +61,7 @@ TEST_CASE("a removed ref throws Deleted for every use and its values leave every
                     avout::Deleted);
     CHECK_THROWS_AS(client.ref<long>(name, 0, store), avout::Deleted);
     CHECK_FALSE(client.remove_ref(name, store));  // removed already: a no-op
+    CHECK_NOTHROW((void)client.gc({store}));        // gc reads the tombstone as naming nothing
 
     CHECK(stored_points(store, client.ref_value_key(name)) == 0);
     const auto head = client.session().get(client.options().root + "/stm/refs" + name);

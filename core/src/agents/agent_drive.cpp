@@ -101,8 +101,13 @@ void AgentCore::drop_deleted() {
   tickets_.end_deleted();
   // Send nodes are never changed after their create: version 0 is theirs. Best effort: they
   // are ephemeral, and nothing runs them any more.
-  for (const auto& node : nodes) (void)session_.remove_async(node, 0);
-  workers_->release(this);
+  for (const auto& node : nodes) {
+    try {
+      (void)session_.remove_async(node, 0);
+    } catch (const Error&) {
+    }
+  }
+  if (!nodes.empty()) workers_->release(this);  // as finish() does when the last one ends
 }
 
 AgentCore::Pending* AgentCore::claim_front(bool pool) {
