@@ -204,6 +204,26 @@ TEST_CASE("a held or awaited lock or lease is not removed; a free one is") {
   CHECK_FALSE(client.session().exists(client.options().root + "/leases" + lease_name).has_value());
 }
 
+TEST_CASE("a lock or lease handle opened before the removal still works: its nodes come back") {
+  ThreeStores stores;
+  auto& client = stores.client;
+  const std::string name = unique_name("reopened");
+  auto lock = client.lock(name);
+  auto rw = client.read_write_lock(name);
+  auto leases = client.lease_lock(name);
+  CHECK(client.remove_lock(name));
+  CHECK(client.remove_read_write_lock(name));
+  CHECK(client.remove_lease(name));
+  CHECK(lock.try_lock_for(5s));
+  lock.unlock();
+  CHECK(rw.try_lock_for(5s));
+  rw.unlock();
+  CHECK(rw.try_lock_shared_for(5s));
+  rw.unlock_shared();
+  auto lease = leases.lock("k", {.duration = 5s, .max_wait = 1s});
+  CHECK(leases.unlock(lease));
+}
+
 TEST_CASE("a removal whose reply was lost still ends removed exactly once") {
   ThreeStores stores;
   auto& client = stores.client;

@@ -212,7 +212,8 @@ class AVOUT_API Client {
   /// Deletes the atom `name` whose value lives in ZooKeeper (see remove_atom(name, store)).
   bool remove_atom(const std::string& name);
   /// Deletes the atom `name` of `store`: its cell holds a tombstone instead of the value (a
-  /// swap racing it throws Deleted); watchers in every process stop. Leaves the tombstone.
+  /// swap racing it throws Deleted); watchers in every process stop. Leaves the tombstone
+  /// (and, for a store outside ZooKeeper, the atom's notice node).
   bool remove_atom(const std::string& name, Store& store);
   /// Deletes the ref `name` whose values live in ZooKeeper (see remove_ref(name, store)).
   bool remove_ref(const std::string& name);
@@ -227,13 +228,14 @@ class AVOUT_API Client {
   /// the tombstone head and its (emptied) send queue folder.
   bool remove_agent(const std::string& name, Store& store);
   /// Deletes the lock `name`'s nodes; NotEmpty (nothing removed) while it is held or waited
-  /// for. Not a tombstone: opening the name again makes a new lock. Leaves nothing.
+  /// for. No tombstone: a handle opened before, or the name opened again, makes its nodes
+  /// anew on its next lock. Leaves nothing.
   bool remove_lock(const std::string& name);
   /// The same for the read-write lock `name` (its recorded writer policy goes too).
   bool remove_read_write_lock(const std::string& name);
-  /// Deletes the lease lock `name`'s key nodes; NotEmpty (nothing removed) while a key's
-  /// lease is held, even by a holder that died (until a contender takes it over). Fencing
-  /// tokens start again from 1 afterwards. Leaves nothing.
+  /// Deletes the lease lock `name`'s key nodes; NotEmpty while a key's lease is held, even
+  /// by a holder that died (until a contender takes it over): nothing is removed then, save
+  /// free keys when a key was taken in the meantime. Tokens start again from 1. Leaves nothing.
   bool remove_lease(const std::string& name);
 
   /// Transactions this client committed and attempts it retried.
