@@ -13,7 +13,9 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -31,6 +33,40 @@ std::string unique_name(const std::string& stem) {
 }
 
 const char* const store_names[] = {"zookeeper", "redis", "postgres"};
+
+// The standard output of a shell command.
+std::string shell(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
+  REQUIRE(pclose(pipe) == 0);
+  return out;
+}
+
+// Every Redis key whose name holds `name`, with its serialized value (redis-cli DUMP).
+std::string redis_keys_and_values(const std::string& name) {
+  const std::string cli = "redis-cli -p " + std::to_string(avout::testing::shared_redis().port());
+  return shell(cli + " --scan --pattern '*" + name + "*' | while read -r key; do echo \"$key\"; " +
+               cli + " --no-raw DUMP \"$key\"; done");
+}
+
+// Everything the PostgreSQL store's database holds, as pg_dump prints it.
+std::string postgres_dump() {
+  return shell("pg_dump --data-only '" + avout::testing::shared_postgres().url() + "'");
+}
+
+// Whether a pg_dump holds `text`, as text or inside a bytea (printed in hex).
+bool dump_holds(const std::string& dump, const std::string& text) {
+  std::string hex;
+  for (const unsigned char c : text) {
+    static const char digits[] = "0123456789abcdef";
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  return dump.find(text) != std::string::npos || dump.find(hex) != std::string::npos;
+}
 
 // What the store holds for the ref or agent `key`, asked of the store itself.
 std::size_t stored_points(avout::Store& store, const std::string& key) {
@@ -67,6 +103,36 @@ TEST_CASE("a removed ref throws Deleted for every use and its values leave every
     const auto head = client.session().get(client.options().root + "/stm/refs" + name);
     CHECK(avout::detail::is_head_tombstone(head.data));
   }
+}
+
+TEST_CASE("redis-cli and pg_dump find no value of removed atoms, refs and agents") {
+  ThreeStores stores;
+  auto& client = stores.client;
+  // Short (no compression in a Redis dump) and unique to this run.
+  const std::string marker = "gone-" + unique_name("").substr(std::string("/removal-test/-").size());
+  const std::string base = unique_name("dumped");
+  for (int i = 1; i < 3; ++i) {
+    avout::Store& store = stores.store(i);
+    const std::string stem = base + "/" + store_names[i];
+    auto ref = client.ref<std::string>(stem + "-ref", marker, store);
+    client.dosync([&] { ref.ref_set(marker + "2"); });
+    (void)client.atom<std::string>(stem + "-atom", marker, store);
+    auto agent = client.agent<std::string>(stem + "-agent", marker, store);
+  }
+  // The reads can see the values: before the removals they find them.
+  REQUIRE(redis_keys_and_values(base).find(marker) != std::string::npos);
+  REQUIRE(dump_holds(postgres_dump(), marker));
+  for (int i = 1; i < 3; ++i) {
+    const std::string stem = base + "/" + store_names[i];
+    CHECK(client.remove_ref(stem + "-ref", stores.store(i)));
+    CHECK(client.remove_atom(stem + "-atom", stores.store(i)));
+    CHECK(client.remove_agent(stem + "-agent", stores.store(i)));
+  }
+  const std::string in_redis = redis_keys_and_values(base);
+  CHECK(in_redis.find(marker) == std::string::npos);
+  CHECK(in_redis.find("-ref") == std::string::npos);    // no key of the ref is left
+  CHECK(in_redis.find("-agent") == std::string::npos);  // nor of the agent
+  CHECK_FALSE(dump_holds(postgres_dump(), marker));
 }
 
 TEST_CASE("another client's handle of a removed ref and a fresh one both see Deleted") {
