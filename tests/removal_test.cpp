@@ -97,7 +97,7 @@ TEST_CASE("a removed ref throws Deleted for every use and its values leave every
                     avout::Deleted);
     CHECK_THROWS_AS(client.ref<long>(name, 0, store), avout::Deleted);
     CHECK_FALSE(client.remove_ref(name, store));  // removed already: a no-op
-    CHECK_NOTHROW((void)client.gc({store}));        // gc reads the tombstone as naming nothing
+    CHECK_NOTHROW((void)client.gc({store}));      // gc reads the tombstone as naming nothing
 
     CHECK(stored_points(store, client.ref_value_key(name)) == 0);
     const auto head = client.session().get(client.options().root + "/stm/refs" + name);
@@ -109,7 +109,8 @@ TEST_CASE("redis-cli and pg_dump find no value of removed atoms, refs and agents
   ThreeStores stores;
   auto& client = stores.client;
   // Short (no compression in a Redis dump) and unique to this run.
-  const std::string marker = "gone-" + unique_name("").substr(std::string("/removal-test/-").size());
+  const std::string marker =
+      "gone-" + unique_name("").substr(std::string("/removal-test/-").size());
   const std::string base = unique_name("dumped");
   for (int i = 1; i < 3; ++i) {
     avout::Store& store = stores.store(i);
@@ -343,8 +344,8 @@ std::vector<Call> read_calls(const std::filesystem::path& file) {
 
 TEST_CASE("processes racing removals see every call complete before them or throw Deleted") {
   avout::testing::start_shared_servers();
-  const auto folder = std::filesystem::temp_directory_path() /
-                      ("avout-removal-" + std::to_string(::getpid()));
+  const auto folder =
+      std::filesystem::temp_directory_path() / ("avout-removal-" + std::to_string(::getpid()));
   std::filesystem::create_directories(folder);
   const std::string base = unique_name("race");
   constexpr int workers = 3;
@@ -375,8 +376,7 @@ TEST_CASE("processes racing removals see every call complete before them or thro
                   : kind == "atom" ? client.remove_atom(object(kind, s), stores.store(s))
                                    : client.remove_agent(object(kind, s), stores.store(s));
               if (!removed) throw std::runtime_error("not removed: " + object(kind, s));
-              log << object(kind, s) << " " << start << " " << avout::testing::now_us()
-                  << " 1 0\n";
+              log << object(kind, s) << " " << start << " " << avout::testing::now_us() << " 1 0\n";
             }
           }
           return;
@@ -412,8 +412,8 @@ TEST_CASE("processes racing removals see every call complete before them or thro
                     deleted = true;
                     gone[name] = true;
                   }
-                  log << name << " " << start << " " << avout::testing::now_us() << " "
-                      << deleted << " " << t << "\n";
+                  log << name << " " << start << " " << avout::testing::now_us() << " " << deleted
+                      << " " << t << "\n";
                 }
               }
             }

@@ -347,7 +347,10 @@ std::string delete_object(Client& client, Store& store, const std::string& kind,
                        : kind == "lock"   ? client.remove_lock(name)
                        : kind == "rwlock" ? client.remove_read_write_lock(name)
                                           : client.remove_lease(name);
-  const std::string what = (kind == "rwlock" ? "read-write lock" : kind == "lease" ? "lease lock" : kind) + " " + name;
+  const std::string what = (kind == "rwlock"  ? "read-write lock"
+                            : kind == "lease" ? "lease lock"
+                                              : kind) +
+                           " " + name;
   if (!removed) throw NotFound(what + " does not exist (or was deleted already)");
   return "deleted " + what;
 }

@@ -54,7 +54,8 @@ bool AwaitTickets::wait(const Deadline& deadline, const std::string& agent) {
                    [&] { return done() || deadline.stop_requested(); });
   if (!done()) return false;
   if (deleted_) {
-    throw Deleted("agent " + agent + " was deleted; actions this process sent and that had not "
+    throw Deleted("agent " + agent +
+                  " was deleted; actions this process sent and that had not "
                   "run were dropped");
   }
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {

@@ -37,8 +37,8 @@ bool Client::remove_agent(const std::string& name, Store& store) {
 
 bool Client::remove_lock(const std::string& name) {
   validate_path(name);
-  return detail::remove_lock_nodes(*session_, "lock " + name,
-                                   runtime_->layout().lock(name, false), false);
+  return detail::remove_lock_nodes(*session_, "lock " + name, runtime_->layout().lock(name, false),
+                                   false);
 }
 
 bool Client::remove_read_write_lock(const std::string& name) {

@@ -45,8 +45,8 @@ void remove_folder(ZooKeeperSession& session, const std::string& path) {
 
 }  // namespace
 
-bool remove_lock_nodes(ZooKeeperSession& session, const std::string& what,
-                       const std::string& base, bool read_write) {
+bool remove_lock_nodes(ZooKeeperSession& session, const std::string& what, const std::string& base,
+                       bool read_write) {
   std::vector<std::string> folders{base + "/writers"};
   if (read_write) folders.insert(folders.end(), {base + "/readers", base + "/gates"});
   session.sync(base);

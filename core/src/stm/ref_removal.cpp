@@ -48,11 +48,11 @@ bool StmContext::remove(const std::string& name, Store& store) {
     const std::string marker = runtime_.layout().marker(runtime_.new_point().id);
     // A lost reply is resolved through the marker (rule 6); a head that became a tombstone
     // meanwhile, by us or another remover, ends the same.
-    const auto landed = runtime_.markers().commit(
-        {op::Create{marker, {}, CreateMode::persistent},
-         op::SetData{head, encode_head_tombstone(), node.stat.version},
-         op::SetData{runtime_.layout().stm_clock(), {}, -1}},
-        marker, nullptr, 0, [&] { return is_removed(session, head); });
+    const auto landed =
+        runtime_.markers().commit({op::Create{marker, {}, CreateMode::persistent},
+                                   op::SetData{head, encode_head_tombstone(), node.stat.version},
+                                   op::SetData{runtime_.layout().stm_clock(), {}, -1}},
+                                  marker, nullptr, 0, [&] { return is_removed(session, head); });
     if (!landed) {
       throw OutcomeUnknown("ref " + name + ": removing it: outcome unknown (ZooKeeper " +
                            "unreachable); marker " + marker);
