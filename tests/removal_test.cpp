@@ -233,6 +233,8 @@ TEST_CASE("a removed agent drops its queued sends, refuses new ones and erases i
     release = true;  // its batch's commit now fails on the tombstone
     CHECK_THROWS_AS(agent.await(), avout::Deleted);
     CHECK_THROWS_AS(agent.send([](long v) { return v + 1; }), avout::Deleted);
+    CHECK_THROWS_AS(client.dosync([&] { agent.send([](long v) { return v + 1; }); }),
+                    avout::Deleted);
     CHECK_THROWS_AS((void)agent.deref(), avout::Deleted);
     CHECK_THROWS_AS(client.agent<long>(name, 0, store), avout::Deleted);
     CHECK_FALSE(client.remove_agent(name, store));
