@@ -109,3 +109,12 @@ TEST_CASE("a malformed named send throws CodecError naming its node") {
   CHECK(named_send_error(huge_name).find("truncated") != std::string::npos);
   CHECK(named_send_error(Bytes(64, 0xff)) != "");
 }
+
+TEST_CASE("agent head: a removed agent's tombstone is one byte that decodes as Deleted") {
+  const Bytes tombstone = avout::detail::encode_agent_tombstone();
+  CHECK(tombstone == Bytes{2});
+  CHECK(avout::detail::is_agent_tombstone(tombstone));
+  CHECK_THROWS_AS((void)decode_agent_head(tombstone, "/agents/heads/x"), avout::Deleted);
+  CHECK_FALSE(avout::detail::is_agent_tombstone(encode_agent_head(AgentHead{})));
+  CHECK(codec_error([&] { (void)decode_agent_head(Bytes{2, 0}, "/agents/heads/x"); }) != "");
+}

@@ -345,7 +345,47 @@ TEST_CASE("avout delete removes a ZooKeeper atom and a free lock, and refuses a 
   CHECK(freed.code == 0);
   CHECK(freed.output.find("deleted lock /jobs/nightly") != std::string::npos);
   CHECK(avout_tool(connect + " show lock /jobs/nightly").code == 3);
-  CHECK(avout_tool(connect + " delete ref /anything").code == 2);  // not deletable safely
+  CHECK(avout_tool(connect + " delete ref /anything").code == 3);  // nothing to delete
+  CHECK(avout_tool(connect + " delete table /anything").code == 2);
+}
+
+TEST_CASE("avout delete removes refs and agents in any store; show of them says deleted") {
+  const std::string zookeeper = avout::testing::shared_zookeeper().connect_string();
+  const std::string root = unique_root();
+  const std::string connect = "--zookeeper " + zookeeper + " --root " + root;
+  avout::Client client(avout::ClientOptions{.hosts = zookeeper, .root = root});
+  const std::string redis = avout::testing::shared_redis().url();
+  auto in_redis = std::make_unique<avout::redis::Store>(redis);
+  (void)client.ref<long>("/bank/gone", 5, *in_redis);
+  (void)client.agent<long>("/agents/gone", 5);
+  (void)client.atom<long>("/hits", 5, *in_redis);
+
+  auto ref = avout_tool(connect + " delete ref /bank/gone --store " + redis);
+  CHECK(ref.code == 0);
+  CHECK(ref.output.find("deleted ref /bank/gone") != std::string::npos);
+  CHECK(in_redis->reference_data(client.ref_value_key("/bank/gone"))->points().empty());
+  auto shown = avout_tool(connect + " show ref /bank/gone --store " + redis);
+  CHECK(shown.code == 3);
+  CHECK(shown.output.find("deleted") != std::string::npos);
+  CHECK(avout_tool(connect + " list refs").output.find("/bank/gone") == std::string::npos);
+
+  CHECK(avout_tool(connect + " delete agent /agents/gone").code == 0);
+  CHECK(avout_tool(connect + " show agent /agents/gone").output.find("deleted") !=
+        std::string::npos);
+  CHECK(avout_tool(connect + " delete agent /agents/gone").code == 3);
+  CHECK(avout_tool(connect + " delete atom /hits --store " + redis).code == 0);
+  CHECK(avout_tool(connect + " get atom /hits --store " + redis).code == 3);
+
+  (void)client.read_write_lock("/site");
+  CHECK(avout_tool(connect + " delete rwlock /site").code == 0);
+  auto leases = client.lease_lock("/keyed");
+  auto lease = leases.lock("k", {.duration = std::chrono::seconds(30)});
+  auto held = avout_tool(connect + " delete lease /keyed");
+  CHECK(held.code == 1);
+  CHECK(held.output.find("held") != std::string::npos);
+  leases.unlock(lease);
+  CHECK(avout_tool(connect + " delete lease /keyed").code == 0);
+  CHECK(avout_tool(connect + " delete lease /keyed").code == 3);
 }
 
 TEST_CASE(

@@ -23,6 +23,7 @@ namespace {
 
 using avout::Bytes;
 using avout::CodecError;
+using avout::Deleted;
 using namespace avout::detail;
 using std::chrono::milliseconds;
 
@@ -158,14 +159,27 @@ TEST_CASE("atom envelope: a cut header, an unknown format or too many writer ids
   CHECK_THROWS_AS(decode_envelope(avout::to_bytes("not an envelope"), "/a"), CodecError);
 }
 
-TEST_CASE("atom envelope: garbage decodes to what encodes back the same, or is CodecError") {
+TEST_CASE(
+    "atom envelope: garbage decodes to what encodes back the same, or is CodecError (Deleted: "
+    "the tombstone)") {
   for_garbage(encode_envelope(envelope_of(5, {1, 2, 3}, Bytes{4, 5})), [](const Bytes& bytes) {
     try {
       const auto envelope = decode_envelope(bytes, "/a");
       CHECK(encode_envelope(envelope) == bytes);
     } catch (const CodecError&) {
+    } catch (const Deleted&) {
+      CHECK(is_atom_tombstone(bytes));  // only the tombstone is
     }
   });
+}
+
+TEST_CASE("atom envelope: a removed atom's tombstone is one byte that decodes as Deleted") {
+  const Bytes tombstone = encode_atom_tombstone();
+  CHECK(tombstone == Bytes{2});
+  CHECK(is_atom_tombstone(tombstone));
+  CHECK_THROWS_AS(decode_envelope(tombstone, "/a"), Deleted);
+  CHECK_FALSE(is_atom_tombstone(encode_envelope(AtomEnvelope{1, {}, Bytes{2}})));
+  CHECK_THROWS_AS(decode_envelope(Bytes{2, 0}, "/a"), CodecError);  // no format 2 envelope
 }
 
 TEST_CASE("lease record: round trips at the edges of every field") {

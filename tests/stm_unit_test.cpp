@@ -221,6 +221,16 @@ TEST_CASE("head record: round trip, and malformed bytes name the head") {
   CHECK_THROWS_AS(decode_head(Bytes{}, "/refs/x"), CodecError);
 }
 
+TEST_CASE("head record: a removed ref's tombstone is one byte that decodes as Deleted only") {
+  const Bytes tombstone = encode_head_tombstone();
+  CHECK(tombstone == Bytes{3});
+  CHECK(is_head_tombstone(tombstone));
+  CHECK_THROWS_AS(decode_head(tombstone, "/refs/x"), Deleted);
+  CHECK_FALSE(is_head_tombstone(encode_head(head_with({"a"}, 1))));
+  CHECK_FALSE(is_head_tombstone(Bytes{3, 0}));  // a longer record is no tombstone
+  CHECK_THROWS_AS(decode_head(Bytes{3, 0}, "/refs/x"), CodecError);
+}
+
 TEST_CASE(
     "barging tag: round trip, empty is unclaimed, malformed throws; ages order oldest first") {
   const TransactionAge age{10, 20, 30};

@@ -112,10 +112,14 @@ void declare_arguments(CLI::App& app, Arguments& a) {
   a.watch->add_option("--count", a.count, "stop after this many values (0: no limit)")
       ->check(CLI::NonNegativeNumber);
   a.watch->add_option("--store", a.store, store_help);
-  a.erase = app.add_subcommand("delete", "delete an atom (value in ZooKeeper) or a free lock");
-  a.erase->add_option("kind", a.kind, "atom|lock (refs and agents cannot be deleted safely)")
+  a.erase = app.add_subcommand(
+      "delete",
+      "delete an object: an atom, ref or agent keeps a tombstone (its name is never reused) and "
+      "its values leave the store; a lock or lease only while free. Exit 0 deleted, 3 nothing "
+      "to delete (or deleted already), 1 held or waited for (nothing deleted) or failed");
+  a.erase->add_option("kind", a.kind, "atom|ref|agent|lock|rwlock|lease")
       ->required()
-      ->check(CLI::IsMember({"atom", "lock"}));
+      ->check(CLI::IsMember({"atom", "ref", "agent", "lock", "rwlock", "lease"}));
   a.erase->add_option("name", a.name, "its name")->required();
   a.erase->add_option("--store", a.store, store_help);
   a.lock = app.add_subcommand(

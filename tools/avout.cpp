@@ -5,7 +5,7 @@
 //   avout [options] show atom|ref|agent|lock|semaphore|election|barrier|queue NAME [--store URL]
 //   avout [options] set atom NAME VALUE [--type long|double|string|bool] [--store URL]
 //   avout [options] watch atom|ref NAME [--count N] [--store URL]
-//   avout [options] delete atom|lock NAME [--store URL]
+//   avout [options] delete atom|ref|agent|lock|rwlock|lease NAME [--store URL]
 //   avout [options] lock NAME [--kill-after DURATION] -- COMMAND [ARGUMENTS...]
 //   avout [options] elect NAME [--id ID] [--timeout DURATION] [--kill-after DURATION] -- COMMAND...
 //   avout [options] gc [--grace DURATION]
@@ -21,9 +21,11 @@
 // known). --store still picks one (it must match the record; without a record, default
 // zookeeper:). --redis/--postgres and AVOUT_REDIS/AVOUT_POSTGRES are gone: name those stores
 // by their URLs instead.
-// Exit codes: 0 done, 1 failed (unreachable server, bad data, timeout), 2 usage (also: the
-// object's recorded store is not configured, or --store contradicts it), 3 not found (also:
-// `get` or `show` of an object whose value is missing from its store);
+// Exit codes: 0 done, 1 failed (unreachable server, bad data, timeout; delete: a lock or lease
+// held or waited for), 2 usage (also: the object's recorded store is not configured, or
+// --store contradicts it), 3 not found or deleted (show, get, set, watch of a deleted object
+// say so; `get` or `show` of an object whose value is missing from its store; delete of what
+// is not there);
 // `lock` and `elect` exit with their command's status (127: it could not start; 128 + the
 // signal when stopped, as after a lost hold); `elect` exits 1 when --timeout passed first.
 #include "arguments.hpp"
@@ -188,15 +190,19 @@ int main(int argc, char** argv) {
       avout::tool::print(recipes.at(a.kind)(client, a.name), json, std::cout);
       return 0;
     }
-    if (a.kind == "lock") {
-      if (a.erase->parsed())
-        std::cout << avout::tool::delete_lock(client, a.name) << "\n";
-      else
-        avout::tool::print(avout::tool::show_lock(client, a.name), json, std::cout);
+    const bool valued = a.kind == "atom" || a.kind == "ref" || a.kind == "agent";
+    const auto chosen =
+        valued ? avout::tool::object_store(client, a.kind, a.name, a.store,
+                                           avout::tool::split_store_urls(a.connection.stores))
+               : avout::StoreHandle::borrowed(client.default_store());
+    if (a.erase->parsed()) {
+      std::cout << avout::tool::delete_object(client, chosen.get(), a.kind, a.name) << "\n";
       return 0;
     }
-    const auto chosen = avout::tool::object_store(
-        client, a.kind, a.name, a.store, avout::tool::split_store_urls(a.connection.stores));
+    if (a.kind == "lock") {
+      avout::tool::print(avout::tool::show_lock(client, a.name), json, std::cout);
+      return 0;
+    }
     if (a.set->parsed()) {
       auto stored = avout::tool::stored_atom_value(client, chosen.get(), a.name);
       if (!parsed)
@@ -217,10 +223,6 @@ int main(int argc, char** argv) {
     }
     if (a.watch->parsed())
       return avout::tool::watch(client, chosen.get(), a.kind, a.name, a.count, json, std::cout);
-    if (a.erase->parsed()) {
-      std::cout << avout::tool::delete_atom(client, chosen.get(), a.name) << "\n";
-      return 0;
-    }
     const auto report = a.kind == "atom" ? avout::tool::show_atom(client, chosen.get(), a.name)
                         : a.kind == "ref" ? avout::tool::show_ref(client, chosen.get(), a.name)
                                           : avout::tool::show_agent(client, chosen.get(), a.name);
@@ -236,6 +238,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const avout::tool::NotFound& error) {
     std::cerr << "avout: " << error.what() << "\n";
+    return 3;
+  } catch (const avout::Deleted& error) {
+    std::cerr << "avout: deleted: " << error.what() << "\n";
     return 3;
   } catch (const avout::tool::BadValue& error) {
     std::cerr << "avout: " << error.what() << "\n";

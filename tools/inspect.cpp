@@ -105,13 +105,6 @@ std::vector<std::string> list(Client& client, const std::string& kind, const std
   return names;
 }
 
-// An atom held in Redis or PostgreSQL is keyed by deployment; one held in ZooKeeper is a node.
-static std::unique_ptr<AtomState> atom_cell(Client& client, Store& store, const std::string& name) {
-  auto state = store.atom_state(name);
-  if (zookeeper::node_path(*state).empty()) state = store.atom_state(client.atom_value_key(name));
-  return state;
-}
-
 namespace {
 
 inspect::AtomValue atom_or_not_found(Client& client, Store& store, const std::string& name) {
@@ -355,52 +348,20 @@ void print(const Report& report, bool json, std::ostream& out) {
   }
 }
 
-std::string delete_atom(Client& client, Store& store, const std::string& name) {
-  auto state = atom_cell(client, store, name);
-  const std::string path = zookeeper::node_path(*state);
-  if (path.empty()) {
-    throw Error("deleting atoms in " + store.description() +
-                " is not supported (only atoms whose value is a ZooKeeper node)");
-  }
-  const auto stored = state->get();
-  if (!stored.exists())
-    throw NotFound("atom " + name + " does not exist in " + store.description());
-  try {
-    client.session().remove(path);
-  } catch (const NoNode&) {
-    throw NotFound("atom " + name + " does not exist in " + store.description());
-  } catch (const NotEmpty&) {
-    // Its node also holds the nodes of atoms named below it; an emptied node would not read
-    // as absent (only a never-written one does), so it stays.
-    throw Error("atom " + name + " has atoms named below it (" + path + "); not deleted");
-  }
-  return "deleted atom " + name + " (node " + path + ")";
-}
-
-std::string delete_lock(Client& client, const std::string& name) {
-  auto& session = client.session();
-  const auto [base, read_write] = lock_base(client, name);
-  std::vector<std::string> folders{base + "/writers"};
-  if (read_write) folders.insert(folders.end(), {base + "/readers", base + "/gates"});
-  for (const auto& folder : folders) {
-    if (!queue(session, folder).empty()) {
-      throw Error("lock " + name + " is held or awaited (" + folder + " has nodes); not deleted");
-    }
-  }
-  for (const auto& folder : folders) {
-    try {
-      session.remove(folder);
-    } catch (const NoNode&) {
-    }
-  }
-  try {
-    session.remove(base);
-  } catch (const NoNode&) {
-  } catch (const NotEmpty&) {
-    // A nested lock's nodes live below this one's: only this lock's queues are its own.
-  }
-  return std::string("deleted ") + (read_write ? "read-write lock " : "lock ") + name + " (" +
-         base + ")";
+std::string delete_object(Client& client, Store& store, const std::string& kind,
+                          const std::string& name) {
+  const bool removed = kind == "atom"     ? client.remove_atom(name, store)
+                       : kind == "ref"    ? client.remove_ref(name, store)
+                       : kind == "agent"  ? client.remove_agent(name, store)
+                       : kind == "lock"   ? client.remove_lock(name)
+                       : kind == "rwlock" ? client.remove_read_write_lock(name)
+                                          : client.remove_lease(name);
+  const std::string what = (kind == "rwlock"  ? "read-write lock"
+                            : kind == "lease" ? "lease lock"
+                                              : kind) +
+                           " " + name;
+  if (!removed) throw NotFound(what + " does not exist (or was deleted already)");
+  return "deleted " + what;
 }
 
 }  // namespace avout::tool

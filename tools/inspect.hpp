@@ -67,14 +67,11 @@ Bytes ref_value(Client& client, Store& store, const std::string& name);
 /// The encoded value of the agent `name` in `store`; NotFound as ref_value.
 Bytes agent_value(Client& client, Store& store, const std::string& name);
 
-/// Deletes the atom `name` whose value is a ZooKeeper node of `store` and says what was
-/// deleted. Other stores' atoms are refused (their interface has no erase). Processes holding
-/// a handle see "no value stored" on their next read; one creating it at the same moment may
-/// recreate it (the deletion is not fenced against them).
-std::string delete_atom(Client& client, Store& store, const std::string& name);
-/// Deletes a lock's nodes when nobody holds or waits for it; refused otherwise. A process
-/// queueing at the same moment makes the deletion fail (ZooKeeper refuses to delete a node
-/// with children) rather than lose its place.
-std::string delete_lock(Client& client, const std::string& name);
+/// Deletes the object `name` of `kind` (atom, ref, agent: values in `store`; lock, rwlock,
+/// lease) through Client::remove_* and says what was deleted. NotFound when there was nothing
+/// to delete (never made, or deleted already); NotEmpty, nothing deleted, when a lock or lease
+/// is held or waited for.
+std::string delete_object(Client& client, Store& store, const std::string& kind,
+                          const std::string& name);
 
 }  // namespace avout::tool

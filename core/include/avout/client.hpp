@@ -206,6 +206,42 @@ class AVOUT_API Client {
   GarbageReport gc(const std::vector<std::reference_wrapper<Store>>& stores = {},
                    std::chrono::milliseconds marker_grace = std::chrono::minutes(10));
 
+  // Deleting objects (docs/transactions.md, "Deletion"). A removed atom, ref or agent keeps a
+  // tombstone under its name forever: every later use of it, in any process, and attaching
+  // the name again throw Deleted; nothing recreates it. Each returns true when the call removed
+  // the object, false when there was nothing to remove (never made, or removed already).
+  // ConnectionLoss or OutcomeUnknown when ZooKeeper or the store stayed unreachable with the
+  // removal in flight: calling again is safe (it finds the tombstone, erases what is left).
+
+  /// Deletes the atom `name` whose value lives in ZooKeeper (see remove_atom(name, store)).
+  bool remove_atom(const std::string& name);
+  /// Deletes the atom `name` of `store`: its cell holds a tombstone instead of the value (a
+  /// swap racing it throws Deleted); watchers in every process stop. Leaves the tombstone
+  /// (and, for a store outside ZooKeeper, the atom's notice node).
+  bool remove_atom(const std::string& name, Store& store);
+  /// Deletes the ref `name` whose values live in ZooKeeper (see remove_ref(name, store)).
+  bool remove_ref(const std::string& name);
+  /// Deletes the ref `name` of `store`: its head becomes a tombstone in a commit (a dosync
+  /// racing it throws Deleted, never retries past it), then every stored value of it is
+  /// erased. Leaves the tombstone head and its barging tag node.
+  bool remove_ref(const std::string& name, Store& store);
+  /// Deletes the agent `name` whose value lives in ZooKeeper (see remove_agent(name, store)).
+  bool remove_agent(const std::string& name);
+  /// Deletes the agent `name` of `store`: its head becomes a tombstone and its values are
+  /// erased; sends not yet run are dropped (await throws Deleted in their processes). Leaves
+  /// the tombstone head and its (emptied) send queue folder.
+  bool remove_agent(const std::string& name, Store& store);
+  /// Deletes the lock `name`'s nodes; NotEmpty (nothing removed) while it is held or waited
+  /// for. No tombstone: a handle opened before, or the name opened again, makes its nodes
+  /// anew on its next lock. Leaves nothing.
+  bool remove_lock(const std::string& name);
+  /// The same for the read-write lock `name` (its recorded writer policy goes too).
+  bool remove_read_write_lock(const std::string& name);
+  /// Deletes the lease lock `name`'s key nodes; NotEmpty while a key's lease is held, even
+  /// by a holder that died (until a contender takes it over): nothing is removed then, save
+  /// free keys when a key was taken in the meantime. Tokens start again from 1. Leaves nothing.
+  bool remove_lease(const std::string& name);
+
   /// Transactions this client committed and attempts it retried.
   std::pair<std::uint64_t, std::uint64_t> transaction_counts() const;
 

@@ -121,6 +121,13 @@ class AVOUT_API Mismatch : public Error {
   using Error::Error;
 };
 
+/// The object was deleted (Client::remove_atom and its kin): every later use of it, and
+/// attaching its name again, throws this; nothing is recreated. The message names the object.
+class AVOUT_API Deleted : public Error {
+ public:
+  using Error::Error;
+};
+
 /// An agent whose action failed refuses sends until restart() (the message names the error).
 class AVOUT_API AgentFailed : public Error {
  public:

@@ -21,7 +21,8 @@ namespace avout::inspect {
 /// The kinds of objects a deployment lists.
 enum class Kind { atoms, refs, agents, leases, locks, semaphores, elections, barriers, queues };
 
-/// Names of every object of `kind` in `client`'s deployment.
+/// Names of every object of `kind` in `client`'s deployment; deleted atoms (held in
+/// ZooKeeper), refs and agents are left out (their tombstones stay).
 AVOUT_API std::vector<std::string> names(Client& client, Kind kind);
 
 /// An older committed version of a ref.

@@ -2,6 +2,7 @@
 #include "agents/agent_core.hpp"
 #include "agents/agent_workers.hpp"
 #include "agents/send_names.hpp"
+#include "runtime/node_cache.hpp"
 #include "runtime/runtime.hpp"
 #include "stm/participant.hpp"
 
@@ -100,7 +101,11 @@ bool AgentCore::await_until(const Deadline& deadline) {
   if (in_action()) throw Error("agent " + name_ + ": await inside an agent action");
   if (OpenTransaction::current() != nullptr)
     throw Error("agent " + name_ + ": await inside dosync");
-  return tickets_.wait(deadline, name_);
+  if (!tickets_.wait(deadline, name_)) return false;
+  // A removal by another process: its head (usually cached, no round trip) is a tombstone.
+  auto lookup = runtime_.nodes().begin(head_path_);
+  (void)decode_agent_head(runtime_.nodes().finish(lookup).data, head_path_);
+  return true;
 }
 
 void AgentCore::set_validator(std::function<bool(const Bytes&)> validator) {

@@ -247,6 +247,8 @@ class AgentCore : public AgentHandle, public std::enable_shared_from_this<AgentC
   void make_later_send(const std::function<void()>& go);
   // Forgets this process's sends among `nodes`: ran, or dropped when `dropped`.
   void finish(const std::vector<std::string>& nodes, bool dropped);
+  // The agent was removed: drops every pending send (their awaiters get Deleted).
+  void drop_deleted();
 
   // --- agent_batch.cpp
   // The batch to run when the front's send is first in the queue; empty while it waits for

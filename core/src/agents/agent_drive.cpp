@@ -62,6 +62,9 @@ void AgentCore::drive(bool pool) {
       result = step(*front, done);
     } catch (const SendVanished& vanished) {
       result = settle_vanished(vanished, done);
+    } catch (const Deleted&) {
+      drop_deleted();  // its head is a tombstone: no send of it runs any more
+      continue;
     } catch (const std::exception& error) {
       // The store or ZooKeeper is unavailable: the send keeps its place and is tried again,
       // after a fresh listing (another process may have run its batch meanwhile).
@@ -84,6 +87,27 @@ void AgentCore::drive(bool pool) {
       return;  // the watch on the predecessor brings us back
     }
   }
+}
+
+void AgentCore::drop_deleted() {
+  std::vector<std::string> nodes;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [sequence, pending] : pending_) nodes.push_back(pending.node);
+    pending_.clear();
+    known_queue_.clear();
+    retry_delay_ = std::chrono::milliseconds(0);
+  }
+  tickets_.end_deleted();
+  // Send nodes are never changed after their create: version 0 is theirs. Best effort: they
+  // are ephemeral, and nothing runs them any more.
+  for (const auto& node : nodes) {
+    try {
+      (void)session_.remove_async(node, 0);
+    } catch (const Error&) {
+    }
+  }
+  if (!nodes.empty()) workers_->release(this);  // as finish() does when the last one ends
 }
 
 AgentCore::Pending* AgentCore::claim_front(bool pool) {

@@ -33,6 +33,13 @@ void AwaitTickets::add_unrun(std::size_t count, const std::string& error) {
   unrun_error_ = error;
 }
 
+void AwaitTickets::end_deleted() {
+  std::lock_guard lock(mutex_);
+  unfinished_.clear();
+  deleted_ = true;
+  idle_.notify_all();
+}
+
 bool AwaitTickets::wait(const Deadline& deadline, const std::string& agent) {
   // A stop request wakes the wait (made before the lock: it may run at once).
   std::stop_callback wake_on_stop(deadline.stop_token(), [this] {
@@ -46,6 +53,11 @@ bool AwaitTickets::wait(const Deadline& deadline, const std::string& agent) {
   idle_.wait_until(lock, deadline.time_or_far(),
                    [&] { return done() || deadline.stop_requested(); });
   if (!done()) return false;
+  if (deleted_) {
+    throw Deleted("agent " + agent +
+                  " was deleted; actions this process sent and that had not "
+                  "run were dropped");
+  }
   if (const auto dropped = std::exchange(dropped_, 0); dropped > 0) {
     throw SessionExpired("agent " + agent + ": " + std::to_string(dropped) +
                          " action(s) sent by this process were dropped: their send nodes "

@@ -29,8 +29,11 @@ class AwaitTickets {
   /// Sends a failed agent dropped unrun, with its `error`: await reports them (counted before
   /// their tickets end).
   void add_unrun(std::size_t count, const std::string& error);
+  /// The agent was removed: every unfinished ticket ends, and every later wait throws
+  /// Deleted.
+  void end_deleted();
   /// Waits until every ticket issued before the call ended; false once `deadline` expired
-  /// (its stop token included). Throws SessionExpired for sends dropped since the last
+  /// (its stop token included). Throws Deleted once the agent was removed, SessionExpired for sends dropped since the last
   /// await, else AgentFailed for sends a failed agent dropped unrun (each reported once);
   /// `agent` names the agent in the messages.
   bool wait(const Deadline& deadline, const std::string& agent);
@@ -43,6 +46,7 @@ class AwaitTickets {
   std::uint64_t dropped_ = 0;  // sends that vanished with an expired session, not yet awaited
   std::uint64_t unrun_ = 0;    // sends a failed agent dropped unrun, not yet awaited
   std::string unrun_error_;    // the agent's error when it dropped the last of them
+  bool deleted_ = false;       // the agent was removed (its pending sends dropped)
 };
 
 }  // namespace avout::detail

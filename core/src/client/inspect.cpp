@@ -23,11 +23,12 @@ detail::Layout layout_of(const Client& client) {
   return detail::Layout(client.options().chroot, client.options().root);
 }
 
-// Object names below `folder`: nodes with data (`with_data`) or leaves otherwise.
+// Object names below `folder`: nodes with data (`with_data`) or leaves otherwise. A node of
+// one byte is a deleted atom's, ref's or agent's tombstone (every live record is longer).
 void walk(ZooKeeperSession& session, const std::string& folder, bool with_data,
           std::vector<std::string>& names) {
   walk_tree(session, folder, [&](const TreeNode& node) {
-    if (with_data ? node.stat.data_length > 0 : node.stat.num_children == 0) {
+    if (with_data ? node.stat.data_length > 1 : node.stat.num_children == 0) {
       names.push_back(node.name);
     }
   });

@@ -48,13 +48,17 @@ LockCore::~LockCore() {
   for (auto& node : abandoned) removals_->post(std::move(node), generation);
 }
 
-void LockCore::start() {
+void LockCore::make_folders() {
   session_.create_recursive(queues_.writers.folder());
   if (policy_) {
     session_.create_recursive(queues_.readers.folder());
     session_.create_recursive(queues_.gates.folder());
     claim_policy();
   }
+}
+
+void LockCore::start() {
+  make_folders();
   removals_->start();
   // By reference, not a strong one: a subscriber owning the core could end it inside the
   // monitor's dispatch.
@@ -105,8 +109,22 @@ bool LockCore::acquire(bool shared, const Deadline& deadline) {
   Hold hold;
   hold.shared = shared;
   bool acquired = false;
+  auto attempt = [&] {
+    return shared ? acquire_shared(deadline, hold) : acquire_exclusive(deadline, hold);
+  };
   try {
-    acquired = shared ? acquire_shared(deadline, hold) : acquire_exclusive(deadline, hold);
+    try {
+      acquired = attempt();
+    } catch (const NoNode&) {
+      // Client::remove_lock removed the folders while the lock was free (none of ours can
+      // be in a folder it removed): they are made again, as on a first open, and once more
+      // the acquisition runs.
+      give_up({hold.gate, hold.node}, deadline);
+      hold = Hold{};
+      hold.shared = shared;
+      make_folders();
+      acquired = attempt();
+    }
   } catch (...) {
     // Nothing an acquisition made outlives its failure: a node made on a session renewed
     // mid-acquisition (a create retried after a lost reply lands on the new session, while

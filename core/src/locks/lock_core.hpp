@@ -84,6 +84,9 @@ class LockCore : public std::enable_shared_from_this<LockCore>, private Liveness
   };
   // Records the writer policy in the lock's folder node, or checks the one recorded there.
   void claim_policy();
+  // Makes the lock's folders (and records its policy): on open, and again after
+  // Client::remove_lock removed them under this handle.
+  void make_folders();
   // The mutex core: queues a writer node and waits for its turn, then bars readers as the
   // policy says. False when the deadline passed (what it made is given up).
   bool acquire_exclusive(const Deadline& deadline, Hold& hold);

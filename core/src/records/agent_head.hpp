@@ -18,7 +18,12 @@ struct AgentHead {
 
 /// Encodes an agent head.
 Bytes encode_agent_head(const AgentHead& head);
-/// Decodes an agent head; CodecError naming `path` when malformed.
+/// Decodes an agent head; CodecError naming `path` when malformed, Deleted when it is the
+/// tombstone of a removed agent.
 AgentHead decode_agent_head(const Bytes& bytes, const std::string& path);
+/// The head of a removed agent, kept so its name is never reused silently.
+Bytes encode_agent_tombstone();
+/// True when `bytes` is an agent head's tombstone.
+bool is_agent_tombstone(const Bytes& bytes);
 
 }  // namespace avout::detail

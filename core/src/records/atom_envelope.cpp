@@ -1,10 +1,13 @@
 #include "records/atom_envelope.hpp"
 #include "records/wire.hpp"
 
+#include <avout/errors.hpp>
+
 namespace avout::detail {
 
 namespace {
 constexpr std::uint8_t envelope_format = 1;
+constexpr std::uint8_t tombstone_format = 2;  // the whole tombstone: one byte
 }  // namespace
 
 Bytes encode_envelope(const AtomEnvelope& envelope) {
@@ -18,6 +21,7 @@ Bytes encode_envelope(const AtomEnvelope& envelope) {
 }
 
 AtomEnvelope decode_envelope(const Bytes& bytes, const std::string& name) {
+  if (is_atom_tombstone(bytes)) throw Deleted("atom " + name + " was deleted");
   WireReader in(bytes, "atom " + name + ": stored bytes are not an avout atom value");
   if (in.u8() != envelope_format) in.fail("unknown format");
   AtomEnvelope envelope;
@@ -27,6 +31,16 @@ AtomEnvelope decode_envelope(const Bytes& bytes, const std::string& name) {
   for (std::size_t i = 0; i < writers; ++i) envelope.recent_writers.push_back(in.u64());
   envelope.payload = in.rest();
   return envelope;
+}
+
+}  // namespace avout::detail
+
+namespace avout::detail {
+
+Bytes encode_atom_tombstone() { return Bytes{tombstone_format}; }
+
+bool is_atom_tombstone(const Bytes& bytes) {
+  return bytes.size() == 1 && bytes[0] == tombstone_format;
 }
 
 }  // namespace avout::detail

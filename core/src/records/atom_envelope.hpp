@@ -16,7 +16,13 @@ inline constexpr std::size_t kept_writers = 8;
 
 /// Encodes an envelope (a version byte, sequence, writer ids, payload).
 Bytes encode_envelope(const AtomEnvelope& envelope);
-/// Decodes an envelope; CodecError naming `name` when the bytes are not one.
+/// Decodes an envelope; CodecError naming `name` when the bytes are not one, Deleted when
+/// they are the tombstone of a removed atom.
 AtomEnvelope decode_envelope(const Bytes& bytes, const std::string& name);
+/// What a removed atom's cell holds from then on: no value, only the mark that it is gone
+/// (a compare-and-set racing the removal fails, and nothing recreates the atom).
+Bytes encode_atom_tombstone();
+/// True when `bytes` is an atom's tombstone.
+bool is_atom_tombstone(const Bytes& bytes);
 
 }  // namespace avout::detail

@@ -3,12 +3,15 @@
 #include "base/hex.hpp"
 #include "records/wire.hpp"
 
+#include <avout/errors.hpp>
+
 #include <algorithm>
 
 namespace avout::detail {
 
 namespace {
 constexpr std::uint8_t head_format = 2;
+constexpr std::uint8_t head_tombstone_format = 3;  // the whole record: one byte
 constexpr std::uint8_t tag_format = 1;
 }  // namespace
 
@@ -26,6 +29,7 @@ Bytes encode_head(const HeadRecord& record) {
 }
 
 HeadRecord decode_head(const Bytes& bytes, const std::string& path) {
+  if (is_head_tombstone(bytes)) throw Deleted("ref head " + path + ": the ref was deleted");
   WireReader in(bytes, "ref head " + path);
   if (in.u8() != head_format) in.fail("unknown format");
   HeadRecord record;
@@ -43,6 +47,12 @@ HeadRecord decode_head(const Bytes& bytes, const std::string& path) {
   }
   if (!in.done()) in.fail("trailing bytes");
   return record;
+}
+
+Bytes encode_head_tombstone() { return Bytes{head_tombstone_format}; }
+
+bool is_head_tombstone(const Bytes& bytes) {
+  return bytes.size() == 1 && bytes[0] == head_tombstone_format;
 }
 
 Bytes encode_tag(const TransactionAge& age) {

@@ -29,8 +29,14 @@ struct HeadRecord {
 
 /// Encodes a head record.
 Bytes encode_head(const HeadRecord& record);
-/// Decodes a head record; CodecError naming `path` when malformed.
+/// Decodes a head record; CodecError naming `path` when malformed, Deleted when it is the
+/// tombstone of a removed ref (so no reader, commit or creator goes past one).
 HeadRecord decode_head(const Bytes& bytes, const std::string& path);
+/// The head of a removed ref: kept forever, so the name is never reused at version 0 (an
+/// old version check would pass again) and every later read of it throws Deleted.
+Bytes encode_head_tombstone();
+/// True when `bytes` is a ref head's tombstone.
+bool is_head_tombstone(const Bytes& bytes);
 /// True when `head` names `point`, as its newest value or in its history.
 bool names(const HeadRecord& head, const Point& point);
 

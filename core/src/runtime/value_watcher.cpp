@@ -89,6 +89,8 @@ void ValueWatcher::on_change(int failed_reads) {
     unreadable = error.what();
   } catch (const BackendError& error) {
     unreadable = error.what();
+  } catch (const Deleted&) {
+    return;  // the object was removed: there is no new value to report, now or later
   }
   if (!unreadable.empty()) {
     // The change is known but not its value (ZooKeeper or the store is unreachable): read

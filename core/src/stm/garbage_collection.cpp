@@ -54,6 +54,8 @@ GarbageReport StmContext::collect_garbage(const std::vector<Store*>& stores,
         head = decode_head(runtime_.session().get(head_path).data, head_path);
       } catch (const NoNode&) {
         continue;
+      } catch (const Deleted&) {
+        // A removed ref's tombstone names no point: a dead writer's leftover is garbage.
       }
       std::set<std::string> referenced{head.newest.id};
       for (const auto& older : head.history) referenced.insert(older.point.id);

@@ -145,7 +145,10 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
           {op::Create{marker, {}, CreateMode::persistent}, write_head,
            op::SetData{runtime_.layout().stm_clock(), {}, -1}},
           marker, nullptr, 0,
-          [&] { return names(decode_head(runtime_.session().get(head).data, head), point); },
+          [&] {
+            const Bytes now = runtime_.session().get(head).data;  // a tombstone names nothing
+            return !is_head_tombstone(now) && names(decode_head(now, head), point);
+          },
           generation);
     } catch (const SessionExpired&) {
       // Renewed since the point was written: the multi did not go out; a new point will.

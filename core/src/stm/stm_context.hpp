@@ -49,6 +49,11 @@ class StmContext {
   /// handles of one name share one RefCore per client (rule 14).
   std::shared_ptr<RefCore> attach(const std::string& name, Store& store, const Bytes& initial);
 
+  /// Removes the ref `name` whose values live in `store` (ref_removal.cpp): its head becomes
+  /// a tombstone in a commit multi, then its values are erased. False when it never existed;
+  /// true when it is removed now (also when it was already).
+  bool remove(const std::string& name, Store& store);
+
   /// See Client::gc.
   GarbageReport collect_garbage(const std::vector<Store*>& stores,
                                 std::chrono::milliseconds marker_grace);
@@ -68,6 +73,7 @@ class StmContext {
   std::atomic<std::uint64_t> ages_{0};
 
   void create_head(RefCore& ref, Store& store, const Bytes& initial);
+  void erase_values(const std::string& name, Store& store);
 
   struct KnownRef {
     std::weak_ptr<RefCore> core;

@@ -154,6 +154,8 @@ bool Transaction::heads_name_points(const Commit& commit) {
   bool named = false;
   for (auto& [staged, reply] : heads) {
     const NodeData node = session.wait(reply);
+    // A ref removed since names nothing: whether the commit landed before it stays unknown.
+    if (is_head_tombstone(node.data)) continue;
     named = named || names(decode_head(node.data, staged->target->ref->head_path()), staged->point);
   }
   return named;
