@@ -96,6 +96,20 @@ TEST_CASE("bytes of no known form are opaque, with no bookkeeping") {
   }
 }
 
+TEST_CASE("a removed atom's tombstone splits as deleted, with nothing in it") {
+  const Bytes tombstone = avout::join_stored_value(StoredKind::atom, {"deleted", "", {}});
+  const auto value = split_exactly(StoredKind::atom, tombstone);
+  CHECK(value.format == "deleted");
+  CHECK(value.bookkeeping.empty());
+  CHECK(value.payload.empty());
+  // A point is never a tombstone: the same byte is only opaque there.
+  CHECK(split_exactly(StoredKind::point, tombstone).format == "opaque");
+  CHECK_THROWS_AS(avout::join_stored_value(StoredKind::point, {"deleted", "", {}}),
+                  avout::CodecError);
+  CHECK_THROWS_AS(avout::join_stored_value(StoredKind::atom, {"deleted", "", Bytes{1}}),
+                  avout::CodecError);
+}
+
 TEST_CASE("join refuses parts no split makes") {
   auto refuses = [](StoredKind kind, StoredValue value) {
     CHECK_THROWS_AS(avout::join_stored_value(kind, value), avout::CodecError);

@@ -30,6 +30,8 @@ inline constexpr std::string_view json = "json";
 inline constexpr std::string_view avout = "avout";
 /// Bytes that are no value avout writes there, unchanged (bookkeeping empty).
 inline constexpr std::string_view opaque = "opaque";
+/// A removed atom's tombstone (Client::remove_atom): no payload, no bookkeeping.
+inline constexpr std::string_view deleted = "deleted";
 }  // namespace stored_format
 
 /// The parts of one stored value.

@@ -150,9 +150,11 @@ detail::AtomEnvelope envelope_of(const std::string& text) {
 
 StoredValue split_stored_value(StoredKind kind, std::span<const std::uint8_t> bytes) {
   if (kind == StoredKind::point) return split_value(bytes);
+  const Bytes whole(bytes.begin(), bytes.end());
+  if (detail::is_atom_tombstone(whole)) return StoredValue{std::string(stored_format::deleted), "", {}};
   detail::AtomEnvelope envelope;
   try {
-    envelope = detail::decode_envelope(Bytes(bytes.begin(), bytes.end()), "");
+    envelope = detail::decode_envelope(whole, "");
   } catch (const CodecError&) {
     return StoredValue{std::string(stored_format::opaque), "", Bytes(bytes.begin(), bytes.end())};
   }
@@ -162,6 +164,11 @@ StoredValue split_stored_value(StoredKind kind, std::span<const std::uint8_t> by
 }
 
 Bytes join_stored_value(StoredKind kind, const StoredValue& value) {
+  if (value.format == stored_format::deleted) {
+    if (kind != StoredKind::atom || !value.bookkeeping.empty() || !value.payload.empty())
+      throw CodecError("stored value: only an atom is deleted, and its tombstone holds nothing");
+    return detail::encode_atom_tombstone();
+  }
   if (kind == StoredKind::point || value.bookkeeping.empty()) {
     if (!value.bookkeeping.empty()) throw CodecError("stored value: a point has no bookkeeping");
     if (kind == StoredKind::atom && value.format != stored_format::opaque)
