@@ -1,6 +1,7 @@
 #pragma once
 // Everything of avout's core API in one include: Client, Atom, Ref, locks, Barrier, Semaphore,
-// LeaderElection, WorkQueue, errors, codecs, the backend interfaces and the ZooKeeper session.
+// LeaderElection, WorkQueue, errors, codecs, metrics, the backend interfaces (and the split of
+// stored values) and the ZooKeeper session.
 
 #include <avout/agent.hpp>
 #include <avout/atom.hpp>
@@ -13,11 +14,12 @@
 #include <avout/guarded_by.hpp>
 #include <avout/inspect.hpp>
 #include <avout/leader_election.hpp>
-#include <avout/metrics.hpp>
 #include <avout/lease_lock.hpp>
+#include <avout/metrics.hpp>
 #include <avout/ref.hpp>
 #include <avout/semaphore.hpp>
 #include <avout/store_registry.hpp>
+#include <avout/stored_value.hpp>
 #include <avout/version.hpp>
 #include <avout/work_queue.hpp>
 #include <avout/zookeeper_session.hpp>
