@@ -52,6 +52,14 @@ std::vector<Workload> workloads() {
         {"etcd STM " + isolation, "read-only txn, k=8: etcd STM " + isolation, false});
   }
   all.push_back(ro);
+  for (const std::string shape : {"read-only txn, k=8", "read 100 refs, write 1"}) {
+    const std::string row = "rounds: " + shape + ": ";
+    Workload rounds{shape + ", alternating rounds", false, {}};
+    rounds.entries.push_back({"avout, zookeeper", row + "avout, zookeeper", true});
+    for (const auto& isolation : isolations)
+      rounds.entries.push_back({"etcd STM " + isolation, row + "etcd STM " + isolation, false});
+    all.push_back(rounds);
+  }
   all.push_back({"bank transfer, 8 clients, 20 accounts",
                  true,
                  {{"avout, mixed refs", "bank transfer, 8 processes, 20 mixed refs", true},

@@ -105,6 +105,8 @@ class EtcdServer {
   EtcdServer& operator=(const EtcdServer&) = delete;
   /// "127.0.0.1:<client port>".
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// The etcd process's pid.
+  int pid() const { return process_.pid(); }
 
  private:
   std::string dir_;
@@ -130,6 +132,8 @@ std::vector<PeerRow> parse_rows(const std::string& output, double floor_ms,
     result.retries = row.at("retries");
     result.floor_ms = floor_ms;
     result.floor_name = floor_name;
+    peer.client_cpu_ms = row.value("client_cpu_ms", 0.0);
+    peer.server_cpu_ms = row.value("server_cpu_ms", 0.0);
     if (row.contains("latencies_ms"))
       peer.latencies_ms = row.at("latencies_ms").get<std::vector<double>>();
     parsed.push_back(std::move(peer));
@@ -180,6 +184,8 @@ std::vector<PeerRow> EtcdPeer::run(const std::string& arguments) const {
       "the etcd peer");
   return parse_rows(output, 0, "");
 }
+
+int EtcdPeer::server_pid() const { return server_->pid(); }
 
 void run_etcd_peer(const Settings& settings, const EtcdPeer& peer) {
   auto rows = results_of(peer.run("-iterations " + std::to_string(settings.iterations(500)) +

@@ -17,6 +17,8 @@ namespace avout::bench {
 struct PeerRow {
   Result result{};                     ///< the row as the program summarized it
   std::vector<double> latencies_ms{};  ///< each operation's, with -latencies (else empty)
+  double client_cpu_ms = 0;            ///< the program's CPU per operation (contended rows; else 0)
+  double server_cpu_ms = 0;  ///< its server's CPU per operation, with -server-pid (else 0)
 };
 
 class EtcdServer;
@@ -35,6 +37,8 @@ class EtcdPeer {
 
   /// Runs the program against this etcd with `arguments` (its flags); the rows it printed.
   std::vector<PeerRow> run(const std::string& arguments) const;
+  /// The pid of this etcd (for the program's -server-pid: its CPU per operation).
+  int server_pid() const;
 
  private:
   EtcdPeer();

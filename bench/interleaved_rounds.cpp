@@ -1,9 +1,11 @@
-// Read-write transactions over k refs, avout beside etcd's STM and the raw floor, and ref-set
-// in a transaction beside Avout's 2011 recipe, measured in alternating rounds. Rows measured
-// one after another drift apart with the machine (the servers' compilers, their logs,
-// whatever else runs): in one run the same workload measured minutes apart differed by a
-// third. Here every round runs every row for a slice of its operations, so drift lands on all
-// rows alike, and each round compares avout with etcd under the same conditions.
+// Read-write transactions over k refs, avout beside etcd's STM and the raw floor, ref-set in a
+// transaction beside Avout's 2011 recipe, read-only transactions over 8 refs and transactions
+// that read 100 refs and write 1 (the read set a serializable commit checks), measured in
+// alternating rounds. Rows measured one after another drift apart with the machine (the
+// servers' compilers, their logs, whatever else runs): in one run the same workload measured
+// minutes apart differed by a third. Here every round runs every row for a slice of its
+// operations, so drift lands on all rows alike, and each round compares avout with etcd under
+// the same conditions.
 #include "avout_recipe.hpp"
 #include "external_peers.hpp"
 #include "raw_redis.hpp"
@@ -15,9 +17,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace avout::bench {
 
@@ -36,6 +42,22 @@ std::string row_name(int k, const std::string& who) {
 
 std::string ref_set_name(std::size_t k, const std::string& who) {
   return "rounds: ref-set in dosync, k=" + std::to_string(k) + ": " + who;
+}
+
+// The rows beyond read-write over k: `shape` is read_only or read_many.
+const std::string read_only = "read-only txn, k=8";
+const std::string read_many = "read 100 refs, write 1";
+constexpr int read_many_refs = 100;
+
+std::string shape_name(const std::string& shape, const std::string& who) {
+  return "rounds: " + shape + ": " + who;
+}
+
+// Their floors: a get for a read-only transaction (one round trip), a get and a multi that
+// checks 100 versions and sets one node for the other.
+std::string shape_floor_name(const std::string& shape) {
+  return shape == read_only ? "rounds: floor: zookeeper get"
+                            : "rounds: floor: zookeeper get + multi of 100 checks and 1 set";
 }
 
 std::string floor_name(int k, const std::string& store) {
@@ -84,6 +106,10 @@ class RawFloor {
         base_(unique_name("rounds-floor")),
         table_("bench_rounds_" + std::to_string(std::random_device{}() % 1000000)) {
     for (int i = 0; i < 8; ++i) session_.create_recursive(base_ + "/" + std::to_string(i));
+    std::vector<std::future<std::string>> created;
+    for (int i = 0; i < read_many_refs; ++i)
+      created.push_back(session_.create_async(checked(i), {}, CreateMode::persistent));
+    for (auto& each : created) session_.wait(each);
     pqxx::work setup(postgres_);
     setup.exec("CREATE TABLE " + table_ + " (id bigserial primary key, value bigint)");
     setup.commit();
@@ -110,7 +136,20 @@ class RawFloor {
     session_.multi(sets);
   }
 
+  // The floor of `shape` (see shape_floor_name).
+  void once(const std::string& shape) {
+    (void)session_.get(base_ + "/0");
+    if (shape == read_only) return;
+    std::vector<Operation> operations;
+    for (int i = 0; i < read_many_refs; ++i) operations.push_back(op::Check{checked(i), 0});
+    operations.push_back(op::SetData{base_ + "/0", Bytes(8, 1), -1});
+    session_.multi(operations).throw_if_failed(operations);
+  }
+
  private:
+  // The node number `i` of the floor's checks (never changed: version 0).
+  std::string checked(int i) const { return base_ + "/0/" + std::to_string(i); }
+
   ZooKeeperSession session_;
   RawRedis redis_;
   pqxx::connection postgres_;
@@ -164,6 +203,15 @@ void print_round_comparison(const Tally& tally, const std::vector<std::string>& 
     ratios("ref-set k=" + std::to_string(k) + ", Avout 2011 recipe / avout",
            ref_set_name(k, "Avout 2011 recipe"), ref_set_name(k, "avout"));
   }
+  for (const auto& shape : {read_only, read_many}) {
+    ratios(shape + ", avout zookeeper / floor", shape_name(shape, "avout, zookeeper"),
+           shape_floor_name(shape));
+    if (!with_etcd) continue;
+    for (const std::string isolation : {"serializable", "default"}) {
+      ratios(shape + ", avout zookeeper / etcd STM " + isolation,
+             shape_name(shape, "avout, zookeeper"), shape_name(shape, "etcd STM " + isolation));
+    }
+  }
   if (with_etcd) {
     for (const std::string where : {"zookeeper", "redis"}) {
       for (int k : ks) {
@@ -206,6 +254,19 @@ std::vector<Result> summary_rows(const Tally& tally, const std::vector<AvoutRow>
   for (const std::size_t k : {std::size_t{1}, std::size_t{8}}) {
     for (const std::string who : {"avout", "Avout 2011 recipe"}) {
       beside_floor(ref_set_name(k, who), static_cast<int>(k), "zookeeper");
+    }
+  }
+  for (const auto& shape : {read_only, read_many}) {
+    const std::string floor = shape_floor_name(shape);
+    rows.push_back(tally.summary(floor));
+    for (const std::string who :
+         {"avout, zookeeper", "etcd STM serializable", "etcd STM default"}) {
+      const std::string name = shape_name(shape, who);
+      if (tally.reports.count(name) == 0) continue;
+      Result result = tally.summary(name);
+      result.floor_ms = tally.summary(floor).p50_ms;
+      result.floor_name = "floor, " + floor.substr(floor.rfind(": ") + 2);
+      rows.push_back(result);
     }
   }
   return rows;
@@ -263,6 +324,30 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers,
     for (std::size_t i = 0; i < k; ++i)
       ref_set_refs[k].push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1));
   }
+  // The read-only refs and the 100 read ones, ZooKeeper-held values (each warmed by a commit).
+  std::map<std::string, std::vector<Ref<long>>> shape_refs;
+  for (const auto& [shape, count] :
+       {std::pair{read_only, 8}, std::pair{read_many, read_many_refs}}) {
+    const std::string prefix = unique_name("rounds-shape");
+    for (int i = 0; i < count; ++i) {
+      shape_refs[shape].push_back(stores.client.ref<long>(prefix + "/" + std::to_string(i), 1000,
+                                                          stores.store("zookeeper")));
+    }
+  }
+  auto run_shape = [&](const std::string& shape) {
+    auto& refs = shape_refs[shape];
+    return stores.client.dosync([&] {
+      long sum = 0;
+      for (auto& ref : refs) sum += ref.deref();
+      if (shape == read_many) refs.front().alter([](long v) { return v + 1; });
+      return sum;
+    });
+  };
+  for (const auto& shape : {read_only, read_many}) {
+    stores.client.dosync([&] {
+      for (auto& ref : shape_refs[shape]) ref.alter([](long v) { return v + 1; });
+    });
+  }
   auto ref_set = [&](std::size_t k) {
     stores.client.dosync([&] {
       for (auto& ref : ref_set_refs[k]) ref.ref_set(2);
@@ -292,13 +377,18 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers,
       tally.add(ref_set_name(k, "Avout 2011 recipe"),
                 measure_client(stores.client, recipe_runs, [&] { recipes[k]->ref_set(k); }));
     }
+    for (const auto& shape : {read_only, read_many}) {
+      tally.add(shape_floor_name(shape), time_each(per_round, [&] { raw.once(shape); }));
+      tally.add(shape_name(shape, "avout, zookeeper"),
+                measure_client(stores.client, per_round, [&] { (void)run_shape(shape); }));
+    }
     if (etcd != nullptr) {
       // The first round warms etcd as the servers were warmed; later ones only connect.
       const auto warm = round == 0 ? settings.warm_up() : std::chrono::milliseconds(100);
       for (auto& peer :
            etcd->run("-readwrite-only -latencies -iterations " + std::to_string(per_round) +
                      " -warmup " + std::to_string(warm.count()) + "ms")) {
-        const auto& name = peer.result.workload;  // "read-write txn, k=K: etcd STM ..."
+        const auto& name = peer.result.workload;  // "read-write txn, k=K: etcd STM ...", ...
         tally.add("rounds: " + name, peer.latencies_ms);
       }
     }

@@ -61,6 +61,11 @@ inline std::vector<std::string> placements(const Servers& servers) {
 struct Stores {
   explicit Stores(const Servers& servers)
       : client(servers.zookeeper), urls(store_urls(servers)), handles(make(client, urls)) {}
+  /// The same, the client recording its metrics into `metrics` (docs/metrics.md).
+  Stores(const Servers& servers, std::shared_ptr<MetricsSink> metrics)
+      : client(ClientOptions{.hosts = servers.zookeeper, .metrics = std::move(metrics)}),
+        urls(store_urls(servers)),
+        handles(make(client, urls)) {}
   Client client;
   std::vector<StoreUrl> urls;
   std::vector<StoreHandle> handles;
@@ -135,6 +140,14 @@ inline std::pair<int, int> pick_accounts(std::mt19937& random) {
   return {from, static_cast<int>((from + 1 + random() % (bank_accounts - 1)) % bank_accounts)};
 }
 
+/// `operation(client, random)` `per_thread` times on each of `threads` threads of this process,
+/// thread t passing client index t % clients.size() and a random source of its own: the
+/// shape of etcd's peer (goroutines of one process). Throughput over the threads' window;
+/// ZooKeeper requests, round trips and retries per operation, over all the clients.
+Result threaded_operations(const std::string& workload, const std::vector<Stores*>& clients,
+                           int threads, int per_thread,
+                           const std::function<void(std::size_t, std::mt19937&)>& operation);
+
 /// Bank transfers on `threads` threads of this process, thread t on clients[t % clients.size()]
 /// with accounts[t % clients.size()], `per_thread` each: the shape of etcd's peer (goroutines
 /// of one process), a client per thread or one shared. Throughput over the threads' window;
@@ -145,8 +158,10 @@ Result threaded_bank(const std::string& workload, const std::vector<Stores*>& cl
 
 class EtcdPeer;
 
-/// The contended bank in alternating rounds: avout with 8 clients in one process, avout with
-/// one client on 8 threads, and etcd's STM (when `etcd` is not null); per-round ratios.
+/// The contended bank in alternating rounds: avout with 8 clients in one process, with one
+/// client on 8 threads and as 8 processes, and etcd's STM (when `etcd` is not null), on 20
+/// and 200 accounts and as transactions reading 100 refs and writing 1; per-round ratios,
+/// and per operation the ZooKeeper requests by kind, retries by cause and CPU.
 void run_bank_rounds(const Settings& settings, const Servers& servers, const EtcdPeer* etcd);
 
 /// bench/recipes: avout's Semaphore, WorkQueue and LeaderElection beside Curator's recipes on

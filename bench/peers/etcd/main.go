@@ -1,8 +1,10 @@
 // etcd-peer: etcd's STM and Mutex on the workloads avout-bench measures, printed as JSON rows
-// ({"rows": [{"workload", "p50_ms", "p99_ms", "operations_per_second", "retries"}]}) that
-// avout-bench reads. Built in GOPATH mode against Debian's golang-etcd-server-dev (etcd 3.4).
+// ({"rows": [{"workload", "p50_ms", "p99_ms", "operations_per_second", "retries"}]}, the
+// contended rows with "client_cpu_ms" and, given -server-pid, "server_cpu_ms" per operation)
+// that avout-bench reads. Built in GOPATH mode against Debian's golang-etcd-server-dev (etcd 3.4).
 // Usage: etcd-peer -endpoint 127.0.0.1:PORT [-iterations N] [-clients 8] [-accounts 20] [-warmup 4s]
-// [-readwrite-only] [-bank-only] [-latencies] [-recipes -ttl 2 -handovers 5] (recipes.go)
+// [-readwrite-only] [-bank-only] [-contended-reads-only] [-latencies] [-server-pid PID] [-recipes -ttl 2 -handovers 5]
+// (recipes.go)
 package main
 
 import (
@@ -14,7 +16,9 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/clientv3"
@@ -28,7 +32,9 @@ type row struct {
 	P99        float64   `json:"p99_ms"`
 	Throughput float64   `json:"operations_per_second"`
 	Retries    float64   `json:"retries"`
-	Latencies  []float64 `json:"latencies_ms,omitempty"` // with -latencies: every operation's
+	Latencies  []float64 `json:"latencies_ms,omitempty"`  // with -latencies: every operation's
+	ClientCPU  float64   `json:"client_cpu_ms,omitempty"` // contended rows: this program's CPU per operation
+	ServerCPU  float64   `json:"server_cpu_ms,omitempty"` // contended rows with -server-pid: etcd's
 }
 
 var (
@@ -38,9 +44,11 @@ var (
 	accounts   = flag.Int("accounts", 20, "accounts of the bank")
 	warmUp     = flag.Duration("warmup", 4*time.Second, "gets, puts and STM transactions run before measuring")
 	// avout-bench's interleaved rounds run the peer once per round for these rows alone.
-	readWriteOnly = flag.Bool("readwrite-only", false, "measure only the read-write transactions over k keys")
+	readWriteOnly = flag.Bool("readwrite-only", false, "measure only the uncontended transactions of the rounds (read-write over k keys, read-only over 8, read 100 write 1)")
 	bankOnly      = flag.Bool("bank-only", false, "measure only the contended bank")
+	readsOnly     = flag.Bool("contended-reads-only", false, "measure only the contended transactions that read 100 keys and write 1 of them")
 	withLatencies = flag.Bool("latencies", false, "add every operation's latency (ms) to its row")
+	serverPid     = flag.Int("server-pid", 0, "etcd's pid: its CPU per operation in the contended rows")
 	rows          []row
 )
 
@@ -76,8 +84,8 @@ func record(workload string, latencies []float64, wall time.Duration, retries in
 	if wall > 0 {
 		throughput = float64(len(latencies)) / wall.Seconds()
 	}
-	measured := row{workload, percentile(latencies, 0.5), percentile(latencies, 0.99), throughput,
-		float64(retries) / float64(len(latencies)), nil}
+	measured := row{Workload: workload, P50: percentile(latencies, 0.5), P99: percentile(latencies, 0.99),
+		Throughput: throughput, Retries: float64(retries) / float64(len(latencies))}
 	if *withLatencies {
 		measured.Latencies = latencies
 	}
@@ -123,10 +131,47 @@ func contended(workload string, perClient int, body func(c *clientv3.Client, ind
 		}(index)
 	}
 	ready.Wait()
+	clientBefore, serverBefore := ownCPU(), processCPU(*serverPid)
 	start := time.Now()
 	close(gate)
 	wait.Wait()
 	record(workload, all, time.Since(start), retries)
+	operations := float64(len(all))
+	rows[len(rows)-1].ClientCPU = (ownCPU() - clientBefore) / operations
+	if *serverPid != 0 {
+		rows[len(rows)-1].ServerCPU = (processCPU(*serverPid) - serverBefore) / operations
+	}
+}
+
+// ownCPU is the CPU time (user + system, ms) this program has used so far.
+func ownCPU() float64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	ms := func(t syscall.Timeval) float64 { return float64(t.Sec)*1000 + float64(t.Usec)/1000 }
+	return ms(usage.Utime) + ms(usage.Stime)
+}
+
+// processCPU is the CPU time (user + system, ms) process pid has used so far, from
+// /proc/pid/stat (utime and stime, in clock ticks of 1/100 s); 0 when unreadable.
+func processCPU(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	text := string(stat)
+	// The fields after the command's closing parenthesis start with field 3 (state).
+	fields := strings.Fields(text[strings.LastIndex(text, ")")+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) * 10
 }
 
 // bank runs the contended bank, perClient transfers per client, in each isolation: the clients
@@ -144,6 +189,30 @@ func bank(keys func(stem string, k int) []string, perClient int) {
 						s.Get(accountKeys[from], accountKeys[to]) // both in one round trip, as avout's deref_all
 						add(s, accountKeys[from], -1)
 						add(s, accountKeys[to], 1)
+						return nil
+					})
+				}
+			})
+	}
+}
+
+// contendedReads runs, in each isolation, perClient transactions per client that read 100 keys
+// (in one round trip) and add 1 to one of them: a serializable commit checks every key read,
+// so another client's write to any of them makes it run again.
+func contendedReads(keys func(stem string, k int) []string, perClient int) {
+	for _, isolation := range isolations {
+		names := keys("reads-"+isolation.name, 100)
+		contended(fmt.Sprintf("read 100 keys, write 1 of them, %d clients in 1 process: etcd STM %s", *clients, isolation.name), perClient,
+			func(c *clientv3.Client, index int) func() int {
+				random := rand.New(rand.NewSource(int64(index) + 1))
+				return func() int {
+					written := names[random.Intn(len(names))]
+					return stm(c, isolation.value, func(s concurrency.STM) error {
+						s.Get(names...) // every key in one round trip; each Get below reads its value
+						for _, name := range names {
+							s.Get(name)
+						}
+						add(s, written, 1)
 						return nil
 					})
 				}
@@ -195,11 +264,18 @@ func main() {
 	keys := func(stem string, k int) []string { return makeKeys(client, prefix, stem, k) }
 	if *readWriteOnly {
 		readWrite(client, prefix, n)
+		readOnly(keys, client, n)
+		readManyWriteOne(keys, client, n)
 		finish()
 		return
 	}
 	if *bankOnly {
 		bank(keys, n/2)
+		finish()
+		return
+	}
+	if *readsOnly {
+		contendedReads(keys, n/2)
 		finish()
 		return
 	}
@@ -213,18 +289,7 @@ func main() {
 	record("etcd get + put", timeEach(n, func() { client.Get(ctx, floorKey); client.Put(ctx, floorKey, "2") }), 0, 0)
 
 	readWrite(client, prefix, n)
-	for _, isolation := range isolations {
-		names := keys("ro-"+isolation.name, 8)
-		latencies := timeEach(n, func() {
-			stm(client, isolation.value, func(s concurrency.STM) error {
-				for _, name := range names {
-					s.Get(name)
-				}
-				return nil
-			})
-		})
-		record("read-only txn, k=8: etcd STM "+isolation.name, latencies, 0, 0)
-	}
+	readOnly(keys, client, n)
 
 	bank(keys, n/2)
 
@@ -310,5 +375,42 @@ func readWrite(client *clientv3.Client, prefix string, n int) {
 			})
 			record(fmt.Sprintf("read-write txn, k=%d: etcd STM %s", k, isolation.name), latencies, 0, retries)
 		}
+	}
+}
+
+// readOnly records, per isolation, n STM transactions that read 8 keys.
+func readOnly(keys func(stem string, k int) []string, client *clientv3.Client, n int) {
+	for _, isolation := range isolations {
+		names := keys("ro-"+isolation.name, 8)
+		latencies := timeEach(n, func() {
+			stm(client, isolation.value, func(s concurrency.STM) error {
+				for _, name := range names {
+					s.Get(name)
+				}
+				return nil
+			})
+		})
+		record("read-only txn, k=8: etcd STM "+isolation.name, latencies, 0, 0)
+	}
+}
+
+// readManyWriteOne records, per isolation, n STM transactions that read 100 keys (all in one
+// round trip, as the first Get of an STM prefetches every key it names) and add 1 to the first:
+// the read set a serializable commit checks.
+func readManyWriteOne(keys func(stem string, k int) []string, client *clientv3.Client, n int) {
+	for _, isolation := range isolations {
+		names := keys("read100-"+isolation.name, 100)
+		retries := 0
+		latencies := timeEach(n, func() {
+			retries += stm(client, isolation.value, func(s concurrency.STM) error {
+				s.Get(names...) // every key in one round trip; each Get below reads its value
+				for _, name := range names {
+					s.Get(name)
+				}
+				add(s, names[0], 1)
+				return nil
+			})
+		})
+		record("read 100 refs, write 1: etcd STM "+isolation.name, latencies, 0, retries)
 	}
 }

@@ -111,6 +111,6 @@ func recipeRows(client *clientv3.Client, prefix string, n int) {
 		measured = append(measured, handOver(client, fmt.Sprintf("%shandover-%d", prefix, round)))
 	}
 	sort.Float64s(measured)
-	rows = append(rows, row{"leader hand-over after kill -9: etcd Election", measured[(len(measured)-1)/2],
-		measured[len(measured)-1], 0, 0, measured})
+	rows = append(rows, row{Workload: "leader hand-over after kill -9: etcd Election",
+		P50: measured[(len(measured)-1)/2], P99: measured[len(measured)-1], Latencies: measured})
 }

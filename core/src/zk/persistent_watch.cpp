@@ -1,5 +1,6 @@
 #include "zk/persistent_watch.hpp"
 
+#include "zk/request_tally.hpp"
 #include "zk/zookeeper_c.hpp"
 
 namespace avout::detail {
@@ -44,6 +45,7 @@ void PersistentWatch::arm(Handle* handle, std::optional<WatchEvent> then) {
     }
   });
   auto* context = new PersistentArm{weak, handle, record, std::move(then)};
+  count_request(RequestKind::rearm);
   const int rc = zoo_awexists(handle->get(), path.c_str(), &Handle::on_watch_event, record,
                               &complete_persistent_arm, context);
   if (rc != ZOK) complete_persistent_arm(rc, nullptr, context);

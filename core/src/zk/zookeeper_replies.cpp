@@ -1,5 +1,7 @@
 #include "zk/zookeeper_replies.hpp"
 
+#include "zk/request_tally.hpp"
+
 namespace avout::detail {
 
 namespace {
@@ -81,6 +83,7 @@ void complete_multi(int rc, const void* data) {
     }
     return reply->promise.set_value(std::move(result));
   }
+  count_failed_multi();
   // ZooKeeper reports ZOK for the ops before the failing one and a runtime inconsistency for
   // those after it; the first other code is the culprit.
   result.failed_code = rc;

@@ -1,5 +1,6 @@
 #include "base/durations.hpp"
 #include "zk/chroot.hpp"
+#include "zk/request_tally.hpp"
 #include "zk/session_core.hpp"
 #include "zk/zookeeper_c.hpp"
 #include "zk/zookeeper_errors.hpp"
@@ -117,8 +118,9 @@ namespace {
 
 // Issues one async call on the current handle; a refused call completes at once.
 template <typename T, typename Call, typename Completion>
-std::future<T> issue(detail::SessionCore& impl, const char* operation, const std::string& path,
-                     WatchCallback watch, Completion completion, Call call) {
+std::future<T> issue(detail::SessionCore& impl, detail::RequestKind kind, const char* operation,
+                     const std::string& path, WatchCallback watch, Completion completion,
+                     Call call) {
   auto handle = impl.for_request();
   auto* reply = new Reply<T>{{}, operation, path, nullptr, nullptr, handle.get()};
   handle->request_started();
@@ -128,6 +130,7 @@ std::future<T> issue(detail::SessionCore& impl, const char* operation, const std
     reply->watch = handle->add_watch(path, std::move(watch));
   }
   impl.requests.fetch_add(1, std::memory_order_relaxed);
+  detail::count_request(kind);
   const int rc = call(handle.get(), reply->watch, reply);
   if (rc != ZOK) completion(rc, reply);
   return future;
@@ -137,7 +140,7 @@ std::future<T> issue(detail::SessionCore& impl, const char* operation, const std
 
 std::future<NodeData> ZooKeeperSession::get_async(const std::string& path, WatchCallback watch) {
   return issue<NodeData>(
-      *impl_, "get", path, std::move(watch),
+      *impl_, detail::RequestKind::get, "get", path, std::move(watch),
       [](int rc, void* r) { detail::complete_data(rc, nullptr, 0, nullptr, r); },
       [&](Handle* h, detail::WatchRecord* w, void* r) {
         return zoo_awget(h->get(), path.c_str(), w ? &Handle::on_watch_event : nullptr, w,
@@ -148,7 +151,7 @@ std::future<NodeData> ZooKeeperSession::get_async(const std::string& path, Watch
 std::future<std::optional<NodeStat>> ZooKeeperSession::exists_async(const std::string& path,
                                                                     WatchCallback watch) {
   return issue<std::optional<NodeStat>>(
-      *impl_, "exists", path, std::move(watch),
+      *impl_, detail::RequestKind::exists, "exists", path, std::move(watch),
       [](int rc, void* r) { detail::complete_exists(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord* w, void* r) {
         return zoo_awexists(h->get(), path.c_str(), w ? &Handle::on_watch_event : nullptr, w,
@@ -160,7 +163,8 @@ std::future<NodeStat> ZooKeeperSession::set_async(const std::string& path, const
                                                   std::int32_t version) {
   require_version_headroom(path, version, true);
   return issue<NodeStat>(
-      *impl_, "set", path, {}, [](int rc, void* r) { detail::complete_stat(rc, nullptr, r); },
+      *impl_, detail::RequestKind::set, "set", path, {},
+      [](int rc, void* r) { detail::complete_stat(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord*, void* r) {
         return zoo_aset(h->get(), path.c_str(), chars_of(data), length_of(data), version,
                         &detail::complete_stat, r);
@@ -170,7 +174,8 @@ std::future<NodeStat> ZooKeeperSession::set_async(const std::string& path, const
 std::future<std::string> ZooKeeperSession::create_async(const std::string& path, const Bytes& data,
                                                         CreateMode mode) {
   return issue<std::string>(
-      *impl_, "create", path, {}, [](int rc, void* r) { detail::complete_string(rc, nullptr, r); },
+      *impl_, detail::RequestKind::create, "create", path, {},
+      [](int rc, void* r) { detail::complete_string(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord*, void* r) {
         return zoo_acreate(h->get(), path.c_str(), chars_of(data), length_of(data), h->create_acl(),
                            create_flags(mode), &detail::complete_string, r);
@@ -180,7 +185,8 @@ std::future<std::string> ZooKeeperSession::create_async(const std::string& path,
 std::future<void> ZooKeeperSession::remove_async(const std::string& path, std::int32_t version) {
   require_version_headroom(path, version, false);
   return issue<void>(
-      *impl_, "delete", path, {}, [](int rc, void* r) { detail::complete_void(rc, r); },
+      *impl_, detail::RequestKind::remove, "delete", path, {},
+      [](int rc, void* r) { detail::complete_void(rc, r); },
       [&](Handle* h, detail::WatchRecord*, void* r) {
         return zoo_adelete(h->get(), path.c_str(), version, &detail::complete_void, r);
       });
@@ -189,7 +195,7 @@ std::future<void> ZooKeeperSession::remove_async(const std::string& path, std::i
 std::future<std::vector<std::string>> ZooKeeperSession::children_async(const std::string& path,
                                                                        WatchCallback watch) {
   return issue<std::vector<std::string>>(
-      *impl_, "children", path, std::move(watch),
+      *impl_, detail::RequestKind::children, "children", path, std::move(watch),
       [](int rc, void* r) { detail::complete_strings(rc, nullptr, r); },
       [&](Handle* h, detail::WatchRecord* w, void* r) {
         return zoo_awget_children(h->get(), path.c_str(), w ? &Handle::on_watch_event : nullptr, w,
@@ -203,6 +209,7 @@ std::future<void> ZooKeeperSession::sync_async(const std::string& path) {
   handle->request_started();
   auto synced = reply->promise.get_future();
   impl_->requests.fetch_add(1, std::memory_order_relaxed);
+  detail::count_request(detail::RequestKind::sync);
   const int rc = zoo_async(handle->get(), path.c_str(), &detail::complete_sync, reply);
   if (rc != ZOK) detail::complete_sync(rc, nullptr, reply);
   return synced;
@@ -284,6 +291,7 @@ std::future<MultiResult> ZooKeeperSession::send_multi(std::shared_ptr<detail::Ha
   auto future = reply->promise.get_future();
   impl_->requests.fetch_add(1, std::memory_order_relaxed);
   impl_->multi_operations.fetch_add(count, std::memory_order_relaxed);
+  detail::count_request(detail::RequestKind::multi);
   reply->owner = handle.get();
   handle->request_started();
   auto* raw = reply.release();
