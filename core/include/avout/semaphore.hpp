@@ -68,7 +68,8 @@ class AVOUT_API Permit {
   bool is_held() const;
   /// The permit's fencing token (see the header comment); 0 when not held (as a lock's).
   std::uint64_t fencing_token() const;
-  /// Gives the permit back (deletes its node); idempotent, never throws.
+  /// Gives the permit back: deletes its node, in the background if the reply is lost (until
+  /// deleted or the session ends); idempotent, never throws.
   void release() noexcept;
 
  private:
