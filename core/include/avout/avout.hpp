@@ -13,6 +13,7 @@
 #include <avout/errors.hpp>
 #include <avout/guarded_by.hpp>
 #include <avout/inspect.hpp>
+#include <avout/isolation.hpp>
 #include <avout/leader_election.hpp>
 #include <avout/lease_lock.hpp>
 #include <avout/metrics.hpp>

@@ -127,14 +127,7 @@ class AVOUT_API Client {
   /// or whose outcome is still unknown at the deadline is OutcomeUnknown instead.
   template <typename F>
   std::invoke_result_t<F&> dosync(const Deadline& deadline, F&& body) {
-    using Result = std::invoke_result_t<F&>;
-    if constexpr (std::is_void_v<Result>) {
-      detail::run_transaction(*stm_, deadline, [&] { body(); });
-    } else {
-      std::optional<Result> result;
-      detail::run_transaction(*stm_, deadline, [&] { result.emplace(body()); });
-      return std::move(*result);
-    }
+    return transact(detail::TransactionSettings{.deadline = deadline}, body);
   }
   /// dosync(guard, body) with a deadline (see dosync(deadline, body)).
   template <typename F>
@@ -143,6 +136,19 @@ class AVOUT_API Client {
       detail::guard_transaction(guard);
       return body();
     });
+  }
+
+  /// Like dosync(body), with the isolation `isolation` in place of options().isolation.
+  template <typename F>
+  std::invoke_result_t<F&> dosync(Isolation isolation, F&& body) {
+    return transact(detail::TransactionSettings{.isolation = isolation}, body);
+  }
+  /// Like dosync(deadline, body), with the isolation `isolation` in place of
+  /// options().isolation.
+  template <typename F>
+  std::invoke_result_t<F&> dosync(Isolation isolation, const Deadline& deadline, F&& body) {
+    return transact(detail::TransactionSettings{.deadline = deadline, .isolation = isolation},
+                    body);
   }
 
   /// Runs `body` as a transaction and returns what it returns. Every ref read inside sees
@@ -157,14 +163,7 @@ class AVOUT_API Client {
   /// this client's session ended during the attempt: that attempt runs again on the new one).
   template <typename F>
   std::invoke_result_t<F&> dosync(F&& body) {
-    using Result = std::invoke_result_t<F&>;
-    if constexpr (std::is_void_v<Result>) {
-      detail::run_transaction(*stm_, [&] { body(); });
-    } else {
-      std::optional<Result> result;
-      detail::run_transaction(*stm_, [&] { result.emplace(body()); });
-      return std::move(*result);
-    }
+    return transact(detail::TransactionSettings{}, body);
   }
 
   /// The lease lock `name` (an absolute path; InvalidName otherwise): a keyed mutex whose
@@ -262,6 +261,19 @@ class AVOUT_API Client {
   const ClientOptions& options() const;
 
  private:
+  // Every dosync: runs `body` with retries and returns what its committed attempt returned.
+  template <typename F>
+  std::invoke_result_t<F&> transact(const detail::TransactionSettings& settings, F& body) {
+    using Result = std::invoke_result_t<F&>;
+    if constexpr (std::is_void_v<Result>) {
+      detail::run_transaction(*stm_, settings, [&] { body(); });
+    } else {
+      std::optional<Result> result;
+      detail::run_transaction(*stm_, settings, [&] { result.emplace(body()); });
+      return std::move(*result);
+    }
+  }
+
   std::shared_ptr<detail::AtomHandle> attach_atom(const std::string& name, Store& store);
   std::shared_ptr<detail::AgentHandle> attach_agent(const std::string& name, Store& store);
   /// The byte-level core of the work queue `name`.

@@ -3,6 +3,7 @@
 // initializers name every field (ClientOptions{.hosts = h, .session_timeout = 4000ms}).
 
 #include <avout/export.hpp>
+#include <avout/isolation.hpp>
 #include <avout/logger.hpp>
 #include <avout/metrics.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -46,6 +47,9 @@ struct ClientOptions {
   std::size_t min_history = 0;   ///< older versions a ref keeps at least;
                                  ///< history misses grow it to max_history
   BargingOptions barging{};      ///< claims of old transactions
+  /// What every dosync of this client guarantees unless it asks otherwise
+  /// (docs/transactions.md, "Isolation").
+  Isolation isolation = Isolation::serializable;
   /// A dosync's first attempt may commit over the refs this client cached as of its own last
   /// commit, saving the round trip of its read point; it lands only if no other commit came
   /// since, else it runs again the usual way (docs/transactions.md, "Speculative commits").

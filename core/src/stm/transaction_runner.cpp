@@ -35,11 +35,19 @@ void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetc
 }  // namespace
 
 void run_transaction(StmContext& stm, const std::function<void()>& body) {
-  const auto& timeout = stm.runtime().options().operation_timeout;
-  run_transaction(stm, timeout ? Deadline::after(*timeout) : Deadline{}, body);
+  run_transaction(stm, TransactionSettings{}, body);
 }
 
 void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body) {
+  run_transaction(stm, TransactionSettings{.deadline = deadline}, body);
+}
+
+void run_transaction(StmContext& stm, const TransactionSettings& settings,
+                     const std::function<void()>& body) {
+  const ClientOptions& options = stm.runtime().options();
+  const Deadline deadline = settings.deadline.value_or(
+      options.operation_timeout ? Deadline::after(*options.operation_timeout) : Deadline{});
+  const Isolation isolation = settings.isolation.value_or(options.isolation);
   if (auto* outer = Transaction::current()) {
     if (&outer->stm() != &stm)
       throw Error("dosync: another client's transaction runs on this thread");
@@ -57,7 +65,8 @@ void run_transaction(StmContext& stm, const Deadline& deadline, const std::funct
   // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
   const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
   // Only a first attempt speculates: a retry follows a conflict, which speculation would meet.
-  bool speculate = stm.runtime().options().speculative_commits && stm.speculation().try_enter();
+  bool speculate = isolation == Isolation::serializable && options.speculative_commits &&
+                   stm.speculation().try_enter();
   bool ran = false;
   for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit;) {
     // Checked between attempts only: a running body and a commit in flight are not cut,

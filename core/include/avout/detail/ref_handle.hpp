@@ -6,8 +6,10 @@
 #include <avout/deadline.hpp>
 #include <avout/detail/typed_watch.hpp>
 #include <avout/export.hpp>
+#include <avout/isolation.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,5 +51,14 @@ AVOUT_API void run_transaction(StmContext& stm, const std::function<void()>& bod
 /// Like run_transaction, giving up with Timeout once `deadline` expires (checked between
 /// attempts and bounding back-off pauses; a commit in flight is awaited).
 AVOUT_API void run_transaction(StmContext& stm, const Deadline& deadline, const std::function<void()>& body);
+
+/// What one dosync asks beyond its body; an empty field takes the client's option.
+struct TransactionSettings {
+  std::optional<Deadline> deadline{};    ///< none: options().operation_timeout
+  std::optional<Isolation> isolation{};  ///< none: options().isolation
+};
+/// Like run_transaction, with the deadline and isolation of `settings`.
+AVOUT_API void run_transaction(StmContext& stm, const TransactionSettings& settings,
+                               const std::function<void()>& body);
 
 }  // namespace avout::detail
