@@ -20,7 +20,7 @@ struct NodeCache::State {
     std::shared_future<NodeData> pending;  // a read in flight, if any
     std::uint64_t pending_ticket = 0;
     bool armed = false;                        // a watch of ours is registered on the path
-    std::uint64_t epoch = 0;                   // bumped by every event on the path
+    std::uint64_t epoch = 0;  // the serial: bumped when the node held is replaced or dropped
     std::optional<std::int64_t> unwatched_at;  // `node` was installed unwatched at this zxid
   };
   std::mutex mutex;
@@ -59,6 +59,13 @@ struct NodeCache::State {
   std::uint64_t generation = 0;  // bumped by every session event: all slots are suspect
 
   std::uint64_t ticket(const Slot& slot) const { return (generation << 32) ^ slot.epoch; }
+
+  // Whether the slot `lookup` finished at holds something else now (its serial moved, the
+  // session stirred, or the cache dropped it for room).
+  bool moved(const Lookup& lookup) const {
+    const auto found = slots.find(lookup.path);
+    return found == slots.end() || ticket(found->second) != lookup.ticket;
+  }
 
   void forget(Slot& slot) {
     slot.node.reset();
@@ -128,12 +135,21 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
 }
 
 NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_point) {
+  return finish_at(lookup, read_point, false);
+}
+
+NodeData NodeCache::finish_newest(Lookup& lookup) { return finish_at(lookup, std::nullopt, true); }
+
+NodeData NodeCache::finish_at(Lookup& lookup, std::optional<std::int64_t> read_point,
+                              bool current_run) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (lookup.known) {
       // Known when the lookup began; still valid only if no event came since, and when
-      // kept unwatched, only at the read point of the commit that wrote it.
+      // kept unwatched, only at the read point of the commit that wrote it (or, for the
+      // newest node, while the run of our commits it was kept in goes on).
       std::lock_guard lock(state_->mutex);
       state_->note_use(lookup.path);
+      if (current_run && state_->run) read_point = state_->run->end;
       auto& slot = state_->slots[lookup.path];
       const bool unchanged = state_->ticket(slot) == lookup.ticket && slot.node;
       if (unchanged &&
@@ -170,14 +186,46 @@ NodeData NodeCache::finish(Lookup& lookup, std::optional<std::int64_t> read_poin
     lookup = begin(lookup.path);
   }
   lookup.watched = false;
+  lookup.unwatched_at.reset();
   return session_.get(lookup.path);  // a fresh, unwatched read is always current enough
 }
 
 bool NodeCache::changed_since(const Lookup& lookup) const {
-  if (!lookup.watched) return false;
+  if (!lookup.watched && !lookup.kept()) return false;
   std::lock_guard lock(state_->mutex);
-  const auto found = state_->slots.find(lookup.path);
-  return found != state_->slots.end() && state_->ticket(found->second) != lookup.ticket;
+  return state_->moved(lookup);
+}
+
+NodeCache::View NodeCache::judge(
+    const std::vector<std::pair<const Lookup*, std::int64_t>>& reads) const {
+  std::lock_guard lock(state_->mutex);
+  bool kept_stale = false;
+  std::int64_t newest = 0;
+  for (const auto& [lookup, mzxid] : reads) {
+    if (!lookup->watched && !lookup->kept()) return View::changed;  // cannot be told
+    if (state_->moved(*lookup)) return View::changed;
+    newest = std::max(newest, mzxid);
+    // A kept node is the node only up to the end of the run it was kept in.
+    if (lookup->kept() && !state_->current(*lookup->unwatched_at, state_->run ? state_->run->end
+                                                                               : std::int64_t{-1}))
+      kept_stale = true;
+  }
+  const bool any_kept = std::any_of(reads.begin(), reads.end(),
+                                    [](const auto& read) { return read.first->kept(); });
+  // Watched nodes unchanged are the nodes now; kept ones are as of the run's end: one view
+  // when every node read is no newer than that end (then it was the node there too).
+  if (any_kept && (kept_stale || !state_->run || newest > state_->run->end))
+    return View::kept_stale;
+  return View::consistent;
+}
+
+NodeCache::Lookup NodeCache::begin_watched(const std::string& path) {
+  {
+    std::lock_guard lock(state_->mutex);
+    auto found = state_->slots.find(path);
+    if (found != state_->slots.end() && found->second.unwatched_at) state_->forget(found->second);
+  }
+  return begin(path);
 }
 
 void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes,

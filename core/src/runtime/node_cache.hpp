@@ -15,6 +15,12 @@
 // previous one, no other commit landed in between, and a head we kept at zxid Z is still the
 // head at any read point from Z to our last commit. At any other read point it is read again,
 // watched.
+//
+// Every slot has a serial, bumped whenever what it holds is replaced, dropped or evicted (a
+// watch event, a node kept over it, a stale kept node forgotten, the cache emptied for room,
+// a session event). A Lookup records the serial it finished at, so changed_since() tells a
+// validated attempt (docs/transactions.md, "Isolation") that a head it read, watched or kept,
+// may no longer be the head.
 
 #include <avout/zookeeper_session.hpp>
 
@@ -35,9 +41,11 @@ class NodeCache {
     std::string path;
     std::optional<NodeData> known;
     std::shared_future<NodeData> reply;
-    std::uint64_t ticket = 0;
+    std::uint64_t ticket = 0;                  // the slot's serial (and session generation)
     std::optional<std::int64_t> unwatched_at;  // `known` has no watch: kept at this zxid
     bool watched = false;  // finished from a watched read: changed_since() can tell
+    /// Finished from a node this client's own commit kept (at `unwatched_at`).
+    bool kept() const { return !watched && unwatched_at.has_value(); }
   };
 
   explicit NodeCache(ZooKeeperSession& session);
@@ -51,10 +59,25 @@ class NodeCache {
   /// The node as of now or later; throws NoNode when absent. Without a read point, a node
   /// kept unwatched is read again.
   NodeData finish(Lookup& lookup, std::optional<std::int64_t> read_point = std::nullopt);
-  /// True when the node `lookup` finished with has been reported changed since (its watch
-  /// fired), so a version check against it is bound to fail. False when that cannot be told:
-  /// a node kept unwatched, or one the cache has dropped for room.
+  /// The newest node without a read point (a validated attempt's read): a watched entry, a
+  /// node kept from the current run of this client's own commits, or a watched get.
+  NodeData finish_newest(Lookup& lookup);
+  /// True when the node `lookup` finished with may no longer be the node: its watch fired, or
+  /// (watched or kept) its slot's serial moved on: replaced, dropped or evicted since. False
+  /// when that cannot be told (a plain unwatched read).
   bool changed_since(const Lookup& lookup) const;
+  /// How a set of finished lookups stands as one view (rule V3 of docs/transactions.md).
+  enum class View {
+    consistent,  ///< every node is the node as of one moment: the newest watched read, or
+                 ///< the end of the run of own commits the kept ones come from
+    changed,     ///< a node changed since (changed_since), or one cannot be told
+    kept_stale,  ///< unchanged, but kept nodes are not all of the current run, or a node is
+                 ///< newer than its end: read the kept ones again, watched
+  };
+  /// Judges `reads` (each lookup with the mzxid of the node it finished with), under one lock.
+  View judge(const std::vector<std::pair<const Lookup*, std::int64_t>>& reads) const;
+  /// Starts a watched read of `path`, dropping a node kept there unwatched first.
+  Lookup begin_watched(const std::string& path);
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
   /// Keeps `nodes` (path and node), which this client's commit at `zxid` wrote, without a
@@ -76,8 +99,7 @@ class NodeCache {
     std::int32_t clock_version = 0;
   };
   /// If no commit landed after it, every node found here with an mzxid up to its zxid is
-  /// still the node (a speculative commit's premise, which its multi checks). nullopt before
-  /// this client's first commit and after a session event.
+  /// still the node. nullopt before this client's first commit and after a session event.
   std::optional<OwnCommit> last_own_commit() const;
   /// Tests: makes the last own commit (if any) seem to have set the clock at `version`, a
   /// version a long run reaches only after 2^31 commits.
@@ -86,6 +108,9 @@ class NodeCache {
   struct State;
 
  private:
+  // finish() and finish_newest(): `current_run` judges a kept node at the current run's end.
+  NodeData finish_at(Lookup& lookup, std::optional<std::int64_t> read_point, bool current_run);
+
   ZooKeeperSession& session_;
   std::shared_ptr<State> state_;
   std::uint64_t listener_ = 0;
