@@ -31,8 +31,8 @@ namespace {
 
 constexpr int ks[] = {1, 2, 4, 8};
 
-// The rows of a client without speculative commits (a read point in every attempt): what
-// speculation saves, measured in the same rounds.
+// The rows of a client in snapshot isolation (a read point in every attempt): what validated
+// attempts save, measured in the same rounds.
 constexpr int usual_ks[] = {1, 8};
 const std::string usual_where = "zookeeper, read point each attempt";
 
@@ -293,10 +293,10 @@ void run_interleaved_rounds(const Settings& settings, const Servers& servers,
       avout.push_back(std::move(row));
     }
   }
-  // A root of its own: its commits move a clock of their own, not the one the other rows'
-  // speculative commits expect.
+  // A root of its own: its commits move a clock of their own and do not break the runs of
+  // own commits whose kept heads the other rows' validated attempts read.
   ClientOptions usual_options{
-      .hosts = servers.zookeeper, .root = "/avout-usual", .speculative_commits = false};
+      .hosts = servers.zookeeper, .root = "/avout-usual", .isolation = Isolation::snapshot};
   Client usual(usual_options);
   std::vector<AvoutRow> usual_rows;
   for (int k : usual_ks) {

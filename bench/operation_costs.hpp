@@ -21,7 +21,7 @@ namespace avout::bench {
 /// The retry causes avout labels (docs/metrics.md), then "other" for any it adds later.
 inline constexpr std::array<std::string_view, 8> retry_causes{
     "conflict",    "commute_conflict", "history_miss",    "barging_yield",
-    "speculation", "session_renewed",  "session_expired", "other"};
+    "confirmation", "session_renewed",  "session_expired", "other"};
 
 /// Counters of one window, or readings at one moment (subtract two for a window). Plain
 /// doubles: a child process hands its window to its parent through shared memory.

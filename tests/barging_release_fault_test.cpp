@@ -28,12 +28,12 @@ avout::ClientOptions options(avout::BargingOptions barging = {}) {
   return avout::ClientOptions{.hosts = hosts(), .session_timeout = 6000ms, .barging = barging};
 }
 
-// Claims after its first failed attempt, which is a usual one (a failed speculation does not
-// count toward barging).
+// Claims after its first failed attempt, which reads at a synced read point (snapshot
+// isolation), as these tests expect.
 avout::ClientOptions claimant_options(const std::string& through = hosts()) {
   auto claimant = options({.after = 1});
   claimant.hosts = through;
-  claimant.speculative_commits = false;
+  claimant.isolation = avout::Isolation::snapshot;
   return claimant;
 }
 

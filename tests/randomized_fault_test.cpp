@@ -1573,14 +1573,13 @@ TEST_CASE("randomized workloads under injected faults show no anomaly for any se
   }
 }
 
-// Speculative commits (docs/transactions.md) go out where a client's commits follow each other
-// with nobody else's in between: here one process, whose two threads share its client, so
-// most of its transactions commit speculatively, their multi alone, while lost replies,
-// failures before sending, delays and session expiries meet them; an agent's actions and the
-// atoms run beside them. The other seeds' four processes make speculation rare (it fails and
-// backs off), this one makes it the rule.
+// Validated attempts (docs/transactions.md, "Isolation") read heads kept from a client's own
+// commits where its commits follow each other with nobody else's in between: here one process,
+// whose two threads share its client, so most of its transactions commit their multi alone,
+// over kept heads, while lost replies, failures before sending, delays and session expiries
+// meet them; an agent's actions and the atoms run beside them.
 TEST_CASE(
-    "speculative commits of a client committing mostly alone show no anomaly under injected "
+    "validated attempts of a client committing mostly alone show no anomaly under injected "
     "faults") {
   (void)cluster();
   for (const auto seed : seeds()) {

@@ -1,11 +1,10 @@
 // The STM's pure parts, as functions over plain data, without a server: which operations a
-// commit multi holds and in which order (rule 5), history trimming (min/max history), the
-// speculation gate, and the ref head and barging tag records. What talks to ZooKeeper is
+// commit multi holds and in which order (rule 5, V4), history trimming (min/max history),
+// and the ref head and barging tag records. What talks to ZooKeeper is
 // tested against a real one (transaction_*_test.cpp).
 #include "records/stm_records.hpp"
 #include "stm/commit_layout.hpp"
 #include "stm/history.hpp"
-#include "stm/speculation_gate.hpp"
 
 #include <avout/errors.hpp>
 
@@ -82,7 +81,6 @@ TEST_CASE(
                     {op::Check{"/l/lock", 0}, op::Check{"/l/other", 0}}};
   plan.values = {op::Create{"/v/point", bytes("value"), CreateMode::persistent}};
   plan.clock = "/clock";
-  plan.clock_version = -1;
   plan.cleanup = {"/v/trimmed", "/m/old-marker"};
   const CommitMulti multi = lay_out_commit_multi(plan);
   CHECK(describe(multi.operations) == std::vector<std::string>{
@@ -109,15 +107,32 @@ TEST_CASE(
   CHECK(std::get<op::SetData>(multi.operations[3]).data == bytes("c"));
 }
 
-TEST_CASE("commit multi: a speculative clock version, gone clean-up left out, nothing else") {
+TEST_CASE(
+    "commit multi: read checks after the fixed heads and before the commuted ones (V4, rule 4)") {
+  CommitPlan plan;
+  plan.marker = "/m/marker";
+  plan.fixed = {{"/h/written", bytes("w"), 3}};
+  plan.read_checks = {{"/h/read", std::nullopt, 9}, {"/h/other", std::nullopt, 0}};
+  plan.commuted = {{"/h/commuted", bytes("c"), 5}};
+  plan.clock = "/clock";
+  const CommitMulti multi = lay_out_commit_multi(plan);
+  CHECK(describe(multi.operations) ==
+        std::vector<std::string>{"create /m/marker", "set /h/written 3", "check /h/read 9",
+                                 "check /h/other 0", "set /h/commuted 5", "set /clock -1"});
+  // A failed read check lies before first_commuted: the whole attempt retries, never only
+  // the commutes' recomputation.
+  CHECK(multi.first_commuted == 4);
+  CHECK(multi.heads_set == std::vector<std::size_t>{1, 4});
+}
+
+TEST_CASE("commit multi: the clock at any version, gone clean-up left out, nothing else") {
   CommitPlan plan;
   plan.marker = "/m/marker";
   plan.clock = "/clock";
-  plan.clock_version = 41;
   plan.cleanup = {"/v/a", "/m/b", "/v/c"};
   plan.gone = {"/m/b"};
   const CommitMulti multi = lay_out_commit_multi(plan);
-  CHECK(describe(multi.operations) == std::vector<std::string>{"create /m/marker", "set /clock 41",
+  CHECK(describe(multi.operations) == std::vector<std::string>{"create /m/marker", "set /clock -1",
                                                                "remove /v/a 0", "remove /v/c 0"});
   CHECK(multi.first_commuted == 1);
   CHECK(multi.first_addition == 1);
@@ -160,45 +175,6 @@ TEST_CASE("next head: keeping nothing trims the old newest; keeping more trims n
   const HeadRecord all = next_head(head_with({"a", "b"}, 5), 7, Point{"fresh"}, 5, trimmed);
   CHECK(all.history.size() == 3);
   CHECK(trimmed.empty());
-}
-
-TEST_CASE(
-    "speculation gate: open at first; each failure in a row closes it twice as long, up to 64") {
-  SpeculationGate gate;
-  CHECK(gate.try_enter());
-  gate.failed();  // penalty 1
-  CHECK_FALSE(gate.try_enter());
-  CHECK(gate.try_enter());
-  gate.failed();  // penalty 2
-  CHECK_FALSE(gate.try_enter());
-  CHECK_FALSE(gate.try_enter());
-  CHECK(gate.try_enter());
-  for (int i = 0; i < 10; ++i) gate.failed();  // capped
-  int closed = 0;
-  while (!gate.try_enter()) ++closed;
-  CHECK(closed == 64);
-}
-
-TEST_CASE("speculation gate: a landed speculative commit resets the penalty") {
-  SpeculationGate gate;
-  gate.failed();
-  gate.failed();  // penalty 2
-  gate.landed();
-  CHECK_FALSE(gate.try_enter());  // the skips already owed stay
-  CHECK_FALSE(gate.try_enter());
-  CHECK(gate.try_enter());
-  gate.failed();  // from 0 again: penalty 1
-  CHECK_FALSE(gate.try_enter());
-  CHECK(gate.try_enter());
-}
-
-TEST_CASE("speculates_at: only at a positive clock version below the last") {
-  CHECK(speculates_at(0));
-  CHECK(speculates_at(1));
-  CHECK(speculates_at(INT32_MAX - 1));
-  CHECK_FALSE(speculates_at(INT32_MAX));
-  CHECK_FALSE(speculates_at(-1));
-  CHECK_FALSE(speculates_at(INT32_MIN));
 }
 
 TEST_CASE("head record: round trip, and malformed bytes name the head") {
@@ -250,4 +226,17 @@ TEST_CASE("writer_of: the session a point id was written by, nullopt without a w
   CHECK_FALSE(writer_of("00000000000000ff").has_value());    // no '-' after the session
   CHECK_FALSE(writer_of("00000000000000fX-1").has_value());  // not hex
   CHECK_FALSE(writer_of("").has_value());
+}
+
+TEST_CASE(
+    "V9: a head's read version is never -1: the session refuses versioned ops below -1 and "
+    "writes past the last version") {
+  // A check or set at -1 would match any version; heads and tags are only ever written
+  // conditionally, so they stop at INT32_MAX and never wrap to -1 or below.
+  CHECK_NOTHROW(require_version_headroom("/h", 0, true));
+  CHECK_NOTHROW(require_version_headroom("/h", INT32_MAX - 1, true));
+  CHECK_NOTHROW(require_version_headroom("/h", INT32_MAX, false));  // a check does not write
+  CHECK_THROWS_AS(require_version_headroom("/h", INT32_MAX, true), VersionLimitReached);
+  CHECK_THROWS_AS(require_version_headroom("/h", -2, false), VersionLimitReached);
+  CHECK_THROWS_AS(require_version_headroom("/h", INT32_MIN, true), VersionLimitReached);
 }

@@ -147,10 +147,9 @@ TEST_CASE("an old transaction's claim on a ref makes processes that commute it g
 TEST_CASE("a claim whose reply was lost ends with its dosync and makes nobody yield") {
   start_servers();
   const std::string name = unique_name("lost-claim");
-  // Every attempt a usual one: a failed speculative attempt does not count toward barging,
-  // and the claim must come after the third.
+  // Every attempt synced (snapshot isolation): the claim must come after the third.
   auto claimant_options = options();
-  claimant_options.speculative_commits = false;
+  claimant_options.isolation = avout::Isolation::snapshot;
   avout::Client claimant(claimant_options);
   avout::Client meddler(options());
   avout::Client newcomer(options(1));  // one attempt: a yield would be RetryLimitExceeded

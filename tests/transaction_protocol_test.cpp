@@ -112,10 +112,10 @@ TEST_CASE("an old transaction is not starved by a stream of young ones (barging)
 
 TEST_CASE("history grows where snapshot reads missed it, and is trimmed otherwise") {
   start_servers();
-  // Read points of their own: a speculative attempt that finds x moved past this client's
-  // last commit runs again at once, with nothing to miss.
+  // Read points of their own (snapshot isolation): a validated attempt reads the newest entry
+  // only, with nothing to miss.
   auto usual = options();
-  usual.speculative_commits = false;
+  usual.isolation = avout::Isolation::snapshot;
   avout::Client client(usual);
   avout::redis::Store redis(avout::testing::shared_redis().url());
   const std::string prefix = unique_name("history");

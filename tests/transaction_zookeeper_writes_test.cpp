@@ -31,10 +31,10 @@ avout::ClientOptions options(const std::string& root = "/avout") {
                               .root = root};
 }
 
-// A client whose every attempt takes a read point of its own (no speculative commits).
+// A client whose every attempt takes a read point of its own (snapshot isolation).
 avout::ClientOptions usual_options() {
   auto usual = options();
-  usual.speculative_commits = false;
+  usual.isolation = avout::Isolation::snapshot;
   return usual;
 }
 
@@ -185,16 +185,16 @@ std::uint64_t zookeeper_requests(avout::Client& client, const std::function<void
 
 TEST_CASE(
     "a thread's next read-write transaction over the refs it just wrote costs ZooKeeper its multi "
-    "alone, three requests without speculation, however many refs") {
+    "alone, three in snapshot isolation, however many refs") {
   avout::testing::start_shared_servers();
   avout::redis::Store redis(avout::testing::shared_redis().url());
   for (const auto& placement : {std::pair{false, true}, std::pair{true, true},
                                 std::pair{false, false}, std::pair{true, false}}) {
     const bool in_redis = placement.first;
-    const bool speculative = placement.second;
+    const bool validated = placement.second;
     CAPTURE(in_redis);
-    CAPTURE(speculative);
-    avout::Client client(speculative ? options() : usual_options());
+    CAPTURE(validated);
+    avout::Client client(validated ? options() : usual_options());
     std::vector<avout::Ref<long>> refs;
     for (int i = 0; i < 8; ++i) {
       const auto name = avout::testing::unique_name("/zk-writes-test", "flat-" + std::to_string(i));
@@ -207,10 +207,9 @@ TEST_CASE(
     };
     add_one();
     // The heads the previous commit wrote are known from its own multi, current while nobody
-    // else committed: a speculative commit sends the multi alone, checking the clock is still
-    // at that commit's version; without speculation a sync and the clock (the read point) go
-    // first.
-    for (int i = 0; i < 3; ++i) CHECK(zookeeper_requests(client, add_one) == (speculative ? 1 : 3));
+    // else committed: a validated attempt sends the multi alone, which checks every head it
+    // read; in snapshot isolation a sync and the clock (the read point) go first.
+    for (int i = 0; i < 3; ++i) CHECK(zookeeper_requests(client, add_one) == (validated ? 1 : 3));
     for (auto& ref : refs) CHECK(ref.deref() == 4);
   }
 }
@@ -219,7 +218,7 @@ TEST_CASE(
     "an attempt whose written ref changed since it was read retries without sending the multi that "
     "would fail") {
   avout::testing::start_shared_servers();
-  // Speculation off: a speculative attempt over a head this client kept from its own commit
+  // Snapshot isolation: a validated attempt over a head this client kept from its own commit
   // cannot see another client's change before its multi fails.
   avout::Client client(usual_options());
   avout::Client other(options());
@@ -257,9 +256,9 @@ TEST_CASE(
     "a client that alone commits reads none of the heads it wrote again, however many refs it "
     "cycles through") {
   avout::testing::start_shared_servers();
-  for (const bool speculative : {true, false}) {
-    CAPTURE(speculative);
-    avout::Client client(speculative ? options() : usual_options());
+  for (const bool validated : {true, false}) {
+    CAPTURE(validated);
+    avout::Client client(validated ? options() : usual_options());
     std::vector<avout::Ref<long>> refs;
     for (int i = 0; i < 10; ++i) {
       refs.push_back(client.ref<long>(
@@ -276,7 +275,7 @@ TEST_CASE(
     // head it kept is still the head, however many commits ago it was kept.
     for (std::size_t i = 0; i < 2 * refs.size(); ++i) {
       CHECK(zookeeper_requests(client, [&] { transfer((i * 3) % refs.size()); }) ==
-            (speculative ? 1 : 3));
+            (validated ? 1 : 3));
     }
     long total = 0;
     for (auto& ref : refs) total += ref.deref();

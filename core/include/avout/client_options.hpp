@@ -50,10 +50,6 @@ struct ClientOptions {
   /// What every dosync of this client guarantees unless it asks otherwise
   /// (docs/transactions.md, "Isolation").
   Isolation isolation = Isolation::serializable;
-  /// A dosync's first attempt may commit over the refs this client cached as of its own last
-  /// commit, saving the round trip of its read point; it lands only if no other commit came
-  /// since, else it runs again the usual way (docs/transactions.md, "Speculative commits").
-  bool speculative_commits = true;
   /// How long a commit marker outlives its commit (docs/transactions.md rule 6): gc never
   /// removes a younger one, and an owner whose commit reply was lost trusts a marker's absence
   /// ("not landed") only when it was answered within half of it since the commit was sent;

@@ -64,7 +64,7 @@ std::string_view cause_name(RetryCause cause) {
     case RetryCause::commute_conflict: return "commute_conflict";
     case RetryCause::history_miss: return "history_miss";
     case RetryCause::barging_yield: return "barging_yield";
-    case RetryCause::speculation: return "speculation";
+    case RetryCause::confirmation: return "confirmation";
     case RetryCause::session_renewed: return "session_renewed";
     case RetryCause::session_expired: return "session_expired";
   }

@@ -19,7 +19,7 @@ enum class RetryCause {
   commute_conflict,  ///< only commuted refs changed: the commit is recomputed, the body not rerun
   history_miss,      ///< no value old enough in a ref's history, or trimmed while read
   barging_yield,     ///< a ref is claimed by an older transaction: this one gives way
-  speculation,       ///< a speculative attempt found another commit first
+  confirmation,      ///< a validated attempt's reads were not confirmed current (V5)
   session_renewed,   ///< the ZooKeeper session was renewed during the attempt
   session_expired,   ///< the session expired under the attempt (it reruns on the new one)
 };

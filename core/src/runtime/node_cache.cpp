@@ -267,11 +267,6 @@ std::optional<NodeCache::OwnCommit> NodeCache::last_own_commit() const {
   return OwnCommit{state_->run->end, state_->run->clock_version};
 }
 
-void NodeCache::pretend_clock_version_for_testing(std::int32_t version) {
-  std::lock_guard lock(state_->mutex);
-  if (state_->run) state_->run->clock_version = version;
-}
-
 void NodeCache::rearm_stale(std::int64_t read_point) {
   std::vector<std::string> stale;
   {

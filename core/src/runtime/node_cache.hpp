@@ -101,9 +101,6 @@ class NodeCache {
   /// If no commit landed after it, every node found here with an mzxid up to its zxid is
   /// still the node. nullopt before this client's first commit and after a session event.
   std::optional<OwnCommit> last_own_commit() const;
-  /// Tests: makes the last own commit (if any) seem to have set the clock at `version`, a
-  /// version a long run reaches only after 2^31 commits.
-  void pretend_clock_version_for_testing(std::int32_t version);
 
   struct State;
 

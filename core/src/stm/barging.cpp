@@ -18,11 +18,11 @@ namespace avout::detail {
 namespace {
 bool older_and_alive(StmContext& stm, const BargeState& barge,
                      const std::optional<TransactionAge>& owner) {
-  // Not dated yet (a speculative attempt, which has no read point of its own): the youngest.
+  // Not dated yet (a validated attempt, which has no read point of its own): the youngest.
   return owner && (!barge.age || *owner < *barge.age) && stm.runtime().alive(owner->session);
 }
 
-// The age of a dosync none of whose attempts took a read point (they speculated): one taken
+// The age of a dosync none of whose attempts took a read point (they were validated): one taken
 // now, as rule 2 takes one (a sync, then the clock), so that its claims are dated.
 TransactionAge date(StmContext& stm) {
   auto& session = stm.runtime().session();
@@ -228,7 +228,7 @@ void yield_to_older(StmContext& stm, BargeState& barge,
   for (std::size_t i = 0; i < refs.size(); ++i) {
     if (older_and_alive(stm, barge, tags[i].owner)) {
       ++barge.yields;
-      throw RetryAttempt{"ref " + refs[i]->name() + " is claimed by an older transaction", false,
+      throw RetryAttempt{"ref " + refs[i]->name() + " is claimed by an older transaction",
                          RetryCause::barging_yield};
     }
   }

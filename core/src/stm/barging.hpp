@@ -22,7 +22,7 @@ void require_valid(const BargingOptions& options);
 /// Barging state of one dosync, carried from attempt to attempt.
 struct BargeState {
   /// Set by the first attempt's read point, or by the first claim of a dosync whose attempts
-  /// so far were speculative (without a read point of their own): every claim carries one.
+  /// so far were validated (without a read point of their own): every claim carries one.
   std::optional<TransactionAge> age;
   std::size_t failed_attempts = 0;  ///< attempts that retried so far
   std::size_t yields = 0;           ///< attempts that gave way to an older transaction

@@ -23,6 +23,8 @@ CommitMulti lay_out_commit_multi(CommitPlan plan) {
       operations.push_back(op::Check{std::move(head.path), head.version});
     }
   }
+  for (auto& head : plan.read_checks)
+    operations.push_back(op::Check{std::move(head.path), head.version});
   multi.first_commuted = operations.size();
   for (auto& head : plan.commuted) {
     multi.heads_set.push_back(operations.size());
@@ -37,7 +39,8 @@ CommitMulti lay_out_commit_multi(CommitPlan plan) {
   multi.after_additions = operations.size();
   // Values created by the multi cannot fail (fresh points): right before the clock.
   for (auto& value : plan.values) operations.push_back(std::move(value));
-  operations.push_back(op::SetData{std::move(plan.clock), {}, plan.clock_version});
+  // Rule 1: the clock is the one op sent at -1 (any version).
+  operations.push_back(op::SetData{std::move(plan.clock), {}, -1});
   // Value nodes and markers are created once and never changed: version 0 is theirs.
   multi.first_cleanup = operations.size();
   for (auto& path : plan.cleanup) {

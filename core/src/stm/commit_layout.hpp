@@ -1,6 +1,6 @@
 #pragma once
 // Which operations one round's commit multi holds, and in which order (docs/transactions.md
-// rules 5, 11, 16): the marker, written/ensured heads, commuted heads, barging tags, what
+// rules 5, 11, 16): the marker, written/ensured heads, read checks, commuted heads, barging tags, what
 // agents and locks added, values created by the multi, the clock, then clean-up. Pure, over
 // plain data: tested without a server (tests/stm_unit_test.cpp).
 
@@ -36,12 +36,12 @@ struct CommitPlan {
   };
   std::string marker;                             ///< created by op 0 (rule 6)
   std::vector<Head> fixed;                        ///< written or ensured refs' heads
+  std::vector<Head> read_checks;                  ///< heads only read: checked (V4)
   std::vector<Head> commuted;                     ///< commuted refs' heads (always set)
   std::vector<Operation> tags;                    ///< barging tags set or released (rule 10)
   std::vector<std::vector<Operation>> additions;  ///< agents' sends, locks' guards, per addition
   std::vector<Operation> values;                  ///< values the multi creates (rule 11)
   std::string clock;                              ///< the STM clock's path
-  std::int32_t clock_version = -1;                ///< -1: any version; else a speculative commit's
   std::vector<std::string> cleanup;  ///< trimmed value nodes, carried markers (rule 16)
   std::set<std::string> gone;        ///< clean-up nodes found gone: left out
 };
@@ -56,7 +56,8 @@ struct CommitMulti {
   std::vector<std::size_t> heads_set;  ///< where the multi sets a written or commuted head
 };
 
-/// Lays out `plan` as a commit multi (rule 5): marker, fixed heads, commuted heads, tags,
+/// Lays out `plan` as a commit multi (rule 5): marker, fixed heads, read checks (before the
+/// commuted heads, so rule 4's first-failing-op inference holds), commuted heads, tags,
 /// additions, created values, clock, then removals at version 0 of the clean-up nodes not gone.
 CommitMulti lay_out_commit_multi(CommitPlan plan);
 

@@ -169,4 +169,19 @@ void StmContext::create_head(RefCore& ref, Store& store, const Bytes& initial) {
   throw RetryLimitExceeded("ref " + ref.name() + ": could not create its head " + head);
 }
 
+bool StmContext::predicts_read_only() const {
+  std::lock_guard lock(threads_mutex_);
+  const auto found = read_only_last_.find(std::this_thread::get_id());
+  return found != read_only_last_.end() && found->second;
+}
+
+void StmContext::note_dosync(bool wrote) {
+  std::lock_guard lock(threads_mutex_);
+  // Only read-only ones are kept: a thread that writes (the usual case) leaves no entry.
+  if (wrote)
+    read_only_last_.erase(std::this_thread::get_id());
+  else
+    read_only_last_[std::this_thread::get_id()] = true;
+}
+
 }  // namespace avout::detail

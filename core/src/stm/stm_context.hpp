@@ -1,10 +1,9 @@
 #pragma once
 // The transaction engine of one client (docs/transactions.md): its refs, transaction ages
-// and counters, the speculation gate, the value batches and background erasure.
+// and counters, each thread's last dosync kind, the value batches and background erasure.
 
 #include "records/stm_records.hpp"
 #include "runtime/runtime.hpp"
-#include "stm/speculation_gate.hpp"
 
 #include <avout/backend.hpp>
 #include <avout/garbage_report.hpp>
@@ -15,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -39,8 +39,11 @@ class StmContext {
   /// Writes and erases a commit's values, a batch per store, the stores concurrently.
   StoreBatches& batches() { return *batches_; }
 
-  /// Whether dosyncs' first attempts may commit speculatively now.
-  SpeculationGate& speculation() { return speculation_; }
+  /// Whether the calling thread's previous dosync on this client wrote nothing (its next one
+  /// is predicted read-only and reads synced: docs/transactions.md, "Isolation").
+  bool predicts_read_only() const;
+  /// Notes whether the calling thread's dosync that just ended wrote (`wrote`).
+  void note_dosync(bool wrote);
 
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
@@ -84,7 +87,8 @@ class StmContext {
 
   std::atomic<std::uint64_t> commits_{0};
   std::atomic<std::uint64_t> retries_{0};
-  SpeculationGate speculation_;
+  mutable std::mutex threads_mutex_;
+  std::unordered_map<std::thread::id, bool> read_only_last_;  // thread -> its last wrote nothing
   std::unique_ptr<StoreBatches> batches_;
   std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };

@@ -1,16 +1,16 @@
-// One attempt of a transaction (docs/transactions.md rules 2, 12): the transaction running
-// on this thread, its read point, its heads read together, and speculation (a first attempt
-// over this client's last commit). Reads: transaction_reads.cpp; the commit:
+// One attempt of a transaction (docs/transactions.md rules 2, 12, "Isolation"): the
+// transaction running on this thread, its read point or validated reads, its heads read
+// together, the consistency of its view (V3) and the confirmation of its outcome (V5). Reads: transaction_reads.cpp; the commit:
 // transaction_staging.cpp and transaction_multi.cpp.
 #include "stm/transaction_stages.hpp"
 
 #include "runtime/node_cache.hpp"
 #include "stm/barging.hpp"
-#include "stm/speculation_gate.hpp"
 
 #include <avout/errors.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace avout::detail {
@@ -20,7 +20,7 @@ thread_local Transaction* running = nullptr;
 }  // namespace
 
 RetryAttempt outdated(const RefCore& ref) {
-  return RetryAttempt{"ref " + ref.name() + " changed after this client's last commit", true};
+  return RetryAttempt{"ref " + ref.name() + " changed while the attempt read", RetryCause::conflict};
 }
 
 Transaction* Transaction::current() { return running; }
@@ -28,36 +28,29 @@ Transaction* Transaction::current() { return running; }
 OpenTransaction* OpenTransaction::current() { return running; }
 
 Transaction::Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
-                         BargeState& barge, bool speculate)
+                         BargeState& barge, AttemptKind kind)
     : stm_(stm),
       runtime_(stm.runtime()),
       barge_(barge),
       outer_(running),
-      generation_(runtime_.session().generation()) {
-  // A speculative attempt reads as of this client's last commit, whose heads it has cached,
-  // and leaves rule 2's read point to its commit multi: that sets the clock only at the
-  // version this client's commit gave it, so it lands only if no commit came after, when
-  // everything the body read is still current. That commit, which may be long past, does not
-  // date it for barging (rule 10): until a read point of its own does, it is the youngest.
-  const auto own =
-      speculate && prefetch.empty() ? runtime_.nodes().last_own_commit() : std::nullopt;
-  if (own && speculates_at(own->clock_version)) {
-    speculative_ = true;
-    read_point_ = own->zxid;
-    clock_version_ = own->clock_version;
-    read_point_known_ = true;
-    running = this;
-    return;
-  }
-  // Rule 2: sync, then the read point, then the heads, pipelined on one session.
-  // Heads come from the node cache (rule 12): known ones cost nothing, the others are read
-  // in the same pipeline; either way they are judged only once the read point is known. The
-  // read point is awaited when first needed, so the body's first head read rides in the same
-  // round trip as the sync and the clock.
+      generation_(runtime_.session().generation()),
+      kind_(kind) {
   std::vector<Lookups> pending;
   pending.reserve(prefetch.size());
   for (const auto& ref : prefetch) pending.push_back(begin_lookups(*ref));
-  request_read_point();
+  if (validated()) {
+    // V2: no sync, no clock. Its age comes with its first claim (barging.cpp dates it): until
+    // then it yields to every live claimant.
+    read_point_ = std::numeric_limits<std::int64_t>::max();
+    read_point_known_ = true;
+  } else {
+    // Rule 2: sync, then the read point, then the heads, pipelined on one session.
+    // Heads come from the node cache (rule 12): known ones cost nothing, the others are read
+    // in the same pipeline; either way they are judged only once the read point is known. The
+    // read point is awaited when first needed, so the body's first head read rides in the
+    // same round trip as the sync and the clock.
+    request_read_point();
+  }
   if (!prefetch.empty()) {
     await_read_point();
     for (std::size_t i = 0; i < prefetch.size(); ++i) {
@@ -103,7 +96,7 @@ Transaction::~Transaction() { running = outer_; }
 
 void Transaction::check_session() const {
   if (runtime_.session().generation() != generation_) {
-    throw RetryAttempt{"the ZooKeeper session was renewed during the attempt", false,
+    throw RetryAttempt{"the ZooKeeper session was renewed during the attempt",
                        RetryCause::session_renewed};
   }
 }
@@ -115,8 +108,8 @@ Transaction::Lookups Transaction::begin_lookups(const RefCore& ref) {
 Transaction::Entry Transaction::finish_entry(std::shared_ptr<RefCore> ref, Lookups& lookups) {
   Entry fresh;
   fresh.ref = std::move(ref);
-  const NodeData node = runtime_.nodes().finish(lookups.head, read_point_);
-  if (speculative_ && node.stat.mzxid > read_point_) throw outdated(*fresh.ref);
+  const NodeData node = validated() ? runtime_.nodes().finish_newest(lookups.head)
+                                    : runtime_.nodes().finish(lookups.head, read_point_);
   fresh.head_stat = node.stat;
   fresh.head = decode_head(node.data, fresh.ref->head_path());
   fresh.tag = std::move(lookups.tag);
@@ -145,28 +138,6 @@ Transaction::Entry& Transaction::entry(RefCore& ref) {
   return entries_.at(&ref);
 }
 
-// Rule 4 retries only the multi of a commute conflict, which a multi expecting the clock at
-// one version cannot do once it moved; and what commute returns must be as current as a read
-// point would make it. So a speculative attempt's first commute takes rule 2's read point,
-// asking again in the same round trip for the heads the body read so far: they hold at the
-// new read point when none changed, and the attempt goes on the usual way. Otherwise the body
-// runs again the usual way.
-void Transaction::leave_speculation() {
-  if (!speculative_) return;
-  std::vector<std::pair<Entry*, NodeCache::Lookup>> again;
-  for (auto& [key, target] : entries_)
-    again.emplace_back(&target, runtime_.nodes().begin(target.ref->head_path()));
-  request_read_point();
-  speculative_ = false;
-  await_read_point();
-  for (auto& [target, lookup] : again) {
-    const NodeData node = runtime_.nodes().finish(lookup, read_point_);
-    if (node.stat.mzxid != target->head_stat.mzxid) throw outdated(*target->ref);
-    target->head_read = std::move(lookup);
-  }
-  check_session();
-}
-
 void Transaction::run(const std::function<void()>& body) {
   try {
     body();
@@ -174,28 +145,93 @@ void Transaction::run(const std::function<void()>& body) {
   } catch (const RetryAttempt&) {
     throw;
   } catch (...) {
-    // What a speculative attempt throws may rest on reads that were not current.
-    confirm_speculative_reads();
+    // V5: what a validated attempt throws before its multi may rest on reads not current.
+    confirm_reads();
     throw;
   }
 }
 
-void Transaction::confirm_speculative_reads() {
-  if (!speculative_) return;
-  const std::int64_t speculated = read_point_;
-  speculative_ = false;  // once: a retry it causes starts a new attempt anyway
+// V3. Watched heads with no event since are the heads as of the newest reply read; kept heads
+// are the heads up to the end of the run of our own commits they were kept in. So the reads
+// are one view when none moved and none is newer than that run's end.
+void Transaction::require_consistent_view() {
+  if (!validated()) return;
+  auto& nodes = runtime_.nodes();
+  auto judge = [&] {
+    std::vector<std::pair<const NodeCache::Lookup*, std::int64_t>> reads;
+    reads.reserve(entries_.size());
+    for (const auto& [key, target] : entries_) {
+      // A ref only commuted is not part of the view (its value is recomputed at commit, rule
+      // 4): a commute never runs the body again.
+      if (commute_only(target)) continue;
+      reads.emplace_back(&target.head_read, target.head_stat.mzxid);
+    }
+    return nodes.judge(reads);
+  };
+  auto view = judge();
+  if (view == NodeCache::View::kept_stale) {
+    // The kept heads again, watched, in one pipeline: unchanged, they are current now too.
+    std::vector<std::pair<Entry*, NodeCache::Lookup>> again;
+    for (auto& [key, target] : entries_) {
+      if (target.head_read.kept() && !commute_only(target))
+        again.emplace_back(&target, nodes.begin_watched(target.ref->head_path()));
+    }
+    for (auto& [target, lookup] : again) {
+      const NodeData node = nodes.finish_newest(lookup);
+      if (node.stat.mzxid != target->head_stat.mzxid) {
+        prefetch_heads({target});
+        throw RetryAttempt{"ref " + target->ref->name() + " changed after this client's commit",
+                           RetryCause::conflict, true};
+      }
+      target->head_read = std::move(lookup);
+    }
+    check_session();
+    view = judge();
+  }
+  if (view != NodeCache::View::consistent) {
+    std::vector<const Entry*> moved;
+    for (const auto& [key, target] : entries_) {
+      if (!commute_only(target) && nodes.changed_since(target.head_read)) moved.push_back(&target);
+    }
+    prefetch_heads(moved);
+    throw RetryAttempt{"a ref the attempt read changed while it ran", RetryCause::conflict, true};
+  }
+}
+
+void Transaction::prefetch_heads(const std::vector<const Entry*>& entries) {
+  // Watched: a head kept from our own commit is what a failed check found stale.
+  for (const Entry* target : entries) (void)runtime_.nodes().begin_watched(target->ref->head_path());
+}
+
+// V5: a sync, the clock and the heads not known unchanged by their watch, in one pipeline.
+void Transaction::confirm_reads() {
+  if (!validated() || multi_sent_) return;
+  kind_ = AttemptKind::synced;  // once: what it throws ends the attempt anyway
+  auto& session = runtime_.session();
+  bool current = true;
   try {
     request_read_point();
+    std::vector<std::pair<const Entry*, std::future<NodeData>>> heads;
+    for (const auto& [key, target] : entries_) {
+      if (!target.head_read.watched)
+        heads.emplace_back(&target, session.get_async(target.ref->head_path()));
+    }
     await_read_point();
-    // The clock's last commit is still this client's: nothing the body read has changed.
-    if (read_point_ == speculated) {
-      stm_.speculation().landed();
-      return;
+    for (auto& [target, reply] : heads)
+      current = session.wait(reply).stat.mzxid == target->head_stat.mzxid && current;
+    // Events come before the clock's reply: a watched head without one was current then.
+    for (const auto& [key, target] : entries_) {
+      if (target.head_read.watched && runtime_.nodes().changed_since(target.head_read))
+        current = false;
     }
   } catch (const Error&) {
-    // Unconfirmed: the usual attempt that follows meets the same trouble, and reports it.
+    // Unconfirmed: the synced attempt that follows meets the same trouble, and reports it.
+    current = false;
   }
-  throw RetryAttempt{"a speculative attempt's reads were not current", true};
+  if (!current) {
+    throw RetryAttempt{"a validated attempt's reads were not current",
+                       RetryCause::confirmation};
+  }
 }
 
 std::vector<std::shared_ptr<RefCore>> Transaction::touched() const {

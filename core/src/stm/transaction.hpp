@@ -29,8 +29,16 @@ namespace avout::detail {
 /// avout::Error: user code that catches avout::Error does not swallow it.
 struct RetryAttempt {
   std::string reason;
-  bool speculation = false;  ///< a speculative attempt found another commit first: no pause
-  RetryCause cause = RetryCause::conflict;  ///< for the metrics (speculation: always that)
+  RetryCause cause = RetryCause::conflict;  ///< for the metrics; `confirmation`: run synced next
+  bool view_changed = false;  ///< V3 found the reads no longer one view (the cause: conflict)
+};
+
+/// How an attempt reads (docs/transactions.md, "Isolation").
+enum class AttemptKind {
+  snapshot,   ///< rules 2-3: a synced read point; only written and ensured heads checked
+  synced,     ///< rules 2-3, and the multi checks every head read (V1): serializable
+  validated,  ///< no read point: newest heads from the cache or watched gets (V2), kept one
+              ///< consistent view (V3), all checked by the multi (V4) or confirmed (V5)
 };
 
 struct BargeState;  // barging.hpp
@@ -44,10 +52,9 @@ class Transaction : public OpenTransaction {
   /// The runtime of the client this transaction runs on (white-box tests reach its parts here).
   Runtime& runtime() const { return runtime_; }
 
-  /// `speculate`: commit over the heads cached as of this client's last commit, without a
-  /// read point of its own, when there is such a commit and `prefetch` is empty.
+  /// An attempt of kind `kind`, reading `prefetch` (the previous attempt's refs) ahead.
   Transaction(StmContext& stm, const std::vector<std::shared_ptr<RefCore>>& prefetch,
-              BargeState& barge, bool speculate = false);
+              BargeState& barge, AttemptKind kind);
   ~Transaction();
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
@@ -75,10 +82,12 @@ class Transaction : public OpenTransaction {
   /// yield to the next attempt (called after a failed attempt once it is old enough).
   void claim_refs();
   StmContext& stm() { return stm_; }
-  /// Runs `body` and commits; an exception of either leaves only once a speculative
-  /// attempt's reads are confirmed current (else RetryAttempt: no outcome rests on a stale
-  /// snapshot).
+  /// Runs `body` and commits; a read-only outcome or an exception thrown before the multi
+  /// leaves a validated attempt only once its reads are confirmed current (V5; else
+  /// RetryAttempt with cause `confirmation`: no outcome rests on a stale view).
   void run(const std::function<void()>& body);
+  /// True once the attempt's commit had something to write (it sent, or was to send, a multi).
+  bool wrote() const { return wrote_; }
 
  private:
   struct Entry {
@@ -88,6 +97,7 @@ class Transaction : public OpenTransaction {
     std::optional<Bytes> value;  // in-transaction value once read or written
     bool written = false;
     bool ensured = false;
+    bool read = false;  // the body read its value (before any commute)
     std::vector<std::function<Bytes(const Bytes&)>> commutes;
     // Where the head was read from: tells whether it has changed since (NodeCache).
     NodeCache::Lookup head_read;
@@ -106,6 +116,10 @@ class Transaction : public OpenTransaction {
   // Sends rule 2's sync and the clock's read, for await_read_point.
   void request_read_point();
   Entry& entry(RefCore& ref);
+  // Commuted, and neither read by the body, written nor ensured: recomputed at commit.
+  static bool commute_only(const Entry& target) {
+    return !target.commutes.empty() && !target.read && !target.written && !target.ensured;
+  }
   Lookups begin_lookups(const RefCore& ref);
   // The entry of `ref` from its lookups, judged at the read point (awaited before).
   Entry finish_entry(std::shared_ptr<RefCore> ref, Lookups& lookups);
@@ -123,21 +137,24 @@ class Transaction : public OpenTransaction {
   struct Commit;
   struct Multi;
   // Retries now when a written or ensured head is known to have changed since it was read.
-  void give_up_if_doomed(const Commit& commit) const;
+  void give_up_if_doomed(const Commit& commit);
   bool plan_commit(Commit& commit);
   void stage_written(Commit& commit);
   bool stage_commuted(Commit& commit);
-  // Turns a speculative attempt into a usual one at a read point of its own (its first commute).
-  void leave_speculation();
-  // RetryAttempt unless a speculative attempt whose multi was not sent read what is still
-  // current (a sync and the clock); returns at once for any other attempt.
-  void confirm_speculative_reads();
+  // V3: RetryAttempt unless the heads a validated attempt read are one consistent view now
+  // (kept heads that no longer prove it are read again, watched). No-op for other kinds.
+  void require_consistent_view();
+  // V5: RetryAttempt unless a validated attempt whose multi was not sent read what is still
+  // current (a sync, the clock and the heads not watched); returns at once for other kinds.
+  void confirm_reads();
+  // V6: reads the heads of `entries` ahead, watched, for the retry.
+  void prefetch_heads(const std::vector<const Entry*>& entries);
   Multi build_multi(Commit& commit);
   // Rule 11: the multi's size before the values ZooKeeper would hold ride in it.
   std::size_t estimate_multi_bytes(const Commit& commit) const;
   bool apply_result(Commit& commit, const Multi& multi);
   std::optional<bool> send_multi(Commit& commit, const Multi& multi);
-  bool after_conflict(Commit& commit, const Multi& multi, bool speculated);
+  bool after_conflict(Commit& commit, const Multi& multi);
   void clean_up_after_landing(Commit& commit, const Multi& multi);
   void keep_written_heads(const Commit& commit, const Multi& multi);
   bool heads_name_points(const Commit& commit);
@@ -154,10 +171,12 @@ class Transaction : public OpenTransaction {
   std::future<std::optional<NodeStat>> clock_;
   std::int64_t read_point_ = 0;
   bool read_point_known_ = false;
-  // A speculative attempt, until its multi is sent: read_point_ is this client's last
-  // commit, unconfirmed; the commit multi sets the clock only at the version it gave it.
-  bool speculative_ = false;
-  std::int32_t clock_version_ = 0;
+  AttemptKind kind_;
+  // A validated attempt has no read point: read_point_ is the largest zxid, so that every
+  // head counts as current (its newest entry) until the multi or V5 proves it.
+  bool validated() const { return kind_ == AttemptKind::validated; }
+  bool multi_sent_ = false;  // V5 judges only what was decided before the multi
+  bool wrote_ = false;
   std::exception_ptr read_failure_;  // what awaiting the read point threw
   std::string marker_path_;          // the commit's outcome marker
   std::map<RefCore*, Entry> entries_;

@@ -22,11 +22,17 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
   CommitPlan plan;
   plan.marker = marker_path_;
   std::size_t next_written = 0;
+  // V9: every version here is one a head had when read. The session refuses a versioned op
+  // past INT32_MAX or below -1, so no head can be read at -1 (a check at -1 would match any
+  // version: rule 1); only the clock below is sent at -1.
   for (Entry* target : commit.fixed) {
     std::optional<Bytes> record;
     if (target->written) record = encode_head(commit.written[next_written++].next);
     plan.fixed.push_back({target->ref->head_path(), std::move(record), target->head_stat.version});
   }
+  // V4: heads only read are checked at the version read, before the commuted heads (rule 4).
+  for (Entry* target : commit.read_checks)
+    plan.read_checks.push_back({target->ref->head_path(), std::nullopt, target->head_stat.version});
   for (std::size_t i = 0; i < commit.recomputed.size(); ++i) {
     plan.commuted.push_back({commit.recomputed[i].target->ref->head_path(),
                              encode_head(commit.recomputed[i].next),
@@ -41,7 +47,6 @@ Transaction::Multi Transaction::build_multi(Commit& commit) {
     }
   }
   plan.clock = runtime_.layout().stm_clock();
-  plan.clock_version = speculative_ ? clock_version_ : -1;
   for (auto* staged : {&commit.written, &commit.recomputed}) {
     for (auto& s : *staged)
       plan.cleanup.insert(plan.cleanup.end(), s.trimmed_nodes.begin(), s.trimmed_nodes.end());
@@ -65,8 +70,15 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     Commit::discard(stm_, commit.written);
     throw;
   }
-  // Once sent, its multi is what checks a speculative attempt: nothing confirms it after.
-  const bool speculated = std::exchange(speculative_, false);
+  try {
+    require_consistent_view();  // V3: before the multi is sent
+  } catch (const RetryAttempt&) {
+    Commit::discard(stm_, commit.recomputed);
+    Commit::discard(stm_, commit.written);
+    throw;
+  }
+  // Once sent, the multi checks every read: nothing confirms the attempt after (V5).
+  multi_sent_ = true;
   const std::optional<bool> landed = send_multi(commit, multi);
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
@@ -76,11 +88,10 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
         marker_path_);
   }
   if (*landed) {
-    if (speculated) stm_.speculation().landed();
     after_landing(commit, multi);
     return true;
   }
-  return after_conflict(commit, multi, speculated);
+  return after_conflict(commit, multi);
 }
 
 // Sends the multi with its marker (rule 6): true when it landed, false when an operation
@@ -100,15 +111,15 @@ std::optional<bool> Transaction::send_multi(Commit& commit, const Multi& multi) 
     // which therefore did not go out.
     Commit::discard(stm_, commit.recomputed);
     Commit::discard(stm_, commit.written);
-    throw RetryAttempt{"the ZooKeeper session was renewed before the commit was sent", false,
+    throw RetryAttempt{"the ZooKeeper session was renewed before the commit was sent",
                        RetryCause::session_renewed};
   }
 }
 
-// A multi that did not land: an addition's own failure is thrown (its on_failure), a
-// speculative or any other conflict retries the attempt; false when only commuted heads
-// conflicted (the next round recomputes them).
-bool Transaction::after_conflict(Commit& commit, const Multi& multi, bool speculated) {
+// A multi that did not land: an addition's own failure is thrown (its on_failure), any
+// other conflict retries the attempt; false when only commuted heads conflicted (the next
+// round recomputes them).
+bool Transaction::after_conflict(Commit& commit, const Multi& multi) {
   const MultiResult& result = commit.result;
   Commit::discard(stm_, commit.recomputed);
   if (result.failed_index >= multi.first_addition && result.failed_index < multi.after_additions) {
@@ -124,16 +135,15 @@ bool Transaction::after_conflict(Commit& commit, const Multi& multi, bool specul
       }
     }
   }
-  if (speculated) {
-    // Whatever failed first, another commit came after the one this attempt read as of.
-    Commit::discard(stm_, commit.written);
-    throw RetryAttempt{"a speculative commit found another commit first", true};
-  }
   const bool only_commutes_conflicted =
       result.failed_index >= multi.first_commuted &&
       result.failed_index < multi.first_commuted + commit.commuted.size();
   if (!only_commutes_conflicted) {
     Commit::discard(stm_, commit.written);
+    // V6: the retry finds the heads it will read again on their way.
+    std::vector<const Entry*> checked(commit.fixed.begin(), commit.fixed.end());
+    checked.insert(checked.end(), commit.read_checks.begin(), commit.read_checks.end());
+    prefetch_heads(checked);
     throw RetryAttempt{"commit conflict at operation " + std::to_string(result.failed_index)};
   }
   stm_.count_retry(RetryCause::commute_conflict);

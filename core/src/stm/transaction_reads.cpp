@@ -58,7 +58,7 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     if (!newest_on_miss) {
       report_history_miss(*target.ref);
       throw RetryAttempt{"ref " + target.ref->name() + ": no version old enough in its history",
-                         false, RetryCause::history_miss};
+                         RetryCause::history_miss};
     }
     point = &target.head.newest;
   }
@@ -72,8 +72,6 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
     throw BackendError("ref " + target.ref->name() + ": value at point " + point->id +
                        " is missing from its store while the head references it");
   }
-  // A speculative attempt's head was stale: no older snapshot missed anything.
-  if (speculative_) throw outdated(*target.ref);
   if (newest_on_miss) {
     // A commute only needs some recent value now (commit recomputes from the newest), so a
     // trimmed one is replaced by the newest instead of costing a retry of the whole body.
@@ -84,8 +82,10 @@ Bytes Transaction::value_at_read_point(Entry& target, bool newest_on_miss) {
                         target.ref->head_path());
     }
   }
+  // A validated attempt's head was stale (it reads no history): no older snapshot missed.
+  if (validated()) throw outdated(*target.ref);
   report_history_miss(*target.ref);
-  throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading", false,
+  throw RetryAttempt{"ref " + target.ref->name() + ": value trimmed while reading",
                      RetryCause::history_miss};
 }
 
@@ -106,6 +106,8 @@ void Transaction::report_history_miss(RefCore& ref) {
 const Bytes& Transaction::read(RefCore& ref) {
   Entry& target = entry(ref);
   if (!target.value) target.value = value_at_read_point(target, false);
+  target.read = true;
+  require_consistent_view();  // V3: before the value reaches the body
   return *target.value;
 }
 
@@ -136,15 +138,18 @@ const Bytes& Transaction::ensure(RefCore& ref) {
 }
 
 Bytes Transaction::commute(RefCore& ref, std::function<Bytes(const Bytes&)> function) {
-  leave_speculation();
   Entry& target = entry(ref);
   if (!target.value) target.value = value_at_read_point(target, true);
   target.value = function(*target.value);
-  // On a written or ensured ref, a commute is an alter: its version is checked anyway.
-  if (target.written || target.ensured)
+  // On a written or ensured ref, a commute is an alter: its version is checked anyway. So it is
+  // on a ref the body read in a serializable attempt: what it read is checked (V4).
+  if (target.written || target.ensured || (target.read && kind_ != AttemptKind::snapshot)) {
+    if (!target.written && !target.ensured) require_unchanged_since_read_point(target);
     target.written = true;
+  }
   else
     target.commutes.push_back(std::move(function));
+  require_consistent_view();  // V3: before the value reaches the body
   return *target.value;
 }
 

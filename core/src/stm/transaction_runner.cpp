@@ -12,16 +12,18 @@
 namespace avout::detail {
 
 namespace {
-// One attempt: runs `body` and commits. A RetryAttempt passes on once the refs the attempt
-// touched are noted for the next one to read ahead, and its refs claimed when barging is due.
-void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetch,
-                 BargeState& barge, bool speculate, const std::function<void()>& body) {
-  Transaction transaction(stm, prefetch, barge, speculate);
+// One attempt: runs `body` and commits; true when it wrote. A RetryAttempt passes on once the
+// refs the attempt touched are noted for the next one to read ahead, and its refs claimed
+// when barging is due.
+bool run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetch,
+                 BargeState& barge, AttemptKind kind, const std::function<void()>& body) {
+  Transaction transaction(stm, prefetch, barge, kind);
   try {
     transaction.run(body);
-  } catch (const RetryAttempt& retry) {
+    return transaction.wrote();
+  } catch (const RetryAttempt&) {
     prefetch = transaction.touched();
-    if (!retry.speculation && claim_due(stm.runtime().options().barging, barge)) {
+    if (claim_due(stm.runtime().options().barging, barge)) {
       stm.runtime().metrics().barging_claim();
       try {
         transaction.claim_refs();
@@ -32,6 +34,18 @@ void run_attempt(StmContext& stm, std::vector<std::shared_ptr<RefCore>>& prefetc
     throw;
   }
 }
+
+// V1: how the next attempt of a serializable dosync reads. Synced when this thread's previous
+// dosync wrote nothing (a read-only one is predicted: it keeps one round trip, with no
+// confirmation), when a validated attempt's confirmation failed (V5), or after two validated
+// attempts in a row found their view changed (V3: a long read under steady commits would
+// never hold one view; a synced one reads history instead); else validated.
+AttemptKind serializable_kind(StmContext& stm, bool unsettled) {
+  return unsettled || stm.predicts_read_only() ? AttemptKind::synced : AttemptKind::validated;
+}
+
+// Validated attempts in a row whose view changed after which the next one runs synced.
+constexpr std::size_t views_changed_limit = 2;
 }  // namespace
 
 void run_transaction(StmContext& stm, const std::function<void()>& body) {
@@ -62,11 +76,16 @@ void run_transaction(StmContext& stm, const TransactionSettings& settings,
   // short by the deadline it outlives.
   const ReplyDeadline bound(deadline);
   std::vector<std::shared_ptr<RefCore>> prefetch;
-  // Pauses grow from 1 ms to 50 ms: contending commits take a few ms each.
-  const BackOff pauses{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
-  // Only a first attempt speculates: a retry follows a conflict, which speculation would meet.
-  bool speculate = isolation == Isolation::serializable && options.speculative_commits &&
-                   stm.speculation().try_enter();
+  const bool serializable = isolation == Isolation::serializable;
+  // Snapshot: pauses grow from 1 ms to 50 ms (contending commits take a few ms each). V7,
+  // serializable: the first conflict in a row retries at once, later ones pause 0.25 ms
+  // doubling to 8 ms (jittered: back_off_pause); a validated retry is cheap, and the failed
+  // multi's watch events and V6's prefetch have brought the heads it needs.
+  const BackOff pauses =
+      serializable ? BackOff{std::chrono::microseconds(250), std::chrono::milliseconds(8)}
+                   : BackOff{std::chrono::milliseconds(1), std::chrono::milliseconds(50)};
+  bool confirmation_failed = false;
+  std::size_t views_changed = 0;  // V3 failures in a row
   bool ran = false;
   for (std::size_t attempt = 0; attempt < stm.runtime().options().retry_limit;) {
     // Checked between attempts only: a running body and a commit in flight are not cut,
@@ -78,18 +97,25 @@ void run_transaction(StmContext& stm, const TransactionSettings& settings,
     const std::uint64_t generation = stm.runtime().session().generation();
     try {
       metrics.attempt();
-      run_attempt(stm, prefetch, barge, std::exchange(speculate, false), body);
+      const AttemptKind kind = serializable
+                                   ? serializable_kind(stm, std::exchange(confirmation_failed, false) ||
+                                                                views_changed >= views_changed_limit)
+                                   : AttemptKind::snapshot;
+      const bool wrote = run_attempt(stm, prefetch, barge, kind, body);
+      stm.note_dosync(wrote);
       metrics.committed(started);
       return;
     } catch (const RetryAttempt& retry) {
-      stm.count_retry(retry.speculation ? RetryCause::speculation : retry.cause);
-      if (retry.speculation) {
-        stm.speculation().failed();
-        // Not an attempt of retry_limit's: the usual first attempt follows at once.
-        continue;
-      }
-      // A claimant (or a dosync that may be one) comes back at once.
-      (void)back_off(barge.held.empty() && barge.unsure.empty() ? attempt : 0, deadline, pauses);
+      stm.count_retry(retry.cause);
+      confirmation_failed = retry.cause == RetryCause::confirmation;
+      views_changed = retry.view_changed ? views_changed + 1 : 0;
+      // A claimant (or a dosync that may be one) comes back at once; so does a serializable
+      // dosync's first conflict (V7).
+      const bool claimant = !barge.held.empty() || !barge.unsure.empty();
+      if (!serializable)
+        (void)back_off(claimant ? 0 : attempt, deadline, pauses);
+      else if (!claimant && attempt > 0)
+        (void)back_off(attempt - 1, deadline, pauses);
     } catch (const Timeout&) {
       // Our deadline cut a wait for ZooKeeper short (a body's own Timeout passes unchanged).
       if (!deadline.expired()) throw;

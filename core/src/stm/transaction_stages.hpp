@@ -22,7 +22,7 @@ inline constexpr std::size_t point_size = 53;
 /// The size of a history entry in an encoded head: zxid and length-prefixed point id.
 inline constexpr std::size_t head_entry_size = 8 + 8 + point_size;
 
-/// The retry of a speculative attempt that found `ref` moved past this client's last commit.
+/// The retry of an attempt that found `ref` changed while it read (it reads no history then).
 RetryAttempt outdated(const RefCore& ref);
 
 /// What the stages of one commit share.
@@ -38,8 +38,9 @@ struct Transaction::Commit {
     std::optional<Bytes> unstored;           // the value, until store() wrote it to its store
   };
 
-  std::vector<Entry*> fixed;     // written or ensured: checked at the version read
-  std::vector<Entry*> commuted;  // commuted only: recomputed from the newest value
+  std::vector<Entry*> fixed;        // written or ensured: checked at the version read
+  std::vector<Entry*> read_checks;  // only read, serializable: checked at the version read
+  std::vector<Entry*> commuted;     // commuted only: recomputed from the newest value
   // Rule 10: every ref this commit changes respects an older transaction's claim, commuted
   // ones too (else a stream of commutes starves a claimant that writes the ref).
   std::vector<std::shared_ptr<RefCore>> claimable;

@@ -100,11 +100,13 @@ void Transaction::Commit::discard(StmContext& stm, std::vector<Staged>& staged) 
 void Transaction::commit() {
   Commit commit;
   if (!plan_commit(commit)) {
-    // Rule 2 for a read-only attempt: its reads are as of a sync and the clock.
-    confirm_speculative_reads();
+    // Rule 2 for a read-only attempt: its reads are as of a sync and the clock (V5 for a
+    // validated one).
+    confirm_reads();
     return;
   }
   give_up_if_doomed(commit);
+  require_consistent_view();  // V3: before values are staged
   stage_written(commit);
   try {
     give_up_if_doomed(commit);  // storing values and yielding to older claimants take time
@@ -128,10 +130,17 @@ bool Transaction::plan_commit(Commit& commit) {
     switch (commit_role(target.written, target.ensured, !target.commutes.empty())) {
       case CommitRole::fixed: commit.fixed.push_back(&target); break;
       case CommitRole::commuted: commit.commuted.push_back(&target); break;
-      case CommitRole::none: break;
+      case CommitRole::none:
+        // V1/V4: serializable attempts check every head they read. A synced one read a head
+        // newer than its read point from history: never checked at the head's version.
+        if (kind_ == AttemptKind::snapshot) break;
+        require_unchanged_since_read_point(target);
+        commit.read_checks.push_back(&target);
+        break;
     }
   }
   if (commit.fixed.empty() && commit.commuted.empty() && additions_.empty()) return false;
+  wrote_ = true;
   check_session();
   runtime_.announce_session();  // gc must see our session alive while our points are pending
   for (auto* targets : {&commit.fixed, &commit.commuted}) {
@@ -146,10 +155,19 @@ bool Transaction::plan_commit(Commit& commit) {
   std::size_t& bytes = commit.multi_bytes;
   bytes = estimate_multi_bytes(commit);
   if (bytes > multi_limit) {
+    // V1: read checks that alone tip the multi over the limit name the way out.
+    const std::string checks =
+        commit.read_checks.empty()
+            ? std::string()
+            : " (" + std::to_string(commit.read_checks.size()) +
+                  " of them only read and checked for serializability: Isolation::snapshot "
+                  "checks only the refs written and ensured)";
     throw ValueTooLarge(
-        "transaction over " + std::to_string(commit.fixed.size() + commit.commuted.size()) +
-        " refs: its commit would take about " + std::to_string(bytes) + " bytes, over the " +
-        std::to_string(multi_limit) + " ZooKeeper accepts in one request; nothing was written");
+        "transaction over " +
+        std::to_string(commit.fixed.size() + commit.commuted.size() + commit.read_checks.size()) +
+        " refs" + checks + ": its commit would take about " + std::to_string(bytes) +
+        " bytes, over the " + std::to_string(multi_limit) +
+        " ZooKeeper accepts in one request; nothing was written");
   }
   // Rule 16: the markers this thread's earlier commits left ride in this multi, counted in
   // its size like everything in it; the values ZooKeeper holds get what room is left.
@@ -169,6 +187,8 @@ std::size_t Transaction::estimate_multi_bytes(const Commit& commit) const {
              runtime_.layout().tag(target->ref->name()).size();
     if (target->written) bytes += encode_head(target->head).size() + head_entry_size;
   }
+  for (Entry* target : commit.read_checks)
+    bytes += op_overhead + chroot + target->ref->head_path().size();
   for (Entry* target : commit.commuted) {
     bytes += 2 * (op_overhead + chroot) + target->ref->head_path().size() +
              runtime_.layout().tag(target->ref->name()).size() +
@@ -180,14 +200,17 @@ std::size_t Transaction::estimate_multi_bytes(const Commit& commit) const {
   return bytes;
 }
 
-// A head written or ensured at the version read is checked by the multi; once its watch has
-// reported a change that check must fail, and the failed multi would still cost the server a
-// logged transaction. The attempt retries without sending it (a speculative one the usual
-// way at once: another client committed after this one).
-void Transaction::give_up_if_doomed(const Commit& commit) const {
-  for (const Entry* target : commit.fixed) {
-    if (runtime_.nodes().changed_since(target->head_read)) {
-      throw RetryAttempt{"ref " + target->ref->name() + " changed since it was read", speculative_};
+// A head written, ensured or (serializable) read is checked at the version read by the
+// multi; once the node cache has reported it changed that check must fail, and the failed
+// multi would still cost the server a logged transaction. The attempt retries without
+// sending it, reading the changed heads ahead (V6).
+void Transaction::give_up_if_doomed(const Commit& commit) {
+  for (const auto* targets : {&commit.fixed, &commit.read_checks}) {
+    for (const Entry* target : *targets) {
+      if (runtime_.nodes().changed_since(target->head_read)) {
+        prefetch_heads({target});
+        throw RetryAttempt{"ref " + target->ref->name() + " changed since it was read"};
+      }
     }
   }
 }
