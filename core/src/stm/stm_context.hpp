@@ -1,9 +1,11 @@
 #pragma once
 // The transaction engine of one client (docs/transactions.md): its refs, transaction ages
-// and counters, each thread's last dosync kind, the value batches and background erasure.
+// and counters, each thread's last dosync kind, the multis in flight, the value batches and
+// background erasure.
 
 #include "records/stm_records.hpp"
 #include "runtime/runtime.hpp"
+#include "stm/sibling_multis.hpp"
 
 #include <avout/backend.hpp>
 #include <avout/garbage_report.hpp>
@@ -44,6 +46,8 @@ class StmContext {
   bool predicts_read_only() const;
   /// Notes whether the calling thread's dosync that just ended wrote (`wrote`).
   void note_dosync(bool wrote);
+  /// The heads at the versions this client's commit multis in flight expect (V8).
+  SiblingMultis& siblings() { return siblings_; }
 
   /// A new transaction age for a dosync whose first read point is `read_point`.
   TransactionAge new_age(std::int64_t read_point);
@@ -89,6 +93,7 @@ class StmContext {
   std::atomic<std::uint64_t> retries_{0};
   mutable std::mutex threads_mutex_;
   std::unordered_map<std::thread::id, bool> read_only_last_;  // thread -> its last wrote nothing
+  SiblingMultis siblings_;
   std::unique_ptr<StoreBatches> batches_;
   std::unique_ptr<BackgroundErasure> erasures_;  // last: finishes before the rest goes
 };

@@ -153,6 +153,8 @@ class Transaction : public OpenTransaction {
   // Rule 11: the multi's size before the values ZooKeeper would hold ride in it.
   std::size_t estimate_multi_bytes(const Commit& commit) const;
   bool apply_result(Commit& commit, const Multi& multi);
+  // V8: the heads this round's multi checks or sets, at the versions it expects.
+  std::vector<SiblingMultis::Key> expected_heads(const Commit& commit) const;
   std::optional<bool> send_multi(Commit& commit, const Multi& multi);
   bool after_conflict(Commit& commit, const Multi& multi);
   void clean_up_after_landing(Commit& commit, const Multi& multi);

@@ -70,9 +70,16 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     Commit::discard(stm_, commit.written);
     throw;
   }
+  SiblingClaim sibling(stm_.siblings());
   try {
     require_consistent_view();  // V3: before the multi is sent
-  } catch (const RetryAttempt&) {
+    // V8: a sibling thread's multi in flight expecting one of our heads at the same version
+    // is waited for; what it changed, if it landed, is then judged as any change.
+    if (sibling.claim(expected_heads(commit), ReplyDeadline::current())) {
+      require_consistent_view();
+      give_up_if_doomed(commit);
+    }
+  } catch (...) {
     Commit::discard(stm_, commit.recomputed);
     Commit::discard(stm_, commit.written);
     throw;
@@ -92,6 +99,20 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
     return true;
   }
   return after_conflict(commit, multi);
+}
+
+// The heads this round's multi checks or sets, at the versions it expects (V8).
+std::vector<SiblingMultis::Key> Transaction::expected_heads(const Commit& commit) const {
+  std::vector<SiblingMultis::Key> keys;
+  for (const auto* targets : {&commit.fixed, &commit.read_checks}) {
+    for (const Entry* target : *targets)
+      keys.emplace_back(target->ref->head_path(), target->head_stat.version);
+  }
+  for (std::size_t i = 0; i < commit.recomputed.size(); ++i) {
+    keys.emplace_back(commit.recomputed[i].target->ref->head_path(),
+                      commit.commuted_stats[i].version);
+  }
+  return keys;
 }
 
 // Sends the multi with its marker (rule 6): true when it landed, false when an operation
