@@ -5,14 +5,18 @@
 #include "records/stm_records.hpp"
 #include "stm/commit_layout.hpp"
 #include "stm/history.hpp"
+#include "stm/sibling_multis.hpp"
 
 #include <avout/errors.hpp>
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -239,4 +243,27 @@ TEST_CASE(
   CHECK_THROWS_AS(require_version_headroom("/h", INT32_MAX, true), VersionLimitReached);
   CHECK_THROWS_AS(require_version_headroom("/h", -2, false), VersionLimitReached);
   CHECK_THROWS_AS(require_version_headroom("/h", INT32_MIN, true), VersionLimitReached);
+}
+
+TEST_CASE("V8: a multi expecting a head at a version a sibling's multi expects waits for it") {
+  using namespace std::chrono_literals;
+  SiblingMultis multis;
+  const std::vector<SiblingMultis::Key> first{{"/h/a", 3}, {"/h/b", 0}};
+  CHECK_FALSE(multis.claim(first, Deadline{}));  // nobody else: no wait
+  // Other heads, or the same head at another version, do not wait.
+  CHECK_FALSE(multis.claim({{"/h/a", 4}, {"/h/c", 3}}, Deadline{}));
+  multis.release({{"/h/a", 4}, {"/h/c", 3}});
+  // The same (head, version) waits until the first is released; past its deadline, Timeout.
+  CHECK_THROWS_AS(multis.claim({{"/h/b", 0}}, Deadline::after(20ms)), Timeout);
+  std::atomic<bool> released{false};
+  std::thread sibling([&] {
+    std::this_thread::sleep_for(50ms);
+    released = true;
+    multis.release(first);
+  });
+  CHECK(multis.claim({{"/h/b", 0}}, Deadline::after(60s)));
+  CHECK(released);
+  sibling.join();
+  multis.release({{"/h/b", 0}});
+  CHECK_FALSE(multis.claim(first, Deadline{}));
 }
