@@ -1,10 +1,10 @@
-// Opacity with the client's completion thread stalled (DESIGN 5.2 V3, issue 40 item 3): the
+// Opacity with the client's completion thread stalled (validated attempts, issue 40 item 3): the
 // opacity workload (support/opacity_bank.hpp) while each process's FaultPlan delays a third
 // of its ZooKeeper replies by up to 40 ms (support/zookeeper_faults.hpp `delay`: the handle's
 // replies, watch events among them, reach the client later and in order, so its completion
 // thread sits behind them). No other fault: every dosync must still succeed, and every
-// attempt, aborted ones included, must see the bank's total, in both isolation modes; also among 8 sibling threads of one
-// client.
+// attempt, aborted ones included, must see the bank's total, in both isolation modes; also
+// among 8 sibling threads of one client.
 #include "support/opacity_bank.hpp"
 
 #include <doctest/doctest.h>
@@ -35,7 +35,8 @@ TEST_CASE("snapshot mode: with replies delayed every attempt sees the bank's tot
       {.processes = 2, .threads = 4, .isolation = avout::Isolation::snapshot, .faults = stalls}));
 }
 
-TEST_CASE("default mode: 8 sibling threads with replies delayed see the total across their commits") {
+TEST_CASE(
+    "default mode: 8 sibling threads with replies delayed see the total across their commits") {
   check_consistent(
       run_opacity_bank<4>({.processes = 1, .threads = 8, .length = 3000ms, .faults = stalls}), 4);
 }

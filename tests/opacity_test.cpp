@@ -1,4 +1,4 @@
-// Opacity (DESIGN 5.2 V3, issue 40 item 3): every attempt of a transfer, aborted ones
+// Opacity (validated attempts, issue 40 item 3): every attempt of a transfer, aborted ones
 // included, sees a consistent total, in both isolation modes: a bank of 10 accounts over
 // ZooKeeper, Redis and PostgreSQL with threads of 3 processes, and 8 sibling threads of one
 // client among 4 accounts (their own commits supersede the heads each other read). The

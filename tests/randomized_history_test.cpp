@@ -7,8 +7,8 @@
 // history (support/history.hpp); the parent reads every ref at the end, merges the histories
 // and checks them with real-time edges.
 // The default mode (Isolation::serializable) is strictly serializable for read-write
-// transactions (DESIGN 5.2): no anomaly at all (G0, G1a, G1b, G1c, G-single, G2, their
-// real-time variants, incompatible orders, lost or duplicate appends). Snapshot mode
+// transactions (docs/transactions.md, "Isolation"): no anomaly at all (G0, G1a, G1b, G1c, G-single,
+// G2, their real-time variants, incompatible orders, lost or duplicate appends). Snapshot mode
 // (Clojure's model) allows write skew (G2), nothing stronger; when every transaction ensures
 // each ref it reads without writing it, no G2 either.
 // The environment selects: AVOUT_SEED=<n> (default 1), AVOUT_RUN_SECONDS=<n> (default 6),
@@ -50,7 +50,7 @@ struct Settings {
   std::chrono::seconds length{6};
   int processes = 3;
   int threads = 3;
-  bool ensure_reads = false;  // ensure each ref read and not written
+  bool ensure_reads = false;                    // ensure each ref read and not written
   std::optional<avout::Isolation> isolation{};  // empty: the client's default
   avout::testing::ZooKeeperFaultRates faults;
 };
@@ -233,8 +233,8 @@ std::vector<elle::Anomaly> run(const Settings& settings) {
   std::fflush(stdout);
   std::vector<avout::testing::ChildProcess> children;
   for (int index = 0; index < settings.processes; ++index) {
-    children.emplace_back(
-        index, [&](int child) { client_process(child, settings, prefix, directory); });
+    children.emplace_back(index,
+                          [&](int child) { client_process(child, settings, prefix, directory); });
   }
   // The server restarts once, past the middle of the run (sessions outlive a short outage).
   std::this_thread::sleep_for(settings.length * 3 / 5);
@@ -276,7 +276,7 @@ std::vector<elle::Anomaly> only(const std::vector<elle::Anomaly>& anomalies,
 }  // namespace
 
 TEST_CASE("randomized histories under injected faults show no anomaly in the default mode") {
-  // Strictly serializable (DESIGN 5.2 V4): no G0-G2, no real-time cycle, nothing else.
+  // Strictly serializable: no G0-G2, no real-time cycle, nothing else.
   const auto run_settings = settings(false, std::nullopt);
   const auto anomalies = run(run_settings);
   CHECK_MESSAGE(anomalies.empty(), "seed " << run_settings.seed << " (default mode):\n"
@@ -297,7 +297,8 @@ TEST_CASE("randomized histories in snapshot mode are snapshot isolated: no G0, G
                                            << elle::describe(forbidden));
 }
 
-TEST_CASE("randomized snapshot-mode histories whose transactions ensure what they read show no G2") {
+TEST_CASE(
+    "randomized snapshot-mode histories whose transactions ensure what they read show no G2") {
   const auto run_settings = settings(true, avout::Isolation::snapshot);
   const auto anomalies = run(run_settings);
   CHECK_MESSAGE(anomalies.empty(), "seed " << run_settings.seed

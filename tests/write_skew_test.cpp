@@ -4,10 +4,9 @@
 // processes run one such transaction each per round, all rounds meeting at a Barrier; process
 // 0 checks x + y in a dosync after every round and resets both. In the default
 // (serializable) mode every read-write commit checks every ref it read, so x + y >= 1 after
-// every round: also when the attempt ran synced (the thread's previous dosync was read-only,
-// DESIGN 5.2 V1), and with the refs in Redis and PostgreSQL. In snapshot mode (Clojure's)
-// write skew is allowed: the test only counts it, and checks that ensuring both refs rules
-// it out.
+// every round: also when the attempt ran synced (the thread's previous dosync was read-only),
+// and with the refs in Redis and PostgreSQL. In snapshot mode (Clojure's) write skew is
+// allowed: the test only counts it, and checks that ensuring both refs rules it out.
 #include <avout/avout.hpp>
 
 #include "support/processes.hpp"
@@ -39,7 +38,7 @@ struct Setup {
   int x_store = 0;  // ThreeStores::store(index): 0 ZooKeeper, 1 Redis, 2 PostgreSQL
   int y_store = 0;
   std::optional<avout::Isolation> isolation{};  // empty: the client's default
-  bool ensure = false;                        // ensure both refs before writing
+  bool ensure = false;                          // ensure both refs before writing
   // What the thread's previous dosync did: false: wrote (the next attempt is validated),
   // true: read only (the next read-write attempt runs synced). Both alternate by round when
   // `alternate` is set.
@@ -147,7 +146,7 @@ TEST_CASE("default mode: no write skew between doctors in ZooKeeper, validated a
 
 TEST_CASE("default mode: no write skew when each skew attempt runs synced") {
   // Each thread's previous dosync was read-only, so its read-write attempt reads the synced
-  // way (DESIGN 5.2 V1) and must still check every head it read.
+  // way (docs/transactions.md, "Isolation") and must still check every head it read.
   CHECK(skewed_rounds({.read_only_before = true}) == 0);
 }
 
@@ -159,7 +158,8 @@ TEST_CASE("snapshot mode allows write skew; ensuring both doctors rules it out")
   const int skews = skewed_rounds({.isolation = avout::Isolation::snapshot});
   MESSAGE("snapshot mode without ensure: write skew in " << skews << " of 12 rounds (allowed)");
   CHECK(skewed_rounds({.isolation = avout::Isolation::snapshot, .ensure = true}) == 0);
-  CHECK(skewed_rounds(
-            {.x_store = 1, .y_store = 2, .isolation = avout::Isolation::snapshot, .ensure = true}) ==
-        0);
+  CHECK(
+      skewed_rounds(
+          {.x_store = 1, .y_store = 2, .isolation = avout::Isolation::snapshot, .ensure = true}) ==
+      0);
 }

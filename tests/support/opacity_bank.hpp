@@ -1,5 +1,5 @@
 #pragma once
-// The opacity workload (DESIGN 5.2 V3, issue 40 item 3), shared by opacity_test and
+// The opacity workload (validated attempts, issue 40 item 3), shared by opacity_test and
 // opacity_fault_test: a bank of refs with a fixed total spread over ZooKeeper, Redis and
 // PostgreSQL; threads of client processes run transfers whose body first reads every account
 // (one deref after another, or all in one deref_all, alternately) and records, before any
@@ -124,8 +124,8 @@ OpacitySeen run_opacity_bank(const OpacityRun& run) {
   static_assert(N >= 2);
   start_shared_servers();
   const std::string prefix = unique_name("/opacity-test", "bank");
-  const auto folder = std::filesystem::temp_directory_path() /
-                      ("avout-opacity" + prefix.substr(prefix.rfind('-')));
+  const auto folder =
+      std::filesystem::temp_directory_path() / ("avout-opacity" + prefix.substr(prefix.rfind('-')));
   std::filesystem::create_directories(folder);
   {
     ThreeStores setup;  // create the accounts once, before the processes race to
