@@ -1,10 +1,10 @@
 // Opacity with the client's completion thread stalled (validated attempts, issue 40 item 3): the
-// opacity workload (support/opacity_bank.hpp) while each process's FaultPlan delays a third
-// of its ZooKeeper replies by up to 40 ms (support/zookeeper_faults.hpp `delay`: the handle's
-// replies, watch events among them, reach the client later and in order, so its completion
-// thread sits behind them). No other fault: every dosync must still succeed, and every
-// attempt, aborted ones included, must see the bank's total, in both isolation modes; also
-// among 8 sibling threads of one client.
+// opacity workload (support/opacity_bank.hpp) while each process's FaultPlan delays 30% of
+// its ZooKeeper replies and of its watch events by up to 40 ms (support/zookeeper_faults.hpp
+// `delay`, `event_delay`: the client's completion thread sleeps before handing them on, so
+// every later reply and event waits behind them, in the order the server sent them). No other
+// fault: every dosync must still succeed, and every attempt, aborted ones included, must see the
+// bank's total, in both isolation modes; also among 8 sibling threads of one client.
 #include "support/opacity_bank.hpp"
 
 #include <doctest/doctest.h>
@@ -15,7 +15,8 @@ using avout::testing::run_opacity_bank;
 
 namespace {
 
-const avout::testing::ZooKeeperFaultRates stalls{.delay = 0.3, .max_delay = 40ms};
+const avout::testing::ZooKeeperFaultRates stalls{
+    .delay = 0.3, .max_delay = 40ms, .event_delay = 0.3};
 
 void check_consistent(const avout::testing::OpacitySeen& seen, long accounts = 10) {
   CHECK(seen.attempts > 0);

@@ -68,8 +68,12 @@ Settings settings(bool ensure_reads, std::optional<avout::Isolation> isolation) 
   made.threads = from_environment("AVOUT_THREADS", 3);
   made.ensure_reads = ensure_reads;
   made.isolation = isolation;
-  made.faults = avout::testing::zookeeper_fault_rates_from_env(
-      {.reply_lost = 0.03, .fail_early = 0.02, .expire = 0.001, .delay = 0.02, .max_delay = 50ms});
+  made.faults = avout::testing::zookeeper_fault_rates_from_env({.reply_lost = 0.03,
+                                                                .fail_early = 0.02,
+                                                                .expire = 0.001,
+                                                                .delay = 0.02,
+                                                                .max_delay = 50ms,
+                                                                .event_delay = 0.05});
   return made;
 }
 

@@ -5,9 +5,9 @@
 //   - in a read-only outcome (confirmed by a synced re-read before it stands),
 //   - in an exception its body throws on what it read (confirmed the same way),
 //   - in a read-write commit (the head read is checked in the commit multi).
-// A FaultPlan delays 30% of the process's ZooKeeper replies and watch events by up to 10 ms
-// (support/zookeeper_faults.hpp `delay`), widening the window in which the reader's cache is
-// stale. Both isolation modes: snapshot mode reads at a synced read point.
+// A FaultPlan delays 30% of the process's ZooKeeper replies and half of its watch events by
+// up to 10 ms (support/zookeeper_faults.hpp `delay`, `event_delay`), widening the window in which
+// the reader's cache is stale. Both isolation modes: snapshot mode reads at a synced read point.
 #include <avout/avout.hpp>
 
 #include "support/servers.hpp"
@@ -49,7 +49,7 @@ Staleness run_reads(std::optional<avout::Isolation> isolation) {
   auto x = writer.client.ref<long>(name, 0);
   auto seen = reader.client.ref<long>(name, 0);
   auto scratch = reader.client.ref<long>(name + "-scratch", 0);
-  avout::testing::FaultPlan plan(7, {.delay = 0.3, .max_delay = 10ms},
+  avout::testing::FaultPlan plan(7, {.delay = 0.3, .max_delay = 10ms, .event_delay = 0.5},
                                  avout::testing::shared_zookeeper().connect_string());
   Staleness found;
   const auto end = std::chrono::steady_clock::now() + avout::testing::scaled(4000ms);
