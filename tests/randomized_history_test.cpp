@@ -16,6 +16,7 @@
 // AVOUT_KEEP_HISTORIES=1 (keep the histories of a passing run too).
 #include <avout/avout.hpp>
 
+#include "support/dosync_in.hpp"
 #include "support/elle_checker.hpp"
 #include "support/history.hpp"
 #include "support/processes.hpp"
@@ -136,8 +137,7 @@ void random_transaction(Node& node, avout::testing::SharedHistory& history, std:
       if (abort) throw Abort();
       return seen;
     };
-    auto done = settings.isolation ? node.stores.client.dosync(*settings.isolation, body)
-                                   : node.stores.client.dosync(body);
+    auto done = avout::testing::dosync_in(node.stores.client, settings.isolation, body);
     history.record("ok", "txn", id, done);
   } catch (const Abort& error) {
     history.record("fail", "txn", id, error.what());

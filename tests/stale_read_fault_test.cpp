@@ -10,6 +10,7 @@
 // the reader's cache is stale. Both isolation modes: snapshot mode reads at a synced read point.
 #include <avout/avout.hpp>
 
+#include "support/dosync_in.hpp"
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
 #include "support/zookeeper_faults.hpp"
@@ -20,6 +21,7 @@
 #include <stdexcept>
 
 using namespace std::chrono_literals;
+using avout::testing::dosync_in;
 
 namespace {
 
@@ -35,12 +37,6 @@ struct Staleness {
   int stale_commits = 0;     // read-write commits that read such a value
 };
 
-// Runs `body` as a dosync of `isolation` (the client's default when empty).
-template <typename F>
-auto transact(avout::Client& client, std::optional<avout::Isolation> isolation, F&& body) {
-  return isolation ? client.dosync(*isolation, body) : client.dosync(body);
-}
-
 Staleness run_reads(std::optional<avout::Isolation> isolation) {
   avout::testing::start_shared_servers();
   const std::string name = avout::testing::unique_name("/stale-read-test", "x");
@@ -55,16 +51,16 @@ Staleness run_reads(std::optional<avout::Isolation> isolation) {
   const auto end = std::chrono::steady_clock::now() + avout::testing::scaled(4000ms);
   for (long i = 1; std::chrono::steady_clock::now() < end; ++i) {
     (void)seen.deref();  // keep the reader's cache of x (and its watch) warm
-    transact(reader.client, isolation, [&] { scratch.alter([](long v) { return v + 1; }); });
-    transact(writer.client, isolation, [&] { x.ref_set(i); });  // acknowledged: x == i
+    dosync_in(reader.client, isolation, [&] { scratch.alter([](long v) { return v + 1; }); });
+    dosync_in(writer.client, isolation, [&] { x.ref_set(i); });  // acknowledged: x == i
     switch (i % 3) {
       case 0:
-        if (transact(reader.client, isolation, [&] { return seen.deref(); }) < i)
+        if (dosync_in(reader.client, isolation, [&] { return seen.deref(); }) < i)
           ++found.stale_read_only;
         break;
       case 1:
         try {
-          transact(reader.client, isolation, [&] {
+          dosync_in(reader.client, isolation, [&] {
             if (seen.deref() < i) throw StaleRead();
           });
         } catch (const StaleRead&) {
@@ -72,7 +68,7 @@ Staleness run_reads(std::optional<avout::Isolation> isolation) {
         }
         break;
       default: {
-        const long value = transact(reader.client, isolation, [&] {
+        const long value = dosync_in(reader.client, isolation, [&] {
           const long read = seen.deref();
           scratch.ref_set(read);
           return read;

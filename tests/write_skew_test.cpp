@@ -9,6 +9,7 @@
 // allowed: the test only counts it, and checks that ensuring both refs rules it out.
 #include <avout/avout.hpp>
 
+#include "support/dosync_in.hpp"
 #include "support/processes.hpp"
 #include "support/servers.hpp"
 #include "support/three_stores.hpp"
@@ -24,6 +25,7 @@
 #include <thread>
 
 using namespace std::chrono_literals;
+using avout::testing::dosync_in;
 using avout::testing::scaled;
 namespace fs = std::filesystem;
 
@@ -46,12 +48,6 @@ struct Setup {
   bool alternate = false;
 };
 
-// Runs `body` as a dosync of `isolation` (the client's default when empty).
-template <typename F>
-auto transact(avout::Client& client, std::optional<avout::Isolation> isolation, F&& body) {
-  return isolation ? client.dosync(*isolation, body) : client.dosync(body);
-}
-
 // One process: its threads run one skew transaction per round; process 0 checks and resets
 // the doctors between rounds and writes "<rounds> <skews>" to `result`.
 void doctors_process(int index, const Setup& setup, const std::string& prefix,
@@ -71,7 +67,7 @@ void doctors_process(int index, const Setup& setup, const std::string& prefix,
     // Phase 1: process 0 checks the last round and resets; everybody waits for it.
     barrier.enter();
     if (index == 0) {
-      const bool skewed = transact(stores.client, setup.isolation, [&] {
+      const bool skewed = dosync_in(stores.client, setup.isolation, [&] {
         const bool both_off = x.deref() + y.deref() < 1;
         x.ref_set(1);
         y.ref_set(1);
@@ -89,14 +85,14 @@ void doctors_process(int index, const Setup& setup, const std::string& prefix,
         try {
           auto& mine = thread % 2 == 0 ? x : y;
           if (read_only_before) {
-            (void)transact(stores.client, setup.isolation, [&] { return x.deref(); });
+            (void)dosync_in(stores.client, setup.isolation, [&] { return x.deref(); });
           } else {
-            transact(stores.client, setup.isolation, [&] {
+            dosync_in(stores.client, setup.isolation, [&] {
               scratch[static_cast<std::size_t>(thread)].alter([](long v) { return v + 1; });
             });
           }
           start.arrive_and_wait();
-          transact(stores.client, setup.isolation, [&] {
+          dosync_in(stores.client, setup.isolation, [&] {
             const long on_call = setup.ensure ? x.ensure() + y.ensure() : x.deref() + y.deref();
             std::this_thread::sleep_for(2ms);  // the others read before this one commits
             if (on_call >= 2) mine.ref_set(0);
@@ -112,7 +108,7 @@ void doctors_process(int index, const Setup& setup, const std::string& prefix,
   }
   barrier.enter();  // the last round's check
   if (index == 0) {
-    if (transact(stores.client, setup.isolation, [&] { return x.deref() + y.deref() < 1; }))
+    if (dosync_in(stores.client, setup.isolation, [&] { return x.deref() + y.deref() < 1; }))
       ++skews;
     std::ofstream(result) << setup.rounds << ' ' << skews << '\n';
   }

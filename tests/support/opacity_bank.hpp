@@ -8,6 +8,7 @@
 
 #include <avout/avout.hpp>
 
+#include "dosync_in.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
 #include "three_stores.hpp"
@@ -56,12 +57,6 @@ long sum_together(const std::vector<avout::Ref<long>>& accounts, std::index_sequ
   return std::apply([](auto... value) { return (value + ... + 0L); }, values);
 }
 
-/// Runs `body` as a dosync of `isolation` (the client's default when empty).
-template <typename F>
-auto transact_in(avout::Client& client, std::optional<avout::Isolation> isolation, F&& body) {
-  return isolation ? client.dosync(*isolation, body) : client.dosync(body);
-}
-
 /// One process of the run: transfers until `run.length` passed; writes its counts to `out`.
 template <std::size_t N>
 void opacity_process(int index, const OpacityRun& run, const std::string& prefix,
@@ -85,7 +80,7 @@ void opacity_process(int index, const OpacityRun& run, const std::string& prefix
         const auto to = (from + 1 + static_cast<std::size_t>(random() % (N - 1))) % N;
         const long amount = 1 + static_cast<long>(random() % 50);
         try {
-          transact_in(stores.client, run.isolation, [&] {
+          dosync_in(stores.client, run.isolation, [&] {
             long sum = 0;
             if (++attempt % 2 == 0) {
               sum = sum_together<N>(accounts, std::make_index_sequence<N>{});
