@@ -59,9 +59,13 @@ struct ThreeStores {
   avout::Store& redis = named("redis");        ///< the Redis store
   avout::Store& postgres = named("postgres");  ///< the PostgreSQL store
 
-  explicit ThreeStores(std::chrono::milliseconds session_timeout = std::chrono::milliseconds(6000))
+  /// A client of the shared ZooKeeper with `session_timeout` whose dosyncs run in
+  /// `isolation` unless they ask otherwise (ClientOptions::isolation).
+  explicit ThreeStores(std::chrono::milliseconds session_timeout = std::chrono::milliseconds(6000),
+                       avout::Isolation isolation = avout::Isolation::serializable)
       : client(avout::ClientOptions{.hosts = shared_zookeeper().connect_string(),
-                                    .session_timeout = session_timeout}) {}
+                                    .session_timeout = session_timeout,
+                                    .isolation = isolation}) {}
 
   /// The store at `index` modulo their number, in shared_store_urls()'s order (0: ZooKeeper,
   /// 1: Redis, 2: PostgreSQL).

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -87,6 +88,22 @@ class Injector {
     return decision;
   }
 
+  // How long to hold back one watch event (0: not at all); drawn on the completion thread.
+  std::chrono::milliseconds draw_event_delay() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!enabled_ || rates_.event_delay <= 0) return std::chrono::milliseconds(0);
+    }
+    const double delay = draw_fault(seed_), length = draw_fault(seed_);
+    if (delay >= rates_.event_delay) return std::chrono::milliseconds(0);
+    std::lock_guard lock(mutex_);
+    ++counts_.delayed_events;
+    const auto most = std::max<long>(1, rates_.max_delay.count());
+    return std::chrono::milliseconds(1 + static_cast<long>(length * static_cast<double>(most - 1)));
+  }
+  // Whether watches set now are to have their events delayed.
+  bool delays_events() const { return rates_.event_delay > 0; }
+
   const std::string& hosts() const { return hosts_; }
 
   void enable(bool on) {
@@ -130,6 +147,36 @@ std::shared_ptr<Injector> active;
 std::shared_ptr<Injector> current() {
   std::lock_guard lock(active_mutex);
   return active;
+}
+
+// Delayed watch events: a watch set while a plan delays events is registered as
+// delayed_watch with a stand-in naming the caller's watcher and context. One stand-in per
+// (watcher, context), kept for the process's life, so the C client's deduplication of equal
+// watchers sees the same pairs as without it.
+struct WatchStandIn {
+  watcher_fn watcher;
+  void* context;
+};
+std::mutex stand_ins_mutex;
+std::map<std::pair<std::uintptr_t, void*>, std::unique_ptr<WatchStandIn>> stand_ins;
+
+void delayed_watch(zhandle_t* handle, int type, int state, const char* path, void* context) {
+  const auto* stand_in = static_cast<const WatchStandIn*>(context);
+  if (type != ZOO_SESSION_EVENT) {
+    if (auto injector = current()) std::this_thread::sleep_for(injector->draw_event_delay());
+  }
+  stand_in->watcher(handle, type, state, path, stand_in->context);
+}
+
+// The watcher and context to register for (watcher, context): the stand-in while the
+// active plan delays events, else the caller's own.
+std::pair<watcher_fn, void*> watch_to_register(watcher_fn watcher, void* context) {
+  auto injector = current();
+  if (watcher == nullptr || !injector || !injector->delays_events()) return {watcher, context};
+  std::lock_guard lock(stand_ins_mutex);
+  auto& stand_in = stand_ins[{reinterpret_cast<std::uintptr_t>(watcher), context}];
+  if (!stand_in) stand_in.reset(new WatchStandIn{watcher, context});
+  return {&delayed_watch, stand_in.get()};
 }
 
 // The context of a substituted completion: the caller's own completion and data.
@@ -517,7 +564,8 @@ ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults)
   rates_from_env("AVOUT_ZK_FAULTS", {{"lost", &defaults.reply_lost},
                                      {"early", &defaults.fail_early},
                                      {"expire", &defaults.expire},
-                                     {"delay", &defaults.delay}});
+                                     {"delay", &defaults.delay},
+                                     {"events", &defaults.event_delay}});
   return defaults;
 }
 
@@ -525,6 +573,7 @@ std::string describe(const ZooKeeperFaultRates& rates) {
   std::ostringstream out;
   out << "lost=" << rates.reply_lost << ",early=" << rates.fail_early << ",expire=" << rates.expire
       << ",delay=" << rates.delay;
+  if (rates.event_delay > 0) out << ",events=" << rates.event_delay;
   return out.str();
 }
 
@@ -533,6 +582,7 @@ std::string describe(const ZooKeeperFaultCounts& counts) {
   out << counts.requests << " zookeeper requests, " << counts.reply_lost << " replies lost, "
       << counts.fail_early << " failed early, " << counts.expired << " expiries, " << counts.delayed
       << " delayed";
+  if (counts.delayed_events > 0) out << ", " << counts.delayed_events << " watch events delayed";
   return out.str();
 }
 
@@ -659,7 +709,8 @@ int __wrap_zoo_awget(zhandle_t* zh, const char* path, watcher_fn watcher, void* 
                       return intercept(
                           zh, ZooKeeperCall::get, real, false, c0, d0, data_completion_t{nullptr},
                           &avout::testing::delayed_data, [&](data_completion_t c, const void* d) {
-                            return __real_zoo_awget(zh, real.c_str(), watcher, context, c, d);
+                            const auto [w, x] = avout::testing::watch_to_register(watcher, context);
+                            return __real_zoo_awget(zh, real.c_str(), w, x, c, d);
                           });
                     });
 }
@@ -674,7 +725,8 @@ int __wrap_zoo_awexists(zhandle_t* zh, const char* path, watcher_fn watcher, voi
       [&](stat_completion_t c0, const void* d0) {
         return intercept(zh, ZooKeeperCall::exists, real, false, c0, d0, stat_completion_t{nullptr},
                          &avout::testing::delayed_stat, [&](stat_completion_t c, const void* d) {
-                           return __real_zoo_awexists(zh, real.c_str(), watcher, context, c, d);
+                           const auto [w, x] = avout::testing::watch_to_register(watcher, context);
+                           return __real_zoo_awexists(zh, real.c_str(), w, x, c, d);
                          });
       });
 }
@@ -685,15 +737,16 @@ int __wrap_zoo_awget_children(zhandle_t* zh, const char* path, watcher_fn watche
   const std::string real = real_path(offsets, path);
   auto* shown =
       offsets ? new Shown<strings_completion_t>{completion, data, offsets, real, {}, {}} : nullptr;
-  return with_shown(
-      completion, data, shown, &avout::testing::shown_children,
-      [&](strings_completion_t c0, const void* d0) {
-        return intercept(
-            zh, ZooKeeperCall::children, real, false, c0, d0, strings_completion_t{nullptr},
-            &avout::testing::delayed_strings, [&](strings_completion_t c, const void* d) {
-              return __real_zoo_awget_children(zh, real.c_str(), watcher, context, c, d);
-            });
-      });
+  return with_shown(completion, data, shown, &avout::testing::shown_children,
+                    [&](strings_completion_t c0, const void* d0) {
+                      return intercept(
+                          zh, ZooKeeperCall::children, real, false, c0, d0,
+                          strings_completion_t{nullptr}, &avout::testing::delayed_strings,
+                          [&](strings_completion_t c, const void* d) {
+                            const auto [w, x] = avout::testing::watch_to_register(watcher, context);
+                            return __real_zoo_awget_children(zh, real.c_str(), w, x, c, d);
+                          });
+                    });
 }
 
 int __wrap_zoo_async(zhandle_t* zh, const char* path, string_completion_t completion,

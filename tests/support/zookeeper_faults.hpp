@@ -10,6 +10,9 @@
 //   expire        the session is expired by a twin handle, before or after the request
 //                 (on the requesting thread, which waits up to a few seconds for it)
 //   delay         the handle's replies reach callers up to `max_delay` later, in order
+//   event delay   a watch event (not a session event) reaches its watcher up to `max_delay`
+//                 later, on the completion thread: replies and events after it wait too, so
+//                 the order the server produced is kept (a stale cache stays stale longer)
 // Every completion still runs exactly once.
 //
 // Independently of any plan, a CounterOffset makes the server's sequential counters look far
@@ -28,11 +31,13 @@ struct ZooKeeperFaultRates {
   double expire = 0;  ///< mutations only; half before the request, half after
   double delay = 0;
   std::chrono::milliseconds max_delay{200};  ///< keep well under the handle's 2 s close wait
+  double event_delay = 0;  ///< per watch event, for watches set while the plan lives
 };
 
 /// How many faults of each kind a plan has injected.
 struct ZooKeeperFaultCounts {
   std::uint64_t requests = 0, reply_lost = 0, fail_early = 0, expired = 0, delayed = 0;
+  std::uint64_t delayed_events = 0;  ///< watch events held back (ZooKeeperFaultRates::event_delay)
 };
 
 /// Turns injection on for this process while alive (one at a time).
@@ -93,7 +98,8 @@ class CounterOffset {
   CounterOffset& operator=(const CounterOffset&) = delete;
 };
 
-/// Rates read from the environment: AVOUT_ZK_FAULTS="lost=0.05,early=0.02,expire=0.002,delay=0.1"
+/// Rates read from the environment:
+/// AVOUT_ZK_FAULTS="lost=0.05,early=0.02,expire=0.002,delay=0.1,events=0.1"
 /// (missing keys keep `defaults`; "off" gives all zeros).
 ZooKeeperFaultRates zookeeper_fault_rates_from_env(ZooKeeperFaultRates defaults);
 
