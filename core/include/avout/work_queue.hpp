@@ -7,8 +7,9 @@
 // writes to refs in any store, or not at all: a worker that dies or throws before its commit
 // never took the item, and the next take gets it. A take outside dosync runs in a dosync of
 // its own. A put inside dosync creates the item in the commit multi: it is queued if and only
-// if the transaction commits. A put outside dosync is one protected create, found again after
-// a lost reply (its node name carries a unique id), so it queues the item exactly once.
+// if the transaction commits. A put outside dosync runs in a dosync of its own, so a lost
+// reply is resolved by the commit's marker (never by looking for the item, which a taker may
+// have consumed already): the item is queued exactly once.
 //
 // Ordering: items are taken in the order of their sequence numbers (FIFO by the order their
 // creates landed, compared modulo 2^32 as every sequential queue of avout). A take picks the
@@ -27,8 +28,8 @@
 // (about 960 KB here): larger ones throw ValueTooLarge and nothing is queued.
 //
 // What the calls throw (all derive from avout::Error): ValueTooLarge (put); Timeout (put by
-// a deadline: nothing was queued); OutcomeUnknown (put: the create may have landed and
-// ZooKeeper stayed unreachable to tell); CodecError (take: the item is not a T; inside that
+// a deadline: nothing was queued); OutcomeUnknown (put: the commit may have landed, and its
+// deadline passed or ZooKeeper stayed unreachable before that could be told); CodecError (take: the item is not a T; inside that
 // dosync nothing is taken); ConnectionLoss, SessionExpired; inside dosync, failures are the
 // transaction's (RetryLimitExceeded when takers keep colliding past options().retry_limit).
 

@@ -1,5 +1,5 @@
-// WorkQueueCore: puts (in a commit multi or one protected create), takes (a delete at the
-// item's version in a commit multi) and the takers' waiting line.
+// WorkQueueCore: puts (a create in a commit multi), takes (a delete at the item's version in
+// a commit multi) and the takers' waiting line.
 #include "recipes/work_queue_core.hpp"
 #include "queue/node_removals.hpp"
 #include "recipes/work_queue_items.hpp"
@@ -34,24 +34,15 @@ void WorkQueueCore::put(const Bytes& item, const Deadline& deadline) {
     throw ValueTooLarge("work queue " + name_ + ": an item of " + std::to_string(item.size()) +
                         " bytes does not fit a ZooKeeper node");
   }
-  const std::string prefix = items_.fresh_prefix();
-  if (auto* transaction = OpenTransaction::current()) {
-    // Queued iff the dosync commits; a lost commit reply is the transaction's to resolve.
-    transaction->add_to_commit({items_.create_op(prefix, item)}, {});
-    return;
-  }
-  if (items_.create(prefix, item, deadline)) return;
-  // The deadline passed with the create perhaps in flight: a sync and a listing tell whether
-  // it landed (the session's requests apply in order), bounded by one session timeout.
-  const Deadline grace = Deadline::after(session_.negotiated_timeout());
-  try {
-    const ReplyDeadline replies(grace);
-    if (items_.find(prefix, grace)) return;
-  } catch (const Timeout&) {
-    throw OutcomeUnknown("work queue " + name_ + ": put: " + deadline.reason() +
-                         " and ZooKeeper did not say whether the item was queued");
-  }
-  deadline.expire("work queue " + name_ + ": put (nothing queued)");
+  // Outside dosync a put is a dosync of its own, so the create always goes out in a commit
+  // multi with its marker: a lost reply is resolved by the marker, which nothing but this
+  // client removes. The item's own absence would prove nothing: a taker may have consumed it
+  // before the put looked, and creating it again would queue it twice.
+  if (OpenTransaction::current() == nullptr && deadline.expired())
+    deadline.expire("work queue " + name_ + ": put (nothing queued)");
+  run_transaction(stm_, deadline, [&] {
+    OpenTransaction::current()->add_to_commit({items_.create_op(items_.fresh_prefix(), item)}, {});
+  });
 }
 
 bool WorkQueueCore::take(const Deadline& deadline, bool wait,
