@@ -3,6 +3,7 @@
 #include <avout/errors.hpp>
 
 #include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -25,6 +26,9 @@ struct NodeCache::State {
   };
   std::mutex mutex;
   std::unordered_map<std::string, Slot> slots;
+  // Notified whenever a slot's serial moves (forget, keep_unwatched), under `mutex`: wakes
+  // wait_moved. ZooKeeper's callbacks (watch, session) only signal it, never wait.
+  std::condition_variable_any slot_moved;
   // Per thread: its last commit's unwatched nodes, and whether reading them ahead pays.
   struct Kept {
     std::vector<std::string> paths;  // may have gone or been read again since
@@ -73,6 +77,7 @@ struct NodeCache::State {
     slot.armed = false;
     slot.unwatched_at.reset();
     ++slot.epoch;
+    slot_moved.notify_all();
   }
 };
 
@@ -196,6 +201,13 @@ bool NodeCache::changed_since(const Lookup& lookup) const {
   return state_->moved(lookup);
 }
 
+bool NodeCache::wait_moved(const Lookup& lookup, const Deadline& deadline) const {
+  std::unique_lock lock(state_->mutex);
+  std::stop_token stop = deadline.stop_token();
+  return state_->slot_moved.wait_until(lock, stop, deadline.time_or_far(),
+                                       [&] { return state_->moved(lookup); });
+}
+
 NodeCache::View NodeCache::judge(
     const std::vector<std::pair<const Lookup*, std::int64_t>>& reads) const {
   std::lock_guard lock(state_->mutex);
@@ -259,6 +271,7 @@ void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nod
     ++slot.epoch;
     kept.paths.push_back(path);
   }
+  state_->slot_moved.notify_all();
 }
 
 std::optional<NodeCache::OwnCommit> NodeCache::last_own_commit() const {

@@ -20,8 +20,10 @@
 // watch event, a node kept over it, a stale kept node forgotten, the cache emptied for room,
 // a session event). A Lookup records the serial it finished at, so changed_since() tells a
 // validated attempt (docs/transactions.md, "Isolation") that a head it read, watched or kept,
-// may no longer be the head.
+// may no longer be the head. wait_moved() waits for that move: a barging yield waits so for
+// the claimant's commit (or release), whose setData of the tag fires the tag slot's watch.
 
+#include <avout/deadline.hpp>
 #include <avout/zookeeper_session.hpp>
 
 #include <cstdint>
@@ -66,6 +68,10 @@ class NodeCache {
   /// (watched or kept) its slot's serial moved on: replaced, dropped or evicted since. False
   /// when that cannot be told (a plain unwatched read).
   bool changed_since(const Lookup& lookup) const;
+  /// Waits until the slot `lookup` finished at has moved (its serial changed: a watch event, a
+  /// replacement, a session event, eviction), or `deadline` expires; true when it moved. A
+  /// slot installed unwatched gets no event: the wait then lasts until the deadline.
+  bool wait_moved(const Lookup& lookup, const Deadline& deadline) const;
   /// How a set of finished lookups stands as one view (rule V3 of docs/transactions.md).
   enum class View {
     consistent,  ///< every node is the node as of one moment: the newest watched read, or
