@@ -3,6 +3,7 @@
 #include "base/back_off.hpp"
 #include "base/callback_executor.hpp"
 #include "runtime/node_cache.hpp"
+#include "zk/outcome.hpp"
 
 #include <avout/deadline.hpp>
 #include <avout/errors.hpp>
@@ -222,14 +223,21 @@ void claim(StmContext& stm, BargeState& barge, const std::vector<std::shared_ptr
 
 void yield_to_older(StmContext& stm, BargeState& barge,
                     const std::vector<std::shared_ptr<RefCore>>& refs,
-                    const std::vector<BargeTag>& tags) {
+                    const std::vector<BargeTag>& tags,
+                    const std::vector<NodeCache::Lookup>& lookups) {
   // A tag left behind by a stuck (but living) process delays others only for a while.
   if (barge.yields >= stm.runtime().options().barging.yield_limit) return;
   for (std::size_t i = 0; i < refs.size(); ++i) {
     if (older_and_alive(stm, barge, tags[i].owner)) {
       ++barge.yields;
-      throw RetryAttempt{"ref " + refs[i]->name() + " is claimed by an older transaction",
+      // Retrying before the claimant's commit (or release) moves the tag would only find it
+      // claimed again: wait for the tag's watch instead of spinning on reads and stores.
+      (void)stm.runtime().nodes().wait_moved(lookups[i],
+                                             outcome_deadline(Deadline::after(yield_wait_cap)));
+      RetryAttempt retry{"ref " + refs[i]->name() + " is claimed by an older transaction",
                          RetryCause::barging_yield};
+      retry.waited = true;
+      throw retry;
     }
   }
 }

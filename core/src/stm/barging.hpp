@@ -6,6 +6,7 @@
 #include "runtime/node_cache.hpp"
 #include "stm/transaction.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -58,11 +59,18 @@ bool claim_due(const BargingOptions& options, BargeState& barge);
 /// the dosync first (a sync and the clock) when no read point has yet.
 void claim(StmContext& stm, BargeState& barge, const std::vector<std::shared_ptr<RefCore>>& refs);
 
-/// Throws RetryAttempt when a live older transaction claims one of `refs` (read as `tags`)
-/// and this dosync has not yet given way its limit of times.
+/// Throws RetryAttempt when a live older transaction claims one of `refs` (read as `tags`
+/// through `lookups`, finished by finish_tags) and this dosync has not yet given way its
+/// limit of times; first waits until that tag's cache slot moves (the claimant's commit or
+/// release sets the tag), at most yield_wait_cap and the thread's ReplyDeadline.
 void yield_to_older(StmContext& stm, BargeState& barge,
                     const std::vector<std::shared_ptr<RefCore>>& refs,
-                    const std::vector<BargeTag>& tags);
+                    const std::vector<BargeTag>& tags,
+                    const std::vector<NodeCache::Lookup>& lookups);
+
+/// The longest a yield waits for the claim it gives way to: a claimant alive but slow holds
+/// others no longer than this per yield (BargingOptions::yield_limit bounds the yields).
+inline constexpr std::chrono::milliseconds yield_wait_cap{50};
 
 /// The commit multi's tag operations for `refs`: our own claims end (emptied), the others
 /// are checked at the version read. `released` receives the refs whose claim the commit ends.

@@ -31,6 +31,7 @@ struct RetryAttempt {
   std::string reason;
   RetryCause cause = RetryCause::conflict;  ///< for the metrics; `confirmation`: run synced next
   bool view_changed = false;  ///< V3 found the reads no longer one view (the cause: conflict)
+  bool waited = false;  ///< a barging_yield that waited for the claim to move: retry at once
 };
 
 /// How an attempt reads (docs/transactions.md, "Isolation").

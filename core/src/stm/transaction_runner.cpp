@@ -110,12 +110,16 @@ void run_transaction(StmContext& stm, const TransactionSettings& settings,
       confirmation_failed = retry.cause == RetryCause::confirmation;
       views_changed = retry.view_changed ? views_changed + 1 : 0;
       // A claimant (or a dosync that may be one) comes back at once; so does a serializable
-      // dosync's first conflict (V7).
+      // dosync's first conflict (V7), and a yield that waited for its claimant's tag to move
+      // (yield_to_older: that wait was the pause).
       const bool claimant = !barge.held.empty() || !barge.unsure.empty();
-      if (!serializable)
+      if (retry.waited) {
+        // no pause on top
+      } else if (!serializable) {
         (void)back_off(claimant ? 0 : attempt, deadline, pauses);
-      else if (!claimant && attempt > 0)
+      } else if (!claimant && attempt > 0) {
         (void)back_off(attempt - 1, deadline, pauses);
+      }
     } catch (const Timeout&) {
       // Our deadline cut a wait for ZooKeeper short (a body's own Timeout passes unchanged).
       if (!deadline.expired()) throw;

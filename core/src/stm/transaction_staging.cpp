@@ -227,7 +227,7 @@ void Transaction::stage_written(Commit& commit) {
     }
     Commit::store(stm_, commit.written);
     commit.tags = finish_tags(stm_, commit.claimable, commit.tag_lookups);
-    yield_to_older(stm_, barge_, commit.claimable, commit.tags);
+    yield_to_older(stm_, barge_, commit.claimable, commit.tags, commit.tag_lookups);
   } catch (...) {
     Commit::discard(stm_, commit.written);
     throw;
