@@ -1,7 +1,9 @@
 // Barging as ClientOptions::barging sets it: when a retrying transaction claims its refs,
 // that a client with barging off never claims any, that every claim is dated (even one of a
-// validated attempt's), which settings a client refuses, and what a claimant's liveness costs.
+// validated attempt's), which settings a client refuses, what a claimant's liveness costs, and
+// that a yield waits for the claim to end instead of spinning.
 #include "runtime/runtime.hpp"
+#include "stm/barging.hpp"
 #include "stm/transaction.hpp"
 
 #include <avout/avout.hpp>
@@ -11,6 +13,8 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,6 +55,20 @@ std::vector<bool> claimed_per_attempt(avout::Client& client, const std::string& 
   return claimed;
 }
 
+// Claims the tag of `client`'s ref `name` for a live transaction of `older` older than any
+// other (its session announced by a dosync on a ref of its own under `prefix`), a change
+// `client`'s cache has heard of; returns the tag's path.
+std::string claim_as_oldest(avout::Client& older, avout::Client& client,
+                            const std::string& prefix, const std::string& name) {
+  auto own = older.ref<long>(prefix + "/own", 0);
+  older.dosync([&] { own.alter([](long v) { return v + 1; }); });  // its session announced
+  const std::string tag = avout::inspect::tag_path(older, name);
+  const avout::detail::TransactionAge age{1, older.session().session_id(), 1};
+  older.session().set(tag, avout::detail::encode_tag(age), older.session().get(tag).stat.version);
+  client.session().sync(tag);  // the client's cached tag has heard of the change
+  return tag;
+}
+
 }  // namespace
 
 TEST_CASE("a transaction claims its refs after ClientOptions::barging.after failed attempts") {
@@ -87,8 +105,6 @@ TEST_CASE(
   avout::Client client(options({.enabled = true, .after = 1, .yield_limit = 1}));
   auto contended = client.ref<long>(prefix + "/contended", 0);
   auto spare = client.ref<long>(prefix + "/spare", 0);
-  auto own = older.ref<long>(prefix + "/own", 0);
-  older.dosync([&] { own.alter([](long v) { return v + 1; }); });  // its session announced
 
   // The client's next dosync follows one that wrote: validated, it has no read point, so no
   // age until its first claim dates it.
@@ -98,10 +114,7 @@ TEST_CASE(
   };
   client.dosync([&] { both(0); });
   // An older live transaction claims one of the refs the validated attempt changes.
-  const std::string tag = avout::inspect::tag_path(older, contended.name());
-  const avout::detail::TransactionAge age{1, older.session().session_id(), 1};
-  older.session().set(tag, avout::detail::encode_tag(age), older.session().get(tag).stat.version);
-  client.session().sync(tag);  // the client's cached tag has heard of the change
+  const std::string tag = claim_as_oldest(older, client, prefix, contended.name());
 
   const auto retries = client.transaction_counts().second;
   int attempts = 0;
@@ -147,4 +160,38 @@ TEST_CASE("a live claimant's liveness costs one read, then none until its sessio
   }
   CHECK_FALSE(asking.alive(claimant_id));
   CHECK_FALSE(asking.alive(claimant_id + 1));  // never announced
+}
+
+TEST_CASE("a yield waits for the claimant's tag to change instead of retrying in a spin") {
+  avout::testing::start_shared_servers();
+  const std::string prefix = avout::testing::unique_name("/barging-test", "yield-waits");
+  avout::Client older(options({}));
+  avout::Client client(options({.enabled = true, .after = 1000, .yield_limit = 1000}));
+  auto contended = client.ref<long>(prefix + "/contended", 0);
+  client.dosync([&] { contended.alter([](long v) { return v; }); });  // the next is validated
+  const std::string tag = claim_as_oldest(older, client, prefix, contended.name());
+
+  // The claim is let go a while after the first yield. Until then every yield waits for the
+  // tag to change, yield_wait_cap at the least: at most one yield per cap, plus the one the
+  // release ends (a spin would have retried every few milliseconds).
+  const auto retries = client.transaction_counts().second;
+  const auto started = std::chrono::steady_clock::now();
+  std::atomic<std::chrono::steady_clock::time_point> released{};
+  std::thread releaser([&] {
+    while (client.transaction_counts().second == retries) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(300ms);
+    older.session().set(tag, {}, older.session().get(tag).stat.version);
+    released = std::chrono::steady_clock::now();
+  });
+  int attempts = 0;
+  client.dosync([&] {
+    ++attempts;
+    contended.alter([](long v) { return v + 1; });
+  });
+  releaser.join();
+  const auto held = released.load() - started;
+  const auto most = held / avout::detail::yield_wait_cap + 2;
+  CHECK(attempts >= 2);
+  CHECK(attempts - 1 <= most);
+  CHECK(contended.deref() == 1);
 }

@@ -1,0 +1,72 @@
+// NodeCache::wait_moved against a real ZooKeeper: it ends when another session's write fires
+// the watch of the slot a lookup finished at, and when the deadline's stop is requested; an
+// expired deadline does not wait.
+#include "runtime/node_cache.hpp"
+
+#include <avout/avout.hpp>
+
+#include "support/servers.hpp"
+#include "support/three_stores.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+using namespace std::chrono_literals;
+using avout::testing::scaled;
+
+namespace {
+
+avout::SessionOptions session_options() {
+  return avout::SessionOptions{.hosts = avout::testing::shared_zookeeper().connect_string()};
+}
+
+// A session, a node at a unique path, and a cache whose (watched) lookup of it has finished.
+struct Cached {
+  explicit Cached(const std::string& stem)
+      : path(avout::testing::unique_name("/node-cache-wait-test", stem)) {
+    session.create_recursive(path);
+    lookup = cache.begin(path);
+    (void)cache.finish(lookup);
+  }
+  avout::ZooKeeperSession session{session_options()};
+  std::string path;
+  avout::detail::NodeCache cache{session};
+  avout::detail::NodeCache::Lookup lookup;
+};
+
+}  // namespace
+
+TEST_CASE("wait_moved ends when another session's write fires the slot's watch") {
+  avout::testing::start_shared_servers();
+  Cached cached("watched");
+  auto& cache = cached.cache;
+  auto& lookup = cached.lookup;
+  avout::ZooKeeperSession writer(session_options());
+  REQUIRE(lookup.watched);
+  CHECK_FALSE(cache.wait_moved(lookup, avout::Deadline::after(0ms)));  // nothing moved yet
+
+  std::thread write([&] {
+    std::this_thread::sleep_for(20ms);
+    writer.set(cached.path, avout::to_bytes("changed"));
+  });
+  CHECK(cache.wait_moved(lookup, avout::Deadline::after(scaled(30s))));
+  write.join();
+  CHECK(cache.changed_since(lookup));
+  CHECK(cache.wait_moved(lookup, avout::Deadline::after(0ms)));  // moved stays moved
+}
+
+TEST_CASE("wait_moved ends, false, when its deadline's stop is requested") {
+  avout::testing::start_shared_servers();
+  Cached cached("cancelled");
+  std::stop_source stop;
+  std::thread cancel([&] {
+    std::this_thread::sleep_for(20ms);
+    stop.request_stop();
+  });
+  CHECK_FALSE(cached.cache.wait_moved(cached.lookup, avout::Deadline(stop.get_token())));
+  cancel.join();
+}
