@@ -46,7 +46,7 @@ struct Transaction::Commit {
   std::vector<std::shared_ptr<RefCore>> claimable;
   std::vector<NodeCache::Lookup>
       tag_lookups;                 // of the claimable refs' tags, begun with their heads
-  std::vector<BargeTag> tags;      // the claimable refs' tags, finished once values are stored
+  std::vector<BargeTag> tags;      // the claimable refs' tags, judged before values are stored
   std::size_t multi_bytes = 0;     // the multi's serialized size so far (rule 11)
   std::vector<Staged> written;     // values of written refs, stored once per commit
   std::vector<Staged> recomputed;  // values of commuted refs, stored again each round

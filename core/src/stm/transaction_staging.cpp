@@ -215,9 +215,12 @@ void Transaction::give_up_if_doomed(const Commit& commit) {
   }
 }
 
-// Values of written refs are final now: validated and stored under fresh points; then the
-// barging tags, looked up with the heads, give way to an older claimant (RetryAttempt).
+// The barging tags, looked up with the heads, first give way to an older claimant
+// (RetryAttempt): a yield stores nothing. Then values of written refs, final now, are
+// validated and stored under fresh points.
 void Transaction::stage_written(Commit& commit) {
+  commit.tags = finish_tags(stm_, commit.claimable, commit.tag_lookups);
+  yield_to_older(stm_, barge_, commit.claimable, commit.tags, commit.tag_lookups);
   try {
     for (Entry* target : commit.fixed) {
       if (target->written) {
@@ -226,8 +229,6 @@ void Transaction::stage_written(Commit& commit) {
       }
     }
     Commit::store(stm_, commit.written);
-    commit.tags = finish_tags(stm_, commit.claimable, commit.tag_lookups);
-    yield_to_older(stm_, barge_, commit.claimable, commit.tags, commit.tag_lookups);
   } catch (...) {
     Commit::discard(stm_, commit.written);
     throw;
