@@ -63,6 +63,8 @@ Costs& Costs::operator+=(const Costs& other) {
   multis_failed += other.multis_failed;
   round_trips += other.round_trips;
   for (std::size_t i = 0; i < retries.size(); ++i) retries[i] += other.retries[i];
+  prefetches_used += other.prefetches_used;
+  prefetches_wasted += other.prefetches_wasted;
   client_cpu_ms += other.client_cpu_ms;
   server_cpu_ms += other.server_cpu_ms;
   return *this;
@@ -73,6 +75,8 @@ Costs operator-(Costs after, const Costs& before) {
   after.multis_failed -= before.multis_failed;
   after.round_trips -= before.round_trips;
   for (std::size_t i = 0; i < after.retries.size(); ++i) after.retries[i] -= before.retries[i];
+  after.prefetches_used -= before.prefetches_used;
+  after.prefetches_wasted -= before.prefetches_wasted;
   after.client_cpu_ms -= before.client_cpu_ms;
   after.server_cpu_ms -= before.server_cpu_ms;
   return after;
@@ -87,6 +91,9 @@ Costs read_costs(const CostSources& sources) {
   for (Client* client : sources.clients)
     now.round_trips += static_cast<double>(client->session().statistics().round_trips);
   if (sources.metrics != nullptr) now.retries = retries_by_cause(*sources.metrics);
+  const auto prefetches = detail::prefetch_tally();
+  now.prefetches_used = static_cast<double>(prefetches.used);
+  now.prefetches_wasted = static_cast<double>(prefetches.wasted);
   rusage self{};
   getrusage(RUSAGE_SELF, &self);
   now.client_cpu_ms = ms(self.ru_utime) + ms(self.ru_stime);
@@ -155,7 +162,7 @@ void print_costs(const std::string& title, const std::vector<std::pair<std::stri
   for (const auto& kind : detail::request_kind_names)
     std::printf(" %8.*s", static_cast<int>(kind.size()), kind.data());
   std::printf(" %7s %10s %9s %9s  %s\n", "zk rtt", "multi fail", "client ms", "server ms",
-              "retries by cause");
+              "retries by cause; prefetches used/wasted");
   for (const auto& [name, costs] : rows) {
     const double n = std::max(1.0, costs.operations);
     std::printf("%-*s", width, name.c_str());
@@ -180,6 +187,8 @@ void print_costs(const std::string& title, const std::vector<std::pair<std::stri
         std::printf(" %.*s %.2f", static_cast<int>(retry_causes[i].size()), retry_causes[i].data(),
                     costs.retries[i] / n);
     }
+    if (costs.prefetches_used + costs.prefetches_wasted > 0)
+      std::printf("; prefetches %.2f/%.2f", costs.prefetches_used / n, costs.prefetches_wasted / n);
     std::printf("\n");
   }
   std::fflush(stdout);

@@ -3,8 +3,10 @@
 // ZooKeeper requests by kind every session of the process sent (zk/request_tally.hpp), the
 // multis that failed, the round trips its clients waited for, the retries by cause (a
 // PrometheusMetrics sink the row's clients share: avout_transaction_retries_total), and the
-// CPU of the clients (this process, getrusage) and of the server (its /proc/PID/stat).
+// CPU of the clients (this process, getrusage) and of the server (its /proc/PID/stat); the
+// heads read ahead for a retry and what became of them (runtime/prefetch_tally.hpp).
 
+#include "runtime/prefetch_tally.hpp"
 #include "zk/request_tally.hpp"
 
 #include <avout/client.hpp>
@@ -19,9 +21,10 @@
 namespace avout::bench {
 
 /// The retry causes avout labels (docs/metrics.md), then "other" for any it adds later.
-inline constexpr std::array<std::string_view, 8> retry_causes{
-    "conflict",    "commute_conflict", "history_miss",    "barging_yield",
-    "confirmation", "session_renewed",  "session_expired", "other"};
+inline constexpr std::array<std::string_view, 9> retry_causes{
+    "conflict",        "commute_conflict", "history_miss",
+    "barging_yield",   "confirmation",     "view_changed",
+    "session_renewed", "session_expired",  "other"};
 
 /// Counters of one window, or readings at one moment (subtract two for a window). Plain
 /// doubles: a child process hands its window to its parent through shared memory.
@@ -31,6 +34,8 @@ struct Costs {
   double multis_failed = 0;                           ///< multis answered "not committed"
   double round_trips = 0;                             ///< waits for a ZooKeeper reply
   std::array<double, retry_causes.size()> retries{};  ///< transaction retries, by cause
+  double prefetches_used = 0;                         ///< heads read ahead a lookup found
+  double prefetches_wasted = 0;                       ///< heads read ahead that went unread
   double client_cpu_ms = 0;                           ///< CPU of this process
   double server_cpu_ms = 0;                           ///< CPU of the server process
   /// Adds every counter of `other` (windows of several processes, or of several rounds).

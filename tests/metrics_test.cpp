@@ -129,7 +129,8 @@ TEST_CASE("a contended run's commits, attempts, retries and lock waits are count
     if (sample.name != "avout_transaction_retries_total") continue;
     const std::string cause = sample.labels.at("cause");
     CHECK((cause == "conflict" || cause == "commute_conflict" || cause == "history_miss" ||
-           cause == "barging_yield" || cause == "confirmation" || cause == "session_renewed" ||
+           cause == "barging_yield" || cause == "confirmation" || cause == "view_changed" ||
+           cause == "session_renewed" ||
            cause == "session_expired"));
   }
   CHECK(parsed.value("avout_barging_yields_total").value_or(0) ==

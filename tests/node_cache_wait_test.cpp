@@ -1,7 +1,9 @@
 // NodeCache::wait_moved against a real ZooKeeper: it ends when another session's write fires
 // the watch of the slot a lookup finished at, and when the deadline's stop is requested; an
-// expired deadline does not wait.
+// expired deadline does not wait. And NodeCache::prefetch's tally: a head read ahead counts
+// as used by the next lookup of it, as wasted when a watch event drops it first.
 #include "runtime/node_cache.hpp"
+#include "runtime/prefetch_tally.hpp"
 
 #include <avout/avout.hpp>
 
@@ -69,4 +71,29 @@ TEST_CASE("wait_moved ends, false, when its deadline's stop is requested") {
   });
   CHECK_FALSE(cached.cache.wait_moved(cached.lookup, avout::Deadline(stop.get_token())));
   cancel.join();
+}
+
+TEST_CASE("a head read ahead counts as used by the next lookup, as wasted when dropped first") {
+  avout::testing::start_shared_servers();
+  Cached cached("prefetch");
+  auto& cache = cached.cache;
+  avout::ZooKeeperSession writer(session_options());
+  const auto before = avout::detail::prefetch_tally();
+
+  cache.prefetch(cached.path);
+  auto used = cache.begin(cached.path);
+  (void)cache.finish(used);
+  (void)cache.finish(cache.begin(cached.path));  // a second lookup: nothing more to count
+  auto tally = avout::detail::prefetch_tally();
+  CHECK(tally.made == before.made + 1);
+  CHECK(tally.used == before.used + 1);
+  CHECK(tally.wasted == before.wasted);
+
+  cache.prefetch(cached.path);
+  writer.set(cached.path, avout::to_bytes("changed"));
+  REQUIRE(cache.wait_moved(used, avout::Deadline::after(scaled(30s))));
+  tally = avout::detail::prefetch_tally();
+  CHECK(tally.made == before.made + 2);
+  CHECK(tally.used == before.used + 1);
+  CHECK(tally.wasted == before.wasted + 1);
 }

@@ -65,6 +65,7 @@ std::string_view cause_name(RetryCause cause) {
     case RetryCause::history_miss: return "history_miss";
     case RetryCause::barging_yield: return "barging_yield";
     case RetryCause::confirmation: return "confirmation";
+    case RetryCause::view_changed: return "view_changed";
     case RetryCause::session_renewed: return "session_renewed";
     case RetryCause::session_expired: return "session_expired";
   }

@@ -20,6 +20,7 @@ enum class RetryCause {
   history_miss,      ///< no value old enough in a ref's history, or trimmed while read
   barging_yield,     ///< a ref is claimed by an older transaction: this one gives way
   confirmation,      ///< a validated attempt's reads were not confirmed current (V5)
+  view_changed,      ///< a validated attempt's reads were no longer one view (V3)
   session_renewed,   ///< the ZooKeeper session was renewed during the attempt
   session_expired,   ///< the session expired under the attempt (it reruns on the new one)
 };

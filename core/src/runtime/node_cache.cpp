@@ -1,4 +1,5 @@
 #include "runtime/node_cache.hpp"
+#include "runtime/prefetch_tally.hpp"
 
 #include <avout/errors.hpp>
 
@@ -7,6 +8,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace avout::detail {
@@ -23,6 +25,7 @@ struct NodeCache::State {
     bool armed = false;                        // a watch of ours is registered on the path
     std::uint64_t epoch = 0;  // the serial: bumped when the node held is replaced or dropped
     std::optional<std::int64_t> unwatched_at;  // `node` was installed unwatched at this zxid
+    bool prefetched = false;  // read ahead by prefetch() and not yet found by a lookup
   };
   std::mutex mutex;
   std::unordered_map<std::string, Slot> slots;
@@ -72,6 +75,7 @@ struct NodeCache::State {
   }
 
   void forget(Slot& slot) {
+    if (std::exchange(slot.prefetched, false)) count_prefetch_wasted();
     slot.node.reset();
     slot.pending = {};
     slot.armed = false;
@@ -108,6 +112,7 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
     state_->run.reset();
   }
   auto& slot = state_->slots[path];
+  if (std::exchange(slot.prefetched, false)) count_prefetch_used();
   if (slot.node) {
     lookup.known = slot.node;
     lookup.ticket = state_->ticket(slot);
@@ -238,6 +243,18 @@ NodeCache::Lookup NodeCache::begin_watched(const std::string& path) {
     if (found != state_->slots.end() && found->second.unwatched_at) state_->forget(found->second);
   }
   return begin(path);
+}
+
+void NodeCache::prefetch(const std::string& path) {
+  (void)begin_watched(path);
+  std::lock_guard lock(state_->mutex);
+  auto found = state_->slots.find(path);
+  // An event may have emptied the slot already: then nothing read ahead is there to use.
+  if (found == state_->slots.end() || found->second.prefetched ||
+      (!found->second.node && !found->second.pending.valid()))
+    return;
+  found->second.prefetched = true;
+  count_prefetch_made();
 }
 
 void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nodes,

@@ -84,6 +84,9 @@ class NodeCache {
   View judge(const std::vector<std::pair<const Lookup*, std::int64_t>>& reads) const;
   /// Starts a watched read of `path`, dropping a node kept there unwatched first.
   Lookup begin_watched(const std::string& path);
+  /// Reads `path` ahead, watched, for the next attempt (V6); counted in prefetch_tally()
+  /// as used by the next lookup of it, or wasted when dropped first.
+  void prefetch(const std::string& path);
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
   /// Keeps `nodes` (path and node), which this client's commit at `zxid` wrote, without a

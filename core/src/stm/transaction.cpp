@@ -181,7 +181,7 @@ void Transaction::require_consistent_view() {
       if (node.stat.mzxid != target->head_stat.mzxid) {
         prefetch_heads({target});
         throw RetryAttempt{"ref " + target->ref->name() + " changed after this client's commit",
-                           RetryCause::conflict, true};
+                           RetryCause::view_changed};
       }
       target->head_read = std::move(lookup);
     }
@@ -194,13 +194,13 @@ void Transaction::require_consistent_view() {
       if (!commute_only(target) && nodes.changed_since(target.head_read)) moved.push_back(&target);
     }
     prefetch_heads(moved);
-    throw RetryAttempt{"a ref the attempt read changed while it ran", RetryCause::conflict, true};
+    throw RetryAttempt{"a ref the attempt read changed while it ran", RetryCause::view_changed};
   }
 }
 
 void Transaction::prefetch_heads(const std::vector<const Entry*>& entries) {
   // Watched: a head kept from our own commit is what a failed check found stale.
-  for (const Entry* target : entries) (void)runtime_.nodes().begin_watched(target->ref->head_path());
+  for (const Entry* target : entries) runtime_.nodes().prefetch(target->ref->head_path());
 }
 
 // V5: a sync, the clock and the heads not known unchanged by their watch, in one pipeline.

@@ -29,8 +29,9 @@ namespace avout::detail {
 /// avout::Error: user code that catches avout::Error does not swallow it.
 struct RetryAttempt {
   std::string reason;
-  RetryCause cause = RetryCause::conflict;  ///< for the metrics; `confirmation`: run synced next
-  bool view_changed = false;  ///< V3 found the reads no longer one view (the cause: conflict)
+  /// For the metrics, and the next attempt's kind: after `confirmation`, or `view_changed`
+  /// twice in a row, it runs synced.
+  RetryCause cause = RetryCause::conflict;
   bool waited = false;  ///< a barging_yield that waited for the claim to move: retry at once
 };
 

@@ -108,7 +108,7 @@ void run_transaction(StmContext& stm, const TransactionSettings& settings,
     } catch (const RetryAttempt& retry) {
       stm.count_retry(retry.cause);
       confirmation_failed = retry.cause == RetryCause::confirmation;
-      views_changed = retry.view_changed ? views_changed + 1 : 0;
+      views_changed = retry.cause == RetryCause::view_changed ? views_changed + 1 : 0;
       // A claimant (or a dosync that may be one) comes back at once; so does a serializable
       // dosync's first conflict (V7), and a yield that waited for its claimant's tag to move
       // (yield_to_older: that wait was the pause).
