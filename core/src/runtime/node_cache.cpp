@@ -246,6 +246,11 @@ NodeCache::Lookup NodeCache::begin_watched(const std::string& path) {
 }
 
 void NodeCache::prefetch(const std::string& path) {
+  {
+    std::lock_guard lock(state_->mutex);
+    const auto found = state_->slots.find(path);
+    if (found != state_->slots.end() && found->second.prefetched) return;  // read ahead already
+  }
   (void)begin_watched(path);
   std::lock_guard lock(state_->mutex);
   auto found = state_->slots.find(path);
