@@ -1,6 +1,8 @@
 // Refs and dosync keep their promise where a protocol review found gaps: gc stays inside its
 // deployment and kind, a landed commit is never run twice, handles of one ref are one ref,
-// names nest, and plain reads survive trimming (the slow cases: transaction_safety_fault_test).
+// names nest, plain reads survive trimming, and a commit too large for one request is refused
+// before anything is written, naming snapshot isolation when read checks overflow it (the
+// slow cases: transaction_safety_fault_test).
 #include <avout/avout.hpp>
 #include <avout/redis.hpp>
 
@@ -13,7 +15,9 @@
 #include <doctest/doctest.h>
 
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using avout::testing::scaled;
@@ -34,6 +38,43 @@ avout::ClientOptions options(const std::string& root = "/avout", std::size_t ret
 }
 
 long plus(long value, long delta) { return value + delta; }
+
+// Attaches the refs named `prefix`-0, -1, ... -(count - 1), creating each missing one with its
+// index, from several threads (creating hundreds one by one is slow); in no particular order.
+std::vector<avout::Ref<long>> attach_refs(avout::Client& client, const std::string& prefix,
+                                          int count) {
+  std::vector<avout::Ref<long>> refs;
+  std::mutex mutex;
+  constexpr int threads = 16;
+  std::vector<std::thread> makers;
+  for (int first = 0; first < threads; ++first) {
+    makers.emplace_back([&, first] {
+      for (int i = first; i < count; i += threads) {
+        auto ref = client.ref<long>(prefix + "-" + std::to_string(i), i);
+        std::lock_guard lock(mutex);
+        refs.push_back(ref);
+      }
+    });
+  }
+  for (auto& maker : makers) maker.join();
+  return refs;
+}
+
+// How many long-named refs the cases overflowing a commit request share.
+constexpr int long_named_count = 960;
+
+// The prefix of long_named_count refs (see attach_refs) whose names come near the
+// 1024-character limit, made once per run for the cases that overflow a commit request with
+// them: making them takes seconds, and no case writes them (their commits are refused).
+const std::string& long_named_prefix() {
+  static const std::string prefix = [] {
+    const std::string made = unique_name("long") + "/" + std::string(950, 'x');
+    avout::Client client(options());
+    (void)attach_refs(client, made, long_named_count);
+    return made;
+  }();
+  return prefix;
+}
 
 }  // namespace
 
@@ -151,26 +192,46 @@ TEST_CASE(
   start_servers();
   avout::Client client(options("/avout", 3));
   // Long names make each ref's head and tag cost about 2.3 KB of the commit request.
-  const std::string prefix = unique_name("huge") + "/" + std::string(950, 'x');
-  std::vector<avout::Ref<long>> refs;
-  std::mutex mutex;
-  std::vector<std::thread> makers;  // several threads: creating 540 refs one by one is slow
-  for (int first = 0; first < 4; ++first) {
-    makers.emplace_back([&, first] {
-      for (int i = first; i < 540; i += 4) {
-        auto ref = client.ref<long>(prefix + "-" + std::to_string(i), i);
-        std::lock_guard lock(mutex);
-        refs.push_back(ref);
-      }
-    });
-  }
-  for (auto& maker : makers) maker.join();
+  const std::string& prefix = long_named_prefix();
+  auto refs = attach_refs(client, prefix, 540);
   CHECK_THROWS_AS(client.dosync([&] {
     for (auto& ref : refs) ref.alter(plus, 1);
   }),
                   avout::ValueTooLarge);
   avout::Client reader(options());
   CHECK(reader.ref<long>(prefix + "-539", 0).deref() == 539);
+}
+
+TEST_CASE(
+    "a serializable commit whose read checks alone overflow the request is ValueTooLarge naming "
+    "Isolation::snapshot, which commits it") {
+  start_servers();
+  avout::Client client(options("/avout", 3));
+  const std::string written_name = unique_name("checked-written");
+  auto written = client.ref<long>(written_name, 0);
+  // Each ref read costs the commit request a check of its head: about 128 bytes and the
+  // head's path, over 1 KB with these names, so these reads overflow ZooKeeper's 960 KB.
+  const auto read = attach_refs(client, long_named_prefix(), long_named_count);
+  const std::size_t check_bytes =
+      128 + avout::inspect::ref_head_path(client, long_named_prefix() + "-0").size();
+  REQUIRE(std::size_t{long_named_count} * check_bytes > 1'000'000);
+  const auto body = [&] {
+    long sum = 0;
+    for (const auto& ref : read) sum += ref.deref();
+    written.ref_set(sum);
+  };
+  try {
+    client.dosync(body);
+    FAIL("a commit of " << long_named_count << " read checks was sent");
+  } catch (const avout::ValueTooLarge& error) {
+    CHECK(std::string(error.what()).find("Isolation::snapshot") != std::string::npos);
+  }
+  avout::Client reader(options());
+  auto seen = reader.ref<long>(written_name, -1);
+  CHECK(seen.deref() == 0);  // nothing was written
+  // Snapshot isolation checks only the ref written: the same body commits.
+  client.dosync(avout::Isolation::snapshot, body);
+  CHECK(seen.deref() == long{long_named_count} * (long_named_count - 1) / 2);
 }
 
 TEST_CASE(
