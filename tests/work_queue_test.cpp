@@ -1,7 +1,9 @@
 // WorkQueue against a real ZooKeeper, from threads and real processes: every committed item
 // is consumed by exactly one committed take (per-item counter refs written in the take's
 // dosync), a put in an aborted dosync never shows, a worker SIGKILLed mid-item leaves the
-// item to another, a put whose reply was lost queues once, and a take's deadline.
+// item to another, a put whose reply was lost queues once, a put's deadline (Timeout with
+// nothing queued, OutcomeUnknown with the item queued at most once, ignored inside dosync),
+// and a take's deadline.
 #include <avout/avout.hpp>
 
 #include "support/processes.hpp"
@@ -18,9 +20,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <stop_token>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -50,6 +54,20 @@ std::size_t items_queued(avout::Client& client, const std::string& name) {
   for (const auto& child : client.session().children(folder_of(client, name)))
     n += child.starts_with("i-") ? 1 : 0;
   return n;
+}
+
+// The children of the commit markers' folder (a commit's marker is created by its multi).
+std::vector<std::string> commit_markers(avout::Client& client) {
+  auto names = client.session().children(avout::inspect::markers_path(client));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Every item `queue` holds now, taken one by one, in queue order.
+std::vector<int> drain(avout::WorkQueue<int>& queue) {
+  std::vector<int> items;
+  while (auto item = queue.try_take()) items.push_back(*item);
+  return items;
 }
 
 // The counter ref of item `item` of the queue `name`.
@@ -262,6 +280,92 @@ TEST_CASE("a put whose reply was lost queues once though a taker consumed the it
   INFO("items taken:" << seen);
   CHECK(taken == expected);
   CHECK(items_queued(producer, name) == 0);
+}
+
+TEST_CASE("a put outside dosync whose deadline already passed is Timeout and queues nothing") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("put-expired");
+  avout::Client client(options());
+  auto queue = client.work_queue<int>(name);
+  queue.put(1);
+  const auto markers_before = commit_markers(client);
+  CHECK_THROWS_AS(queue.put(2, avout::Deadline::after(-1ms)), avout::Timeout);
+  std::stop_source stopped;
+  stopped.request_stop();
+  CHECK_THROWS_AS(queue.put(3, avout::Deadline(stopped.get_token())), avout::Timeout);
+  CHECK(items_queued(client, name) == 1);
+  // Nothing was sent: no commit multi, so no marker of one.
+  const auto markers_after = commit_markers(client);
+  std::vector<std::string> added;
+  std::set_difference(markers_after.begin(), markers_after.end(), markers_before.begin(),
+                      markers_before.end(), std::back_inserter(added));
+  CHECK(added.empty());
+  CHECK(drain(queue) == std::vector<int>{1});
+  queue.put(4, avout::Deadline::after(scaled(10s)));
+  CHECK(drain(queue) == std::vector<int>{4});
+}
+
+// The put's commit multi lands with its reply lost, and every look at its marker fails until
+// the put's deadline of a few hundred ms has passed: whether the item is queued cannot be
+// told, so the put says OutcomeUnknown (never Timeout, which promises nothing queued).
+TEST_CASE("a put whose commit outcome is still unknown at its deadline is OutcomeUnknown, at most once") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("put-unknown");
+  avout::Client client(options());
+  auto queue = client.work_queue<int>(name);
+  const auto folder = folder_of(client, name);
+  constexpr int silent_looks = 100000;  // more than the deadline leaves time for
+  std::string thrown;
+  // Under load the put may not reach its commit before a short deadline: that is a Timeout
+  // with the multi's fault still to come (nothing sent, nothing queued); try a longer one.
+  for (auto deadline = scaled(300ms); thrown.empty() || thrown == "Timeout"; deadline *= 2) {
+    REQUIRE(deadline <= 20s);
+    avout::testing::cancel_failures();
+    avout::testing::fail_next(avout::testing::ZooKeeperCall::multi, folder, 1, true);
+    avout::testing::fail_next(avout::testing::ZooKeeperCall::sync,
+                              avout::inspect::markers_path(client), silent_looks);
+    try {
+      queue.put(1, avout::Deadline::after(deadline));
+      thrown = "nothing";
+    } catch (const avout::OutcomeUnknown&) {
+      thrown = "OutcomeUnknown";
+    } catch (const avout::Timeout&) {
+      thrown = "Timeout";
+      REQUIRE(avout::testing::failures_to_come() == silent_looks + 1);  // the multi never went
+      CHECK(items_queued(client, name) == 0);
+    }
+  }
+  INFO("faults still to come: " << avout::testing::failures_to_come());
+  avout::testing::cancel_failures();
+  CHECK(thrown == "OutcomeUnknown");
+  // It landed (only its reply was lost), and once: no second create went out for it.
+  CHECK(drain(queue) == std::vector<int>{1});
+  // The client goes on: the next put queues its item.
+  queue.put(2, avout::Deadline::after(scaled(10s)));
+  CHECK(drain(queue) == std::vector<int>{2});
+}
+
+TEST_CASE("inside dosync a put ignores its own deadline: queued iff the dosync commits") {
+  (void)avout::testing::shared_zookeeper();
+  const std::string name = unique_name("put-in-dosync");
+  avout::Client client(options());
+  auto queue = client.work_queue<int>(name);
+  auto puts = client.ref<long>(name + "/puts", 0);
+  const auto expired = avout::Deadline::after(-1ms);
+  client.dosync([&] {
+    queue.put(1, expired);
+    puts.alter([](long n) { return n + 1; });
+  });
+  CHECK(puts.deref() == 1);
+  CHECK(items_queued(client, name) == 1);
+  CHECK_THROWS_AS(client.dosync([&] {
+    queue.put(2, expired);
+    puts.alter([](long n) { return n + 1; });
+    throw std::runtime_error("abort");
+  }),
+                  std::runtime_error);
+  CHECK(puts.deref() == 1);
+  CHECK(drain(queue) == std::vector<int>{1});
 }
 
 TEST_CASE("a take waits for a put, and gives up at its deadline") {
