@@ -331,11 +331,13 @@ TEST_CASE("a put whose commit outcome is still unknown at its deadline is Outcom
       thrown = "OutcomeUnknown";
     } catch (const avout::Timeout&) {
       thrown = "Timeout";
-      REQUIRE(avout::testing::failures_to_come() == silent_looks + 1);  // the multi never went
+      // Timeout promises nothing was queued: the multi never went out.
+      REQUIRE(avout::testing::failures_to_come() == silent_looks + 1);
       CHECK(items_queued(client, name) == 0);
     }
   }
-  INFO("faults still to come: " << avout::testing::failures_to_come());
+  const int left = avout::testing::failures_to_come();
+  INFO("faults still to come: " << left << " (the multi's and " << silent_looks << " syncs')");
   avout::testing::cancel_failures();
   CHECK(thrown == "OutcomeUnknown");
   // It landed (only its reply was lost), and once: no second create went out for it.
