@@ -8,12 +8,13 @@
 // whose value the validator refuses fails the agent, and its own sends are dropped with it.
 //
 // What the calls throw (all derive from avout::Error): ConnectionLoss or SessionExpired when
-// ZooKeeper is unreachable and nothing was changed (safe to call again); OutcomeUnknown (not a
-// ConnectionLoss: not safe to call again blindly) when a write may have landed and ZooKeeper stayed unreachable while avout
-// tried to find out (Client::agent and restart), or when a named send may have been run by
-// another process before its sender could tell (see send: it runs once or never); Timeout
-// when a send's or await's deadline (or ClientOptions::operation_timeout for a send)
-// expired, leaving no send behind: the action never runs;
+// ZooKeeper is unreachable and nothing was changed (safe to call again); OutcomeUnknown (not
+// a ConnectionLoss: not safe to call again blindly) when a write may have landed and
+// ZooKeeper stayed unreachable while avout tried to find out (Client::agent and restart), or
+// when a named send may have been run by another process before its sender could tell (see
+// send: it runs once or never); Timeout when a send's or await's deadline (or
+// ClientOptions::operation_timeout for a send) expired, leaving no send behind: the action
+// never runs;
 // UndefinedAction when a send names an action this handle never defined (nothing sent);
 // BackendError when the value's store fails; CodecError when the stored bytes are not a T.
 // Each call below names the others.

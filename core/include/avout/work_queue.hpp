@@ -29,9 +29,10 @@
 //
 // What the calls throw (all derive from avout::Error): ValueTooLarge (put); Timeout (put by
 // a deadline: nothing was queued); OutcomeUnknown (put: the commit may have landed, and its
-// deadline passed or ZooKeeper stayed unreachable before that could be told); CodecError (take: the item is not a T; inside that
-// dosync nothing is taken); ConnectionLoss, SessionExpired; inside dosync, failures are the
-// transaction's (RetryLimitExceeded when takers keep colliding past options().retry_limit).
+// deadline passed or ZooKeeper stayed unreachable before that could be told); CodecError
+// (take: the item is not a T; inside that dosync nothing is taken); ConnectionLoss,
+// SessionExpired; inside dosync, failures are the transaction's (RetryLimitExceeded when
+// takers keep colliding past options().retry_limit).
 
 #include <avout/codec.hpp>
 #include <avout/deadline.hpp>
