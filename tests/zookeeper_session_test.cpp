@@ -106,6 +106,31 @@ TEST_CASE("create, get, exists, set, children and remove work synchronously") {
   session.sync(base);
 }
 
+TEST_CASE("create_recursive makes every missing level, and costs one create once they exist") {
+  avout::ZooKeeperSession session(options_for(avout::testing::shared_zookeeper().connect_string()));
+  const std::string base = unique_path("recursive");
+  const std::string deep = base + "/a/b/c/d";
+  session.create_recursive(deep);
+  CHECK(session.exists(deep).has_value());
+  session.create_recursive(deep);  // present: no error
+  // Every write request takes a zxid, a refused create too (the server logs it as an error
+  // transaction), so the zxids between two probes count the creates sent in between. Another
+  // session's close may take one as well: the fewest over a few tries is the count.
+  std::int64_t fewest = 1000;
+  for (int i = 0; i < 5; ++i) {
+    const auto before = session.exists(session.create(base + "/probe-", {},
+                                                       avout::CreateMode::persistent_sequential));
+    session.create_recursive(deep + "/leaf-" + std::to_string(i));
+    const auto after = session.exists(session.create(base + "/probe-", {},
+                                                      avout::CreateMode::persistent_sequential));
+    REQUIRE(before.has_value());
+    REQUIRE(after.has_value());
+    fewest = std::min(fewest, after->czxid - before->czxid - 1);
+  }
+  CHECK(fewest == 1);
+  CHECK(session.exists(deep + "/leaf-4").has_value());
+}
+
 TEST_CASE("pipelined async reads return in order with their own data") {
   avout::ZooKeeperSession session(options_for(avout::testing::shared_zookeeper().connect_string()));
   const std::string base = unique_path("async");

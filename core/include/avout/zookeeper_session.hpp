@@ -244,6 +244,7 @@ class AVOUT_API ZooKeeperSession {
   std::string create(const std::string& path, const Bytes& data,
                      CreateMode mode = CreateMode::persistent);
   /// Creates `path` and any missing parents as empty persistent nodes; no error if present.
+  /// One create when the parent exists, else one pipelined create per level.
   void create_recursive(const std::string& path);
   /// See remove_async.
   void remove(const std::string& path, std::int32_t version = -1);

@@ -327,7 +327,17 @@ std::string ZooKeeperSession::create(const std::string& path, const Bytes& data,
 void ZooKeeperSession::create_recursive(const std::string& path) {
   validate_path(path);
   if (path == "/") return;
-  // Create every prefix, pipelined; NodeExists on a prefix is the expected case.
+  // The parents nearly always exist: one create. Every refused create is a transaction the
+  // server logs, so trying each prefix every time would cost a write per level.
+  try {
+    auto reply = create_async(path, {}, CreateMode::persistent);
+    wait(reply);
+    return;
+  } catch (const NodeExists&) {
+    return;
+  } catch (const NoNode&) {
+  }
+  // A parent is missing: create every prefix, pipelined; NodeExists on a prefix is expected.
   std::vector<std::future<std::string>> replies;
   for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
     const std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
