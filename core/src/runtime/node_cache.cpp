@@ -17,7 +17,10 @@ namespace {
 constexpr std::size_t cached_nodes = 65536;
 }
 
-struct NodeCache::State {
+struct NodeCache::State : std::enable_shared_from_this<State> {
+  explicit State(ZooKeeperSession& zookeeper) : session(zookeeper) {}
+
+  ZooKeeperSession& session;  // outlives the cache, which outlives every use of it here
   struct Slot {
     std::optional<NodeData> node;          // valid while `armed` and no event came
     std::shared_future<NodeData> pending;  // a read in flight, if any
@@ -32,6 +35,10 @@ struct NodeCache::State {
   // Notified whenever a slot's serial moves (forget, keep_unwatched), under `mutex`: wakes
   // wait_moved. ZooKeeper's callbacks (watch, session) only signal it, never wait.
   std::condition_variable_any slot_moved;
+  int waiters = 0;  // threads in wait_moved: only they need slot_moved's notification
+  void notify_moved() {
+    if (waiters > 0) slot_moved.notify_all();
+  }
   // Per thread: its last commit's unwatched nodes, and whether reading them ahead pays.
   struct Kept {
     std::vector<std::string> paths;  // may have gone or been read again since
@@ -81,12 +88,17 @@ struct NodeCache::State {
     slot.armed = false;
     slot.unwatched_at.reset();
     ++slot.epoch;
-    slot_moved.notify_all();
+    notify_moved();
   }
+
+  // NodeCache's begin(), begin_watched() and prefetch(), with `mutex` held.
+  Lookup begin_locked(const std::string& path);
+  Lookup begin_watched_locked(const std::string& path);
+  void prefetch_locked(const std::string& path);
 };
 
 NodeCache::NodeCache(ZooKeeperSession& session)
-    : session_(session), state_(std::make_shared<State>()) {
+    : session_(session), state_(std::make_shared<State>(session)) {
   listener_ = session_.add_listener([weak = std::weak_ptr<State>(state_)](SessionState) {
     auto state = weak.lock();
     if (!state) return;
@@ -101,21 +113,25 @@ NodeCache::NodeCache(ZooKeeperSession& session)
 NodeCache::~NodeCache() { session_.remove_listener(listener_); }
 
 NodeCache::Lookup NodeCache::begin(const std::string& path) {
-  Lookup lookup{path, std::nullopt, {}, 0, std::nullopt};
   std::lock_guard lock(state_->mutex);
-  if (state_->slots.size() >= cached_nodes && !state_->slots.contains(path)) {
+  return state_->begin_locked(path);
+}
+
+NodeCache::Lookup NodeCache::State::begin_locked(const std::string& path) {
+  Lookup lookup{path, std::nullopt, {}, 0, std::nullopt};
+  if (slots.size() >= cached_nodes && !slots.contains(path)) {
     // Dropping entries is always safe; their watches only bump epochs nobody reads.
-    for (auto& [key, slot] : state_->slots) state_->forget(slot);
-    ++state_->generation;
-    state_->slots.clear();
-    state_->kept_by_thread.clear();
-    state_->run.reset();
+    for (auto& [key, slot] : slots) forget(slot);
+    ++generation;
+    slots.clear();
+    kept_by_thread.clear();
+    run.reset();
   }
-  auto& slot = state_->slots[path];
+  auto& slot = slots[path];
   if (std::exchange(slot.prefetched, false)) count_prefetch_used();
   if (slot.node) {
     lookup.known = slot.node;
-    lookup.ticket = state_->ticket(slot);
+    lookup.ticket = ticket(slot);
     lookup.unwatched_at = slot.unwatched_at;
     return lookup;
   }
@@ -126,7 +142,7 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
   }
   WatchCallback watch;
   if (!slot.armed) {
-    watch = [weak = std::weak_ptr<State>(state_), path](const WatchEvent&) {
+    watch = [weak = weak_from_this(), path](const WatchEvent&) {
       auto state = weak.lock();
       if (!state) return;
       std::lock_guard lock(state->mutex);
@@ -137,8 +153,8 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
     slot.armed = true;
   }
   // Sent under the lock, so the watch event of this read cannot overtake the bookkeeping.
-  slot.pending = session_.get_async(path, std::move(watch)).share();
-  slot.pending_ticket = state_->ticket(slot);
+  slot.pending = session.get_async(path, std::move(watch)).share();
+  slot.pending_ticket = ticket(slot);
   lookup.reply = slot.pending;
   lookup.ticket = slot.pending_ticket;
   return lookup;
@@ -209,8 +225,11 @@ bool NodeCache::changed_since(const Lookup& lookup) const {
 bool NodeCache::wait_moved(const Lookup& lookup, const Deadline& deadline) const {
   std::unique_lock lock(state_->mutex);
   std::stop_token stop = deadline.stop_token();
-  return state_->slot_moved.wait_until(lock, stop, deadline.time_or_far(),
-                                       [&] { return state_->moved(lookup); });
+  ++state_->waiters;
+  const bool moved = state_->slot_moved.wait_until(lock, stop, deadline.time_or_far(),
+                                                   [&] { return state_->moved(lookup); });
+  --state_->waiters;
+  return moved;
 }
 
 NodeCache::View NodeCache::judge(
@@ -237,28 +256,27 @@ NodeCache::View NodeCache::judge(
 }
 
 NodeCache::Lookup NodeCache::begin_watched(const std::string& path) {
-  {
-    std::lock_guard lock(state_->mutex);
-    auto found = state_->slots.find(path);
-    if (found != state_->slots.end() && found->second.unwatched_at) state_->forget(found->second);
-  }
-  return begin(path);
+  std::lock_guard lock(state_->mutex);
+  return state_->begin_watched_locked(path);
+}
+
+NodeCache::Lookup NodeCache::State::begin_watched_locked(const std::string& path) {
+  auto found = slots.find(path);
+  if (found != slots.end() && found->second.unwatched_at) forget(found->second);
+  return begin_locked(path);
 }
 
 void NodeCache::prefetch(const std::string& path) {
-  {
-    std::lock_guard lock(state_->mutex);
-    const auto found = state_->slots.find(path);
-    if (found != state_->slots.end() && found->second.prefetched) return;  // read ahead already
-  }
-  (void)begin_watched(path);
   std::lock_guard lock(state_->mutex);
-  auto found = state_->slots.find(path);
-  // An event may have emptied the slot already: then nothing read ahead is there to use.
-  if (found == state_->slots.end() || found->second.prefetched ||
-      (!found->second.node && !found->second.pending.valid()))
-    return;
-  found->second.prefetched = true;
+  state_->prefetch_locked(path);
+}
+
+void NodeCache::State::prefetch_locked(const std::string& path) {
+  const auto found = slots.find(path);
+  if (found != slots.end() && found->second.prefetched) return;  // read ahead already
+  (void)begin_watched_locked(path);
+  // Under one lock no event can have emptied the slot: it holds the node or the read.
+  slots[path].prefetched = true;
   count_prefetch_made();
 }
 
@@ -293,7 +311,7 @@ void NodeCache::keep_unwatched(std::vector<std::pair<std::string, NodeData>> nod
     ++slot.epoch;
     kept.paths.push_back(path);
   }
-  state_->slot_moved.notify_all();
+  state_->notify_moved();
 }
 
 std::optional<NodeCache::OwnCommit> NodeCache::last_own_commit() const {
