@@ -1,8 +1,10 @@
 // NodeCache::wait_moved against a real ZooKeeper: it ends when another session's write fires
 // the watch of the slot a lookup finished at, and when the deadline's stop is requested; an
 // expired deadline does not wait. And NodeCache::prefetch's tally: a head read ahead counts
-// as used by the next lookup of it, as wasted when a watch event drops it first.
+// as used by the next lookup of it, as wasted when a watch event drops it first. And V6's
+// read ahead on a watch event: only while a lookup finish_newest() returned lives.
 #include "runtime/node_cache.hpp"
+#include "base/callback_executor.hpp"
 #include "runtime/prefetch_tally.hpp"
 
 #include <avout/avout.hpp>
@@ -13,6 +15,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -97,4 +102,41 @@ TEST_CASE("a head read ahead counts as used by the next lookup, as wasted when d
   CHECK(tally.made == before.made + 2);
   CHECK(tally.used == before.used + 1);
   CHECK(tally.wasted == before.wasted + 1);
+}
+
+TEST_CASE("a watch event on a head a live lookup read reads it ahead, and only then") {
+  avout::testing::start_shared_servers();
+  auto callbacks = std::make_shared<avout::detail::CallbackExecutor>();
+  avout::ZooKeeperSession session(session_options());
+  const std::string path = avout::testing::unique_name("/node-cache-wait-test", "event");
+  session.create_recursive(path);
+  avout::detail::NodeCache cache(session, callbacks);
+  avout::ZooKeeperSession writer(session_options());
+
+  std::optional<avout::detail::NodeCache::Lookup> reading(cache.begin(path));
+  (void)cache.finish_newest(*reading);
+  REQUIRE(reading->watched);
+  const auto before = avout::detail::prefetch_tally();
+  writer.set(path, avout::to_bytes("changed"));
+  // Read ahead on the callback thread: wait for it, bounded.
+  const auto give_up = std::chrono::steady_clock::now() + scaled(30s);
+  while (avout::detail::prefetch_tally().made == before.made &&
+         std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(5ms);
+  auto next = cache.begin(path);  // served from the read ahead
+  CHECK(cache.finish(next).data == avout::to_bytes("changed"));
+  auto tally = avout::detail::prefetch_tally();
+  CHECK(tally.made == before.made + 1);
+  CHECK(tally.used == before.used + 1);
+  CHECK(tally.wasted == before.wasted);
+
+  reading.reset();  // the attempt ended: an event on the head costs nothing more
+  writer.set(path, avout::to_bytes("again"));
+  REQUIRE(cache.wait_moved(next, avout::Deadline::after(scaled(30s))));  // the event came
+  std::promise<void> drained;  // and whatever it posted has run once this has
+  callbacks->post([&] { drained.set_value(); });
+  drained.get_future().wait();
+  tally = avout::detail::prefetch_tally();
+  CHECK(tally.made == before.made + 1);
+  CHECK(tally.used == before.used + 1);
 }

@@ -1,4 +1,5 @@
 #include "runtime/node_cache.hpp"
+#include "base/callback_executor.hpp"
 #include "runtime/prefetch_tally.hpp"
 
 #include <avout/errors.hpp>
@@ -18,9 +19,14 @@ constexpr std::size_t cached_nodes = 65536;
 }
 
 struct NodeCache::State : std::enable_shared_from_this<State> {
-  explicit State(ZooKeeperSession& zookeeper) : session(zookeeper) {}
+  State(ZooKeeperSession& zookeeper, std::shared_ptr<CallbackExecutor> executor)
+      : session(zookeeper), callbacks(std::move(executor)) {}
 
-  ZooKeeperSession& session;  // outlives the cache, which outlives every use of it here
+  // Used under `mutex` while not `closed`: the cache's destructor closes it, and the session
+  // outlives the cache.
+  ZooKeeperSession& session;
+  std::shared_ptr<CallbackExecutor> callbacks;  // runs V6's reads ahead; null: none
+  bool closed = false;
   struct Slot {
     std::optional<NodeData> node;          // valid while `armed` and no event came
     std::shared_future<NodeData> pending;  // a read in flight, if any
@@ -29,6 +35,7 @@ struct NodeCache::State : std::enable_shared_from_this<State> {
     std::uint64_t epoch = 0;  // the serial: bumped when the node held is replaced or dropped
     std::optional<std::int64_t> unwatched_at;  // `node` was installed unwatched at this zxid
     bool prefetched = false;  // read ahead by prefetch() and not yet found by a lookup
+    int readers = 0;  // live lookups finished here by finish_newest (their `reading` tokens)
   };
   std::mutex mutex;
   std::unordered_map<std::string, Slot> slots;
@@ -91,14 +98,40 @@ struct NodeCache::State : std::enable_shared_from_this<State> {
     notify_moved();
   }
 
+  // Counts a live reader of `slot` until every copy of the token is gone; then, under
+  // `mutex`, gives it back. The slot stays in `slots` while counted (see begin_locked).
+  std::shared_ptr<void> take_interest(Slot& slot) {
+    ++slot.readers;
+    return std::shared_ptr<Slot>(&slot, [weak = weak_from_this()](Slot* held) {
+      auto state = weak.lock();
+      if (!state) return;
+      std::lock_guard lock(state->mutex);
+      --held->readers;
+    });
+  }
+
+  // V6, on the ZooKeeper thread, which only posts: the callback thread reads `path` ahead,
+  // unless the cache has closed or every attempt that read it has ended by then.
+  void post_prefetch(const std::string& path) {
+    if (closed || !callbacks) return;
+    callbacks->post([weak = weak_from_this(), path] {
+      auto state = weak.lock();
+      if (!state) return;
+      std::lock_guard lock(state->mutex);
+      const auto found = state->slots.find(path);
+      if (state->closed || found == state->slots.end() || found->second.readers == 0) return;
+      state->prefetch_locked(path);
+    });
+  }
+
   // NodeCache's begin(), begin_watched() and prefetch(), with `mutex` held.
   Lookup begin_locked(const std::string& path);
   Lookup begin_watched_locked(const std::string& path);
   void prefetch_locked(const std::string& path);
 };
 
-NodeCache::NodeCache(ZooKeeperSession& session)
-    : session_(session), state_(std::make_shared<State>(session)) {
+NodeCache::NodeCache(ZooKeeperSession& session, std::shared_ptr<CallbackExecutor> callbacks)
+    : session_(session), state_(std::make_shared<State>(session, std::move(callbacks))) {
   listener_ = session_.add_listener([weak = std::weak_ptr<State>(state_)](SessionState) {
     auto state = weak.lock();
     if (!state) return;
@@ -110,7 +143,13 @@ NodeCache::NodeCache(ZooKeeperSession& session)
   });
 }
 
-NodeCache::~NodeCache() { session_.remove_listener(listener_); }
+NodeCache::~NodeCache() {
+  session_.remove_listener(listener_);
+  std::shared_ptr<CallbackExecutor> callbacks;  // let go after the lock: it may be the last
+  std::lock_guard lock(state_->mutex);
+  state_->closed = true;  // a read ahead posted and not run yet does nothing now
+  callbacks = std::move(state_->callbacks);
+}
 
 NodeCache::Lookup NodeCache::begin(const std::string& path) {
   std::lock_guard lock(state_->mutex);
@@ -118,12 +157,14 @@ NodeCache::Lookup NodeCache::begin(const std::string& path) {
 }
 
 NodeCache::Lookup NodeCache::State::begin_locked(const std::string& path) {
-  Lookup lookup{path, std::nullopt, {}, 0, std::nullopt};
+  Lookup lookup;
+  lookup.path = path;
   if (slots.size() >= cached_nodes && !slots.contains(path)) {
     // Dropping entries is always safe; their watches only bump epochs nobody reads.
     for (auto& [key, slot] : slots) forget(slot);
     ++generation;
-    slots.clear();
+    // A slot with live readers stays (their tokens point at it), emptied like the rest.
+    std::erase_if(slots, [](const auto& entry) { return entry.second.readers == 0; });
     kept_by_thread.clear();
     run.reset();
   }
@@ -142,13 +183,16 @@ NodeCache::Lookup NodeCache::State::begin_locked(const std::string& path) {
   }
   WatchCallback watch;
   if (!slot.armed) {
-    watch = [weak = weak_from_this(), path](const WatchEvent&) {
+    watch = [weak = weak_from_this(), path](const WatchEvent& event) {
       auto state = weak.lock();
       if (!state) return;
       std::lock_guard lock(state->mutex);
-      if (auto found = state->slots.find(path); found != state->slots.end()) {
-        state->forget(found->second);
-      }
+      auto found = state->slots.find(path);
+      if (found == state->slots.end()) return;
+      state->forget(found->second);
+      // V6: a live attempt read this node; its retry will want the new one.
+      if (found->second.readers > 0 && event.type == WatchEventType::changed)
+        state->post_prefetch(path);
     };
     slot.armed = true;
   }
@@ -168,6 +212,7 @@ NodeData NodeCache::finish_newest(Lookup& lookup) { return finish_at(lookup, std
 
 NodeData NodeCache::finish_at(Lookup& lookup, std::optional<std::int64_t> read_point,
                               bool current_run) {
+  lookup.reading.reset();  // not under the lock: giving it back takes the lock
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (lookup.known) {
       // Known when the lookup began; still valid only if no event came since, and when
@@ -181,6 +226,7 @@ NodeData NodeCache::finish_at(Lookup& lookup, std::optional<std::int64_t> read_p
       if (unchanged &&
           (!lookup.unwatched_at || state_->current(*lookup.unwatched_at, read_point))) {
         lookup.watched = !lookup.unwatched_at;
+        if (current_run) lookup.reading = state_->take_interest(slot);
         return *lookup.known;
       }
       if (unchanged) state_->forget(slot);  // unwatched and not provably current: read it again
@@ -205,6 +251,7 @@ NodeData NodeCache::finish_at(Lookup& lookup, std::optional<std::int64_t> read_p
         }
         slot.pending = {};
         lookup.watched = slot.armed;
+        if (current_run) lookup.reading = state_->take_interest(slot);
         return node;
       }
     }

@@ -22,6 +22,13 @@
 // validated attempt (docs/transactions.md, "Isolation") that a head it read, watched or kept,
 // may no longer be the head. wait_moved() waits for that move: a barging yield waits so for
 // the claimant's commit (or release), whose setData of the tag fires the tag slot's watch.
+//
+// V6 (docs/transactions.md): a lookup finish_newest() returned a node for counts, while it or
+// a copy lives, as a live reader of its slot. A watch event on a slot with live readers posts
+// a watched read of the node to the client's callback thread (the ZooKeeper thread never
+// sends), so the attempt's retry finds the new head on its way; a slot nobody reads costs an
+// event nothing more. An attempt gives its heads back before its multi, whose own writes fire
+// their watches (Transaction::apply_result).
 
 #include <avout/deadline.hpp>
 #include <avout/zookeeper_session.hpp>
@@ -36,6 +43,8 @@
 
 namespace avout::detail {
 
+class CallbackExecutor;
+
 class NodeCache {
  public:
   /// A node being looked up: already known, or a reply on its way.
@@ -46,11 +55,17 @@ class NodeCache {
     std::uint64_t ticket = 0;                  // the slot's serial (and session generation)
     std::optional<std::int64_t> unwatched_at;  // `known` has no watch: kept at this zxid
     bool watched = false;  // finished from a watched read: changed_since() can tell
+    /// Set by finish_newest(): while any copy lives, a watch event on the slot reads the node
+    /// ahead (V6). Reset it to stop; never while holding the cache's lock.
+    std::shared_ptr<void> reading;
     /// Finished from a node this client's own commit kept (at `unwatched_at`).
     bool kept() const { return !watched && unwatched_at.has_value(); }
   };
 
-  explicit NodeCache(ZooKeeperSession& session);
+  /// A cache over `session`; `callbacks` (null: none) runs the reads ahead that watch events
+  /// on heads live attempts read ask for (V6).
+  explicit NodeCache(ZooKeeperSession& session,
+                     std::shared_ptr<CallbackExecutor> callbacks = nullptr);
   ~NodeCache();
   NodeCache(const NodeCache&) = delete;
   NodeCache& operator=(const NodeCache&) = delete;
@@ -62,7 +77,8 @@ class NodeCache {
   /// kept unwatched is read again.
   NodeData finish(Lookup& lookup, std::optional<std::int64_t> read_point = std::nullopt);
   /// The newest node without a read point (a validated attempt's read): a watched entry, a
-  /// node kept from the current run of this client's own commits, or a watched get.
+  /// node kept from the current run of this client's own commits, or a watched get. Sets
+  /// `lookup.reading`: the slot counts a live reader (V6).
   NodeData finish_newest(Lookup& lookup);
   /// True when the node `lookup` finished with may no longer be the node: its watch fired, or
   /// (watched or kept) its slot's serial moved on: replaced, dropped or evicted since. False
@@ -85,7 +101,8 @@ class NodeCache {
   /// Starts a watched read of `path`, dropping a node kept there unwatched first.
   Lookup begin_watched(const std::string& path);
   /// Reads `path` ahead, watched, for the next attempt (V6); counted in prefetch_tally()
-  /// as used by the next lookup of it, or wasted when dropped first.
+  /// as used by the next lookup of it, or wasted when dropped first. A watch event on a slot
+  /// with live readers does the same on the callback thread.
   void prefetch(const std::string& path);
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
@@ -114,7 +131,8 @@ class NodeCache {
   struct State;
 
  private:
-  // finish() and finish_newest(): `current_run` judges a kept node at the current run's end.
+  // finish() and finish_newest(): `current_run` judges a kept node at the current run's end
+  // and takes the slot's interest (V6).
   NodeData finish_at(Lookup& lookup, std::optional<std::int64_t> read_point, bool current_run);
 
   ZooKeeperSession& session_;

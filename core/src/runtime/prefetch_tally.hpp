@@ -1,8 +1,9 @@
 #pragma once
 // What became of the heads a transaction read ahead for the next attempt (V6: after a failed
-// multi or a view that changed): used when a later lookup found the read, wasted when the
-// node cache dropped or replaced it first. A benchmark's breakdown (avout-bench reads it;
-// nothing in the library does), as zk/request_tally.hpp is: process-wide relaxed counters.
+// multi or a view that changed, or on a watch event on a head a live attempt read): used when
+// a later lookup found the read, wasted when the node cache dropped or replaced it first. A
+// benchmark's breakdown (avout-bench reads it; nothing in the library does), as
+// zk/request_tally.hpp is: process-wide relaxed counters.
 
 #include <cstdint>
 

@@ -86,6 +86,9 @@ bool Transaction::apply_result(Commit& commit, const Multi& multi) {
   }
   // Once sent, the multi checks every read: nothing confirms the attempt after (V5).
   multi_sent_ = true;
+  // V6 reads ahead a head a live attempt read when its watch fires; the multi's own writes
+  // fire them, and a failed multi reads its checked heads ahead itself (after_conflict).
+  for (auto& [key, target] : entries_) target.head_read.reading.reset();
   const std::optional<bool> landed = send_multi(commit, multi);
   if (!landed) {
     // Unknown: the points may be referenced, so they stay; gc judges them later.
