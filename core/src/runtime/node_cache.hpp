@@ -23,8 +23,8 @@
 // may no longer be the head. wait_moved() waits for that move: a barging yield waits so for
 // the claimant's commit (or release), whose setData of the tag fires the tag slot's watch.
 //
-// V6 (docs/transactions.md): a lookup finish_newest() returned a node for counts, while it or
-// a copy lives, as a live reader of its slot. A watch event on a slot with live readers posts
+// V6 (docs/transactions.md): a lookup that finish_newest() finished counts as a live reader
+// of its slot while it or a copy lives. A watch event on a slot with live readers posts
 // a watched read of the node to the client's callback thread (the ZooKeeper thread never
 // sends), so the attempt's retry finds the new head on its way; a slot nobody reads costs an
 // event nothing more. An attempt gives its heads back before its multi, whose own writes fire
