@@ -2,7 +2,8 @@
 // the watch of the slot a lookup finished at, and when the deadline's stop is requested; an
 // expired deadline does not wait. And NodeCache::prefetch's tally: a head read ahead counts
 // as used by the next lookup of it, as wasted when a watch event drops it first. And V6's
-// read ahead on a watch event: only while a lookup finish_newest() returned lives.
+// read ahead on a watch event: only while a lookup finish_newest() returned lives; and none
+// of a head a sibling thread's commit kept newer than the one read.
 #include "runtime/node_cache.hpp"
 #include "base/callback_executor.hpp"
 #include "runtime/prefetch_tally.hpp"
@@ -139,4 +140,33 @@ TEST_CASE("a watch event on a head a live lookup read reads it ahead, and only t
   tally = avout::detail::prefetch_tally();
   CHECK(tally.made == before.made + 1);
   CHECK(tally.used == before.used + 1);
+}
+
+TEST_CASE("a head a sibling thread's commit kept newer is not read ahead again") {
+  avout::testing::start_shared_servers();
+  avout::ZooKeeperSession session(session_options());
+  const std::string path = avout::testing::unique_name("/node-cache-wait-test", "kept-newer");
+  session.create_recursive(path);
+  avout::detail::NodeCache cache(session);
+  // Two commits of this client in a row (the clock's version one apart), each keeping the
+  // node it wrote: an attempt read the first, a sibling thread's commit kept the second.
+  const auto first = session.set(path, avout::to_bytes("one"));
+  cache.keep_unwatched({{path, {avout::to_bytes("one"), first}}}, first.mzxid, 10);
+  const auto second = session.set(path, avout::to_bytes("two"));
+  cache.keep_unwatched({{path, {avout::to_bytes("two"), second}}}, second.mzxid, 11);
+
+  const auto before = avout::detail::prefetch_tally();
+  cache.prefetch(path, first.mzxid);  // the slot holds the newer node: nothing to read
+  CHECK(avout::detail::prefetch_tally().made == before.made);
+  auto next = cache.begin(path);
+  CHECK(cache.finish_newest(next).data == avout::to_bytes("two"));
+  CHECK(next.kept());
+
+  // The attempt read the newest kept node and still failed: another client wrote since.
+  session.set(path, avout::to_bytes("three"));
+  cache.prefetch(path, second.mzxid);
+  CHECK(avout::detail::prefetch_tally().made == before.made + 1);
+  auto again = cache.begin(path);
+  CHECK(cache.finish_newest(again).data == avout::to_bytes("three"));
+  CHECK(again.watched);
 }

@@ -124,6 +124,16 @@ struct NodeCache::State : std::enable_shared_from_this<State> {
     });
   }
 
+  // Whether `path`'s slot holds a node newer than `mzxid` that this client's commit kept in
+  // the current run: the newest node as far as V3 can tell, so reading it again buys nothing.
+  bool holds_newer_kept(const std::string& path, std::int64_t mzxid) const {
+    const auto found = slots.find(path);
+    if (found == slots.end()) return false;
+    const Slot& slot = found->second;
+    return slot.node && slot.unwatched_at && slot.node->stat.mzxid > mzxid && run &&
+           current(*slot.unwatched_at, run->end);
+  }
+
   // NodeCache's begin(), begin_watched() and prefetch(), with `mutex` held.
   Lookup begin_locked(const std::string& path);
   Lookup begin_watched_locked(const std::string& path);
@@ -313,8 +323,9 @@ NodeCache::Lookup NodeCache::State::begin_watched_locked(const std::string& path
   return begin_locked(path);
 }
 
-void NodeCache::prefetch(const std::string& path) {
+void NodeCache::prefetch(const std::string& path, std::optional<std::int64_t> read_mzxid) {
   std::lock_guard lock(state_->mutex);
+  if (read_mzxid && state_->holds_newer_kept(path, *read_mzxid)) return;
   state_->prefetch_locked(path);
 }
 

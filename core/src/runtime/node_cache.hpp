@@ -102,8 +102,10 @@ class NodeCache {
   Lookup begin_watched(const std::string& path);
   /// Reads `path` ahead, watched, for the next attempt (V6); counted in prefetch_tally()
   /// as used by the next lookup of it, or wasted when dropped first. A watch event on a slot
-  /// with live readers does the same on the callback thread.
-  void prefetch(const std::string& path);
+  /// with live readers does the same on the callback thread. With `read_mzxid` (the node the
+  /// attempt read), nothing is read when the slot holds a newer node kept from the current
+  /// run of this client's commits: a sibling thread's commit, already the node to read.
+  void prefetch(const std::string& path, std::optional<std::int64_t> read_mzxid = std::nullopt);
   /// Reads `path` ahead for the next transaction (after a commit changed it).
   void refresh(const std::string& path) { (void)begin(path); }
   /// Keeps `nodes` (path and node), which this client's commit at `zxid` wrote, without a

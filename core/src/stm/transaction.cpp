@@ -199,8 +199,10 @@ void Transaction::require_consistent_view() {
 }
 
 void Transaction::prefetch_heads(const std::vector<const Entry*>& entries) {
-  // Watched: a head kept from our own commit is what a failed check found stale.
-  for (const Entry* target : entries) runtime_.nodes().prefetch(target->ref->head_path());
+  // Watched: a head kept from our own commit is what a failed check found stale, unless a
+  // sibling thread's commit has kept a newer one since (then that is the head to read).
+  for (const Entry* target : entries)
+    runtime_.nodes().prefetch(target->ref->head_path(), target->head_stat.mzxid);
 }
 
 // V5: a sync, the clock and the heads not known unchanged by their watch, in one pipeline.
