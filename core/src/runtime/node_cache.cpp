@@ -379,24 +379,22 @@ std::optional<NodeCache::OwnCommit> NodeCache::last_own_commit() const {
 }
 
 void NodeCache::rearm_stale(std::int64_t read_point) {
-  std::vector<std::string> stale;
-  {
-    std::lock_guard lock(state_->mutex);
-    auto kept = state_->kept_by_thread.find(std::this_thread::get_id());
-    // Only for a thread whose transactions come back to what they wrote (a loop over the same
-    // refs); one that moves on (transfers between random accounts) would read in vain.
-    if (kept == state_->kept_by_thread.end() || !kept->second.reused || kept->second.rearmed)
-      return;
-    kept->second.rearmed = true;
-    for (const auto& path : kept->second.paths) {
-      auto found = state_->slots.find(path);
-      if (found == state_->slots.end() || !found->second.unwatched_at) continue;
-      if (state_->current(*found->second.unwatched_at, read_point)) continue;
-      state_->forget(found->second);
-      stale.push_back(path);
-    }
+  std::lock_guard lock(state_->mutex);
+  auto kept = state_->kept_by_thread.find(std::this_thread::get_id());
+  // Only for a thread whose transactions come back to what they wrote (a loop over the same
+  // refs); one that moves on (transfers between random accounts) would read in vain.
+  if (kept == state_->kept_by_thread.end() || !kept->second.reused || kept->second.rearmed)
+    return;
+  kept->second.rearmed = true;
+  // Copied: begin_locked may empty the cache for room, and this thread's entry with it.
+  const std::vector<std::string> paths = kept->second.paths;
+  for (const auto& path : paths) {
+    auto found = state_->slots.find(path);
+    if (found == state_->slots.end() || !found->second.unwatched_at) continue;
+    if (state_->current(*found->second.unwatched_at, read_point)) continue;
+    state_->forget(found->second);
+    (void)state_->begin_locked(path);
   }
-  for (const auto& path : stale) (void)begin(path);
 }
 
 }  // namespace avout::detail
